@@ -1,0 +1,206 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Exceptions raised by nova-snapshot-ext.
+
+Every exception derives from :class:`SnapshotExtException`.  Each class
+carries a ``msg_fmt`` with named placeholders; the keyword arguments given
+to the constructor are kept in ``self.kwargs`` so a caller can act on them
+(for example read ``exc.kwargs['property']``).
+
+The ``code`` attribute is the HTTP status a host API should answer with
+when it turns the exception into a response (Nova maps ``Invalid`` to 400,
+``Forbidden``/quota to 403, state conflicts to 409).
+"""
+
+from __future__ import annotations
+
+import typing as ty
+
+from oslo_log import log as logging
+
+from nova_snapshot_ext.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+#: Tests set this to True so a broken ``msg_fmt`` fails loudly.
+FATAL_FORMAT_ERRORS = False
+
+
+class SnapshotExtException(Exception):
+    """Base exception; formats ``msg_fmt`` with the constructor kwargs."""
+
+    msg_fmt = _("An unknown exception occurred.")
+    code = 500
+
+    def __init__(self, message: str | None = None, **kwargs: ty.Any):
+        self.kwargs = kwargs
+        if not message:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError, ValueError):
+                if FATAL_FORMAT_ERRORS:
+                    raise
+                LOG.exception('Exception in string format operation for '
+                              '%s', self.__class__.__name__)
+                message = self.msg_fmt
+        self.message = message
+        super().__init__(message)
+
+    def format_message(self) -> str:
+        return self.message
+
+
+# --- configuration and loading -------------------------------------------
+
+class ConfigurationError(SnapshotExtException):
+    msg_fmt = _("Invalid configuration: option [%(group)s] %(option)s: "
+                "%(reason)s")
+
+
+class DriverNotFound(SnapshotExtException):
+    msg_fmt = _("No snapshot driver named '%(name)s' is installed in the "
+                "'nova_snapshot_ext.drivers' namespace (option "
+                "[snapshot_ext] driver). Installed: %(available)s")
+
+
+class DriverLoadError(SnapshotExtException):
+    msg_fmt = _("Snapshot driver '%(name)s' failed to load: %(reason)s")
+
+
+# --- snapshot request validation ------------------------------------------
+
+class InvalidRequest(SnapshotExtException):
+    """The snapshot request is malformed; ``field`` names the culprit."""
+
+    code = 400
+    msg_fmt = _("Invalid snapshot request: field '%(field)s': %(reason)s")
+
+
+class InvalidServerState(SnapshotExtException):
+    code = 409
+    msg_fmt = _("Server %(instance_uuid)s is in vm_state '%(vm_state)s'; a "
+                "volume-backed snapshot needs one of: %(allowed)s")
+
+
+# --- preflight refusals (nothing has been created) -----------------------
+
+class PreflightError(SnapshotExtException):
+    """Base of every refusal raised before anything exists in Glance."""
+
+    code = 400
+    msg_fmt = _("Preflight check failed: %(reason)s")
+
+
+class ReservedProperty(PreflightError):
+    code = 403
+    msg_fmt = _("Image property '%(property)s' is reserved by Glance "
+                "(%(reason)s)")
+
+
+class ReadOnlyProperty(PreflightError):
+    code = 403
+    msg_fmt = _("Image property '%(property)s' is read-only in Glance and "
+                "cannot be set on create")
+
+
+class PropertyNameTooLong(PreflightError):
+    msg_fmt = _("Image property name '%(property)s...' is %(length)d "
+                "characters long; Glance allows at most 255")
+
+
+class PropertyValueNotString(PreflightError):
+    msg_fmt = _("Image property '%(property)s' has a %(type)s value; Glance "
+                "custom properties must be strings")
+
+
+class PropertyValueTooLong(PreflightError):
+    msg_fmt = _("Image attribute '%(property)s' is %(length)d characters "
+                "long; Glance allows at most %(limit)d")
+
+
+class PropertyQuotaExceeded(PreflightError):
+    code = 403
+    msg_fmt = _("The image would carry %(count)d properties; option "
+                "[snapshot_ext] image_property_quota allows %(quota)d "
+                "(Glance's image_property_quota, default 128)")
+
+
+class RequiredPropertyMissing(PreflightError):
+    msg_fmt = _("This Glance requires image property '%(property)s' "
+                "(image schema 'required' list) and the snapshot does not "
+                "carry it")
+
+
+class FormatNotAllowed(PreflightError):
+    msg_fmt = _("No honest activation is possible: %(reason)s. Glance allows "
+                "disk_format %(allowed)s and container_format "
+                "%(containers)s; driver '%(driver)s' reads %(readable)s")
+
+
+# --- Glance interaction ---------------------------------------------------
+
+class GlanceError(SnapshotExtException):
+    """A Glance call failed; ``status`` is the HTTP status when known."""
+
+    msg_fmt = _("Glance %(operation)s failed: %(reason)s")
+
+
+class GlanceUnavailable(GlanceError):
+    code = 503
+    msg_fmt = _("Glance could not be reached for %(operation)s: %(reason)s")
+
+
+class GlanceForbidden(GlanceError):
+    code = 403
+
+
+class GlanceNotFound(GlanceError):
+    code = 404
+
+
+class GlanceConflict(GlanceError):
+    code = 409
+
+
+class GlanceBadRequest(GlanceError):
+    code = 400
+
+
+class GlanceOverLimit(GlanceError):
+    code = 413
+
+
+class ImageFormatRejected(GlanceError):
+    """Glance refused the uploaded bytes (HTTP 415, format inspection)."""
+
+    code = 415
+    msg_fmt = _("Glance refused the %(disk_format)s payload of image "
+                "%(image_id)s: %(reason)s")
+
+
+class ActivationFailed(SnapshotExtException):
+    """Every attempt of the activation plan failed.
+
+    ``attempts`` holds the :class:`~nova_snapshot_ext.snapshot.result.Attempt`
+    records, each with the reason it failed; ``cleaned_up`` lists the image
+    ids deleted on the way and ``leftover`` any that could not be deleted.
+    """
+
+    msg_fmt = _("Could not activate snapshot image '%(name)s': "
+                "%(reason)s")
+
+
+class ActivationTimeout(GlanceError):
+    code = 504
+    msg_fmt = _("Image %(image_id)s did not become active within "
+                "%(timeout)s seconds (last status '%(status)s')")
