@@ -1,0 +1,184 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What a Glance allows, discovered through its API and cached.
+
+Sources (Glance 33, ``glance/api/v2/images.py`` and ``versions.py``):
+
+* ``GET /v2/schemas/image``: ``disk_format``/``container_format`` enums
+  are ``[null] + [image_format] disk_formats/container_formats`` in the
+  operator's order; ``properties`` names the base attributes; an optional
+  ``required`` list (Glance >= 32 extended schema).
+* ``GET /versions``: ``v2.17`` listed means the service location API
+  (``POST /v2/images/{id}/locations``) exists.
+* ``GET /v2/info/stores``: 404 unless multi-store; the http store is
+  reported ``read-only``.
+
+What cannot be discovered: ``require_image_format_match`` (a 415 at run
+time tells), ``image_property_quota`` (an option of ours mirrors it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import typing as ty
+
+from oslo_log import log as logging
+
+from nova_snapshot_ext import exception
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.image import glance as glance_mod
+
+LOG = logging.getLogger(__name__)
+
+#: The API version that brought ``POST /v2/images/{id}/locations``.
+LOCATION_API_VERSION = (2, 17)
+
+
+def _version_tuple(version_id: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(p) for p in version_id.lstrip('v').split('.'))
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class GlanceCapabilities:
+    """A Glance's discovered capabilities.
+
+    :ivar disk_formats: allowed ``disk_format`` values, operator order.
+    :ivar container_formats: allowed ``container_format`` values.
+    :ivar base_attributes: names the image schema defines as attributes
+        (not custom properties): ``name``, ``visibility``, ``size``...
+    :ivar schema_properties: the schema's ``properties`` object.
+    :ivar required: names the schema requires on create.
+    :ivar api_versions: version ids listed by ``/versions``
+        (e.g. ``'v2.17'``), any status.
+    :ivar stores: ``/v2/info/stores`` entries, or ``None`` when Glance is
+        not multi-store.
+    :ivar fetched_at: ``time.monotonic()`` of discovery.
+    """
+
+    disk_formats: tuple[str, ...]
+    container_formats: tuple[str, ...]
+    base_attributes: frozenset[str]
+    schema_properties: ty.Mapping[str, ty.Any]
+    required: tuple[str, ...] = ()
+    api_versions: tuple[str, ...] = ()
+    stores: tuple[ty.Mapping[str, str], ...] | None = None
+    fetched_at: float = 0.0
+
+    @classmethod
+    def from_documents(cls, schema: ty.Mapping[str, ty.Any],
+                       versions: ty.Iterable[ty.Mapping[str, ty.Any]] = (),
+                       stores: ty.Iterable[ty.Mapping[str, str]] | None
+                       = None) -> GlanceCapabilities:
+        """Build from the raw API documents.
+
+        :raises GlanceError: the schema lacks the format enums.
+        """
+        props = schema.get('properties') or {}
+        try:
+            disk = [f for f in props['disk_format']['enum'] if f]
+            container = [f for f in props['container_format']['enum'] if f]
+        except (KeyError, TypeError):
+            raise exception.GlanceError(
+                operation='schema', reason='the image schema has no '
+                'disk_format/container_format enum')
+        return cls(
+            disk_formats=tuple(disk),
+            container_formats=tuple(container),
+            base_attributes=frozenset(props),
+            schema_properties=props,
+            required=tuple(schema.get('required') or ()),
+            api_versions=tuple(str(v.get('id')) for v in versions),
+            stores=None if stores is None else tuple(stores),
+            fetched_at=time.monotonic())
+
+    @property
+    def location_api(self) -> bool:
+        """True when ``/versions`` lists API v2.17 or later."""
+        for vid in self.api_versions:
+            vt = _version_tuple(vid)
+            if vt and vt >= LOCATION_API_VERSION:
+                return True
+        return False
+
+    def to_dict(self) -> dict[str, ty.Any]:
+        """JSON-able summary (for ``probe``)."""
+        return {
+            'disk_formats': list(self.disk_formats),
+            'container_formats': list(self.container_formats),
+            'required_properties': list(self.required),
+            'api_versions': list(self.api_versions),
+            'location_api': self.location_api,
+            'stores': None if self.stores is None else [
+                dict(s) for s in self.stores],
+        }
+
+
+def discover(client: glance_mod.GlanceClient) -> GlanceCapabilities:
+    """Ask ``client``'s Glance for its capabilities (3 GET requests).
+
+    :raises GlanceError: translated failures of the schema request.
+        Failures of ``/versions`` or ``/v2/info/stores`` are logged and
+        read as "no location API" / "not multi-store".
+    """
+    schema = client.image_schema()
+    try:
+        versions = client.api_versions()
+    except exception.GlanceError as err:
+        LOG.warning('Could not list Glance API versions: %s', err)
+        versions = []
+    try:
+        stores = client.stores()
+    except exception.GlanceError as err:
+        LOG.warning('Could not list Glance stores: %s', err)
+        stores = None
+    return GlanceCapabilities.from_documents(schema, versions, stores)
+
+
+class CapabilityCache:
+    """Capabilities per Glance endpoint, reused for ``ttl`` seconds.
+
+    Thread-safe.  :meth:`invalidate` drops an entry at once (called after a
+    refusal that shows the operator reconfigured Glance).
+
+    :param ttl: seconds; 0 means always discover.
+    """
+
+    def __init__(self, ttl: float = 300.0):
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._entries: dict[str, GlanceCapabilities] = {}
+
+    def get(self, client: glance_mod.GlanceClient) -> GlanceCapabilities:
+        key = client.endpoint
+        with self._lock:
+            caps = self._entries.get(key)
+            if caps and time.monotonic() - caps.fetched_at < self.ttl:
+                return caps
+        caps = discover(client)
+        with self._lock:
+            self._entries[key] = caps
+        return caps
+
+    def invalidate(self, client: glance_mod.GlanceClient | None = None
+                   ) -> None:
+        with self._lock:
+            if client is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(client.endpoint, None)

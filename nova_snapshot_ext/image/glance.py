@@ -1,0 +1,297 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Glance client wrapper: one keystoneauth1 session, translated errors.
+
+Every call goes through python-glanceclient v2 over a keystoneauth1
+session.  Transport retries are keystoneauth's (``[snapshot_ext_glance]
+connect_retries`` / ``status_code_retries``), never a loop here.  Every
+glanceclient or keystoneauth error is translated into a
+:class:`~nova_snapshot_ext.exception.GlanceError` subclass carrying
+``operation``, ``image_id`` and ``status`` kwargs.
+
+glanceclient has no class for HTTP 415 (Glance's format-inspection
+refusal): it raises the bare ``glanceclient.exc.HTTPException`` whose text
+starts ``HTTP 415``; :func:`translate` recognises it as
+:class:`~nova_snapshot_ext.exception.ImageFormatRejected`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import typing as ty
+
+import glanceclient
+from glanceclient import exc as glance_exc
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext import opts
+
+LOG = logging.getLogger(__name__)
+
+_STATUS_RE = re.compile(r'HTTP (\d{3})')
+
+_CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
+    (glance_exc.HTTPBadRequest, exception.GlanceBadRequest),
+    (glance_exc.HTTPUnauthorized, exception.GlanceForbidden),
+    (glance_exc.HTTPForbidden, exception.GlanceForbidden),
+    (glance_exc.HTTPNotFound, exception.GlanceNotFound),
+    (glance_exc.HTTPConflict, exception.GlanceConflict),
+    (glance_exc.HTTPOverLimit, exception.GlanceOverLimit),
+    (glance_exc.HTTPServiceUnavailable, exception.GlanceUnavailable),
+    (glance_exc.CommunicationError, exception.GlanceUnavailable),
+    (glance_exc.InvalidEndpoint, exception.GlanceUnavailable),
+    (ks_exc.ConnectionError, exception.GlanceUnavailable),
+    (ks_exc.EndpointNotFound, exception.GlanceUnavailable),
+    (ks_exc.DiscoveryFailure, exception.GlanceUnavailable),
+    (ks_exc.ServiceUnavailable, exception.GlanceUnavailable),
+    (ks_exc.Unauthorized, exception.GlanceForbidden),
+    (ks_exc.Forbidden, exception.GlanceForbidden),
+]
+
+
+def _status_of(err: BaseException) -> int | None:
+    code = getattr(err, 'code', None)
+    if isinstance(code, int):
+        return code
+    code = getattr(err, 'http_status', None)
+    if isinstance(code, int):
+        return code
+    match = _STATUS_RE.search(str(err))
+    return int(match.group(1)) if match else None
+
+
+def _reason(err: BaseException) -> str:
+    text = ' '.join(str(err).split())
+    return text[:500] or err.__class__.__name__
+
+
+def translate(err: BaseException, operation: str,
+              image_id: str | None = None,
+              disk_format: str | None = None) -> exception.GlanceError:
+    """Turn a glanceclient/keystoneauth error into our exception.
+
+    :param err: the exception raised by glanceclient or keystoneauth1.
+    :param operation: what was being done, e.g. ``'upload'``.
+    :param image_id: the image concerned, if any.
+    :param disk_format: for uploads, the disk_format declared.
+    :returns: a :class:`~nova_snapshot_ext.exception.GlanceError` instance
+        (not raised): ``ImageFormatRejected`` for HTTP 415,
+        ``GlanceBadRequest`` for 400 and for glanceclient's client-side
+        schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
+        ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
+        ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 503 and
+        transport failures, ``GlanceError`` otherwise.
+    """
+    status = _status_of(err)
+    reason = _reason(err)
+    kwargs = dict(operation=operation, reason=reason, image_id=image_id,
+                  status=status)
+    if isinstance(err, TypeError):
+        # glanceclient validates against /v2/schemas/image before sending.
+        kwargs['status'] = 400
+        kwargs['schema_refusal'] = True
+        return exception.GlanceBadRequest(**kwargs)
+    if type(err) is glance_exc.HTTPException and status == 415:
+        return exception.ImageFormatRejected(disk_format=disk_format,
+                                             **kwargs)
+    for client_cls, our_cls in _CLASS_MAP:
+        if isinstance(err, client_cls):
+            return our_cls(**kwargs)
+    return exception.GlanceError(**kwargs)
+
+
+def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
+    """One keystoneauth1 session from ``[snapshot_ext_glance]``.
+
+    TLS, timeout and the auth plugin (when ``auth_type`` is set) come from
+    that group.  Reuse the session for every snapshot: it pools the HTTP
+    connections.
+    """
+    auth = ks_loading.load_auth_from_conf_options(conf, opts.GLANCE_GROUP)
+    return ks_loading.load_session_from_conf_options(
+        conf, opts.GLANCE_GROUP, auth=auth)
+
+
+def adapter_kwargs(conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
+    """keystoneauth1 adapter options of ``[snapshot_ext_glance]``.
+
+    :returns: keyword arguments for ``glanceclient.Client`` (which builds a
+        keystoneauth1 ``Adapter`` from them): ``service_type``,
+        ``interface``, ``region_name``, ``endpoint_override``,
+        ``connect_retries``, ``status_code_retries``...
+    """
+    group = conf[opts.GLANCE_GROUP]
+    kwargs: dict[str, ty.Any] = {
+        'service_type': group.service_type or 'image',
+        'service_name': group.service_name,
+        'interface': group.valid_interfaces,
+        'region_name': group.region_name,
+        'endpoint_override': group.endpoint_override,
+        'connect_retries': group.connect_retries,
+        'connect_retry_delay': group.connect_retry_delay,
+        'status_code_retries': group.status_code_retries,
+        'status_code_retry_delay': group.status_code_retry_delay,
+    }
+    if group.retriable_status_codes:
+        kwargs['retriable_status_codes'] = group.retriable_status_codes
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+class GlanceClient:
+    """The plugin's view of one Glance, for one identity.
+
+    :param session: a keystoneauth1 session (shared across snapshots).
+    :param auth: optional auth plugin overriding the session's (inside
+        Nova: the user's token, optionally wrapped with a service token).
+    :param global_request_id: sent as ``X-OpenStack-Request-ID``.
+    :param adapter_options: see :func:`adapter_kwargs`.
+    """
+
+    def __init__(self, session: ks_session.Session,
+                 auth: ty.Any = None,
+                 global_request_id: str | None = None,
+                 **adapter_options: ty.Any):
+        kwargs = dict(adapter_options)
+        if auth is not None:
+            kwargs['auth'] = auth
+        if global_request_id:
+            kwargs['global_request_id'] = global_request_id
+        self._client = glanceclient.Client('2', session=session, **kwargs)
+        self.session = session
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts,
+                  session: ks_session.Session | None = None,
+                  **kwargs: ty.Any) -> GlanceClient:
+        """Build a client from ``[snapshot_ext_glance]``."""
+        session = session or load_session(conf)
+        options = adapter_kwargs(conf)
+        options.update(kwargs)
+        return cls(session, **options)
+
+    @property
+    def endpoint(self) -> str:
+        """The Glance endpoint this client talks to (for messages)."""
+        try:
+            return str(self._client.http_client.get_endpoint())
+        except Exception:  # noqa: B902 - best effort, for display only
+            return '<unknown>'
+
+    def _call(self, operation: str, func: ty.Callable[..., ty.Any],
+              *args: ty.Any, image_id: str | None = None,
+              disk_format: str | None = None, **kwargs: ty.Any) -> ty.Any:
+        try:
+            return func(*args, **kwargs)
+        except (glance_exc.BaseException, glance_exc.HTTPException,
+                ks_exc.ClientException, TypeError) as err:
+            raise translate(err, operation, image_id=image_id,
+                            disk_format=disk_format) from err
+
+    # --- images -----------------------------------------------------------
+
+    def create(self, **kwargs: ty.Any) -> dict[str, ty.Any]:
+        """``POST /v2/images``.
+
+        :returns: the image as Glance returned it (a plain dict).
+        :raises GlanceConflict: the ``id`` exists already (or existed).
+        :raises GlanceBadRequest: schema refusal (client- or server-side).
+        :raises GlanceForbidden: policy, reserved or read-only attribute.
+        """
+        # Passed through a closure: _call's own keywords (image_id,
+        # disk_format) must not swallow the image attributes.
+        image = self._call('create',
+                           lambda: self._client.images.create(**kwargs),
+                           image_id=kwargs.get('id'),
+                           disk_format=kwargs.get('disk_format'))
+        return dict(image)
+
+    def get(self, image_id: str) -> dict[str, ty.Any]:
+        """``GET /v2/images/{id}``; :raises GlanceNotFound: if absent."""
+        return dict(self._call('get', self._client.images.get, image_id,
+                               image_id=image_id))
+
+    def delete(self, image_id: str) -> None:
+        """``DELETE /v2/images/{id}``; :raises GlanceNotFound: if absent."""
+        self._call('delete', self._client.images.delete, image_id,
+                   image_id=image_id)
+
+    def upload(self, image_id: str, data: bytes,
+               disk_format: str | None = None) -> None:
+        """``PUT /v2/images/{id}/file`` with ``data``.
+
+        Zero bytes go as an empty string (``Content-Length: 0``, what Nova
+        sends); other payloads as a file object with
+        ``x-openstack-image-size`` so Glance checks the length.
+
+        :param data: the payload, ``len(data)`` bytes.
+        :param disk_format: for error messages only.
+        :raises ImageFormatRejected: HTTP 415, Glance's inspector refused
+            the bytes; the image is poisoned (delete it).
+        """
+        if data:
+            self._call('upload', self._client.images.upload, image_id,
+                       io.BytesIO(data), image_size=len(data),
+                       image_id=image_id, disk_format=disk_format)
+        else:
+            self._call('upload', self._client.images.upload, image_id, '',
+                       image_id=image_id, disk_format=disk_format)
+
+    def download(self, image_id: str) -> bytes:
+        """The image data (``b''`` for none), checksum verified."""
+        body = self._call('download', self._client.images.data, image_id,
+                          image_id=image_id)
+        if body is None:
+            return b''
+        return b''.join(body)
+
+    def add_member(self, image_id: str, member_id: str) -> dict[str, ty.Any]:
+        """``POST /v2/images/{id}/members`` (image must be ``shared``)."""
+        member = self._call('add member', self._client.image_members.create,
+                            image_id, member_id, image_id=image_id)
+        return dict(member)
+
+    def list_members(self, image_id: str) -> list[dict[str, ty.Any]]:
+        return [dict(m) for m in self._call(
+            'list members', self._client.image_members.list, image_id,
+            image_id=image_id)]
+
+    def list_images(self, **filters: ty.Any) -> list[dict[str, ty.Any]]:
+        """``GET /v2/images`` with filters, all pages."""
+        return [dict(i) for i in self._call(
+            'list', lambda: list(self._client.images.list(filters=filters)))]
+
+    # --- discovery --------------------------------------------------------
+
+    def image_schema(self) -> dict[str, ty.Any]:
+        """``GET /v2/schemas/image`` as a dict."""
+        schema = self._call('schema', self._client.schemas.get, 'image')
+        return dict(schema.raw())
+
+    def api_versions(self) -> list[dict[str, ty.Any]]:
+        """``GET /versions``: ``[{'id': 'v2.17', 'status': 'CURRENT'}...]``."""
+        versions = self._call('versions', self._client.versions.list)
+        return [dict(v) for v in versions]
+
+    def stores(self) -> list[dict[str, ty.Any]] | None:
+        """``GET /v2/info/stores``; ``None`` without multi-store (404)."""
+        try:
+            info = self._call('stores', self._client.images.get_stores_info)
+        except exception.GlanceNotFound:
+            return None
+        return [dict(s) for s in info.get('stores', [])]

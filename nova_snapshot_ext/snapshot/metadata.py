@@ -1,0 +1,312 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Build the Nova-compatible image record of a volume-backed snapshot.
+
+The rules follow Nova's ``compute_utils.initialize_instance_snapshot_
+metadata`` and ``compute.api.API.snapshot_volume_backed`` (Nova 34), with
+the encodings of ``nova.image.glance._translate_to_glance``, so an image
+made here is read by Nova exactly like one Nova made:
+
+* properties are inherited from the server's recorded image metadata,
+  minus keys that are never inherited (:data:`NEVER_INHERITED`, the
+  ``os_glance`` namespace, ``[snapshot_ext] non_inheritable_image_
+  properties``);
+* user metadata goes on top (Nova: ``properties.update(extra_properties)``);
+* ``block_device_mapping``, ``bdm_v2`` and ``root_device_name`` always come
+  from the server, never from inherited or user input;
+* ``block_device_mapping`` is a JSON list, non-volume entries first, volume
+  entries rewritten as ``source_type=snapshot`` with the new snapshot id
+  (Nova's ``block_device.snapshot_from_bdm`` + ``get_image_mapping``);
+* every property value is a string (``True`` -> ``'True'``), ``min_ram`` and
+  ``min_disk`` are integers.
+
+Where this module is stricter than Nova it says so: Nova copies *every*
+system metadata key (``owner_user_name``, ``boot_roles``, ``password_0``...);
+only ``image_``-prefixed keys are image metadata, so only those are read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as ty
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import request as request_mod
+
+LOG = logging.getLogger(__name__)
+
+#: Nova's ``SM_IMAGE_PROP_PREFIX``.
+SYSMETA_IMAGE_PREFIX = 'image_'
+
+#: Nova's ``SM_SKIP_KEYS``: legacy mapping keys never read from sysmeta.
+SYSMETA_SKIP_KEYS = frozenset([
+    'mappings', 'block_device_mapping', 'img_mappings',
+    'img_block_device_mapping'])
+
+#: Keys that are Glance base attributes, not properties (Nova's
+#: ``SM_INHERITABLE_KEYS``).  ``min_ram``/``min_disk`` are inherited;
+#: ``disk_format``/``container_format`` are chosen per activation attempt.
+BASE_ATTRIBUTE_KEYS = frozenset(['min_ram', 'min_disk', 'disk_format',
+                                 'container_format'])
+
+#: Never inherited, whatever the configuration says.  Nova's
+#: ``NON_INHERITABLE_IMAGE_PROPERTIES`` (encryption key and signature: a
+#: copied key id lets deleting one image destroy the shared secret,
+#: LP#1852106), plus:
+#:
+#: * the mapping keys the plugin always rebuilds from the server;
+#: * ownership and sharing (``owner``, ``instance_owner``, ``visibility``);
+#: * Glance's read-only and reserved attributes and data-derived fields
+#:   (``size``, ``checksum``, ``os_hash_*``...); Cinder copies these into
+#:   ``volume_image_metadata`` (LP#1439819);
+#: * the source image's identity (``image_id``, ``image_name``).
+NEVER_INHERITED = frozenset([
+    'cinder_encryption_key_id', 'cinder_encryption_key_deletion_policy',
+    'img_signature', 'img_signature_hash_method', 'img_signature_key_type',
+    'img_signature_certificate_uuid',
+    'block_device_mapping', 'bdm_v2', 'root_device_name', 'mappings',
+    'owner', 'instance_owner', 'visibility', 'is_public', 'protected',
+    'os_hidden', 'tags', 'name',
+    'id', 'status', 'size', 'virtual_size', 'checksum', 'os_hash_algo',
+    'os_hash_value', 'created_at', 'updated_at', 'deleted', 'deleted_at',
+    'location', 'locations', 'direct_url', 'self', 'file', 'schema',
+    'stores', 'image_id', 'image_name',
+])
+
+#: Namespaces never inherited (Nova's ``NON_INHERITABLE_IMAGE_NAMESPACES``;
+#: Glance reserves the prefix, LP#1912001).
+NEVER_INHERITED_PREFIXES = ('os_glance',)
+
+#: Keys the plugin writes itself; user metadata cannot override them
+#: (Nova pops them after merging ``extra_properties``).
+MAPPING_KEYS = ('block_device_mapping', 'bdm_v2', 'root_device_name')
+
+#: The fields of one image mapping entry (Nova's ``bdm_new_fields`` minus
+#: ``connection_info``).
+MAPPING_FIELDS = (
+    'source_type', 'destination_type', 'guest_format', 'device_type',
+    'disk_bus', 'boot_index', 'device_name', 'delete_on_termination',
+    'snapshot_id', 'volume_id', 'volume_size', 'image_id', 'no_device',
+    'tag', 'volume_type', 'encrypted', 'encryption_secret_uuid',
+    'encryption_format', 'encryption_options')
+
+#: Fields a volume entry copies from the server's mapping (Nova's
+#: ``snapshot_from_bdm``); every other field is ``None``.
+SNAPSHOT_COPIED_FIELDS = ('disk_bus', 'device_type', 'boot_index',
+                          'delete_on_termination', 'volume_size',
+                          'device_name')
+
+
+@dataclasses.dataclass
+class ImageRecord:
+    """The Glance image the plugin will create, before a format is chosen.
+
+    :ivar image_id: the id the plugin chose (UUID string).
+    :ivar name: image name.
+    :ivar visibility: ``private``, or ``shared`` when ``member`` is set.
+    :ivar min_ram: MiB, int (Glance base attribute).
+    :ivar min_disk: GiB, int (Glance base attribute).
+    :ivar properties: custom properties, every value a ``str``.
+    :ivar member: project id to add as an image member, or ``None``.
+    :ivar mappings: the decoded ``block_device_mapping`` list, for callers
+        and tests (the same data as ``properties['block_device_mapping']``).
+    """
+
+    image_id: str
+    name: str
+    visibility: str
+    min_ram: int
+    min_disk: int
+    properties: dict[str, str]
+    member: str | None = None
+    mappings: list[dict[str, ty.Any]] = dataclasses.field(
+        default_factory=list)
+
+    def create_kwargs(self, disk_format: str, container_format: str,
+                      image_id: str | None = None) -> dict[str, ty.Any]:
+        """glanceclient ``images.create`` keyword arguments.
+
+        :param disk_format: Glance disk_format of this attempt.
+        :param container_format: Glance container_format of this attempt.
+        :param image_id: override the id (a fallback attempt uses a fresh
+            one, since Glance never lets an id be reused).
+        :returns: base attributes plus the flattened properties.
+        """
+        kwargs: dict[str, ty.Any] = dict(self.properties)
+        kwargs.update(id=image_id or self.image_id, name=self.name,
+                      visibility=self.visibility, min_ram=self.min_ram,
+                      min_disk=self.min_disk, disk_format=disk_format,
+                      container_format=container_format)
+        return kwargs
+
+
+def _is_never_inherited(key: str, operator_keys: ty.Collection[str]) -> bool:
+    return (key in NEVER_INHERITED or key in operator_keys or
+            key.startswith(NEVER_INHERITED_PREFIXES))
+
+
+def _to_int(value: ty.Any, field: str) -> int:
+    if value is None or value == '':
+        return 0
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise exception.InvalidRequest(
+            field=field, reason='must be an integer, got %r' % (value,))
+    if number < 0:
+        raise exception.InvalidRequest(
+            field=field, reason='must be >= 0, got %d' % number)
+    return number
+
+
+def inherited_metadata(server: request_mod.Server
+                       ) -> tuple[dict[str, ty.Any], dict[str, str]]:
+    """Read the server's recorded image metadata.
+
+    :returns: ``(base, properties)``: ``base`` holds ``min_ram`` /
+        ``min_disk`` (and any recorded formats) as found; ``properties``
+        the remaining keys.  ``image_metadata`` is read first, then
+        ``system_metadata`` (``image_`` keys only, prefix stripped) wins.
+    """
+    base: dict[str, ty.Any] = {}
+    properties: dict[str, str] = {}
+    sources = [(k, v, 'server.image_metadata.%s' % k)
+               for k, v in server.image_metadata.items()]
+    sources += [(k[len(SYSMETA_IMAGE_PREFIX):], v,
+                 'server.system_metadata.%s' % k)
+                for k, v in server.system_metadata.items()
+                if k.startswith(SYSMETA_IMAGE_PREFIX)]
+    for key, value, field in sources:
+        if value is None or key in SYSMETA_SKIP_KEYS:
+            continue
+        if key in BASE_ATTRIBUTE_KEYS:
+            base[key] = (value, field)
+        else:
+            properties[key] = value
+    return base, properties
+
+
+def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
+                    ) -> list[dict[str, ty.Any]]:
+    """Image mapping entries in Nova's order and shape.
+
+    Non-volume mappings (swap, ephemeral, local image) come first in their
+    own order, then one ``source_type=snapshot`` entry per volume mapping.
+    ``no_device`` mappings are skipped.  Each entry holds every key of
+    :data:`MAPPING_FIELDS`; ``device_name`` gets the ``/dev/`` prefix Nova
+    adds; database ids and ``connection_info`` never appear.
+
+    :returns: list of dicts, JSON-serialisable.
+    """
+    local: list[dict[str, ty.Any]] = []
+    volumes: list[dict[str, ty.Any]] = []
+    for bdm in bdms:
+        if bdm.no_device:
+            continue
+        if bdm.is_volume:
+            entry: dict[str, ty.Any] = dict.fromkeys(MAPPING_FIELDS)
+            entry.update({f: getattr(bdm, f) for f in SNAPSHOT_COPIED_FIELDS})
+            entry.update(source_type='snapshot', destination_type='volume',
+                         snapshot_id=bdm.snapshot_id)
+            volumes.append(entry)
+        else:
+            entry = {f: getattr(bdm, f) for f in MAPPING_FIELDS}
+            if entry['encrypted'] is None:
+                entry['encrypted'] = False
+            local.append(entry)
+    entries = local + volumes
+    for entry in entries:
+        entry['delete_on_termination'] = bool(entry['delete_on_termination'])
+        name = entry['device_name']
+        if name and not name.startswith('/dev/'):
+            entry['device_name'] = '/dev/' + name
+    return entries
+
+
+def _encode(value: ty.Any) -> str:
+    # nova.image.glance._convert_to_v2: str values pass, others str().
+    return value if isinstance(value, str) else str(value)
+
+
+def build_image_record(snapshot: request_mod.SnapshotRequest,
+                       non_inheritable: ty.Collection[str] = (),
+                       driver_properties: ty.Mapping[str, str] | None = None,
+                       image_id: str | None = None) -> ImageRecord:
+    """Build the image record for ``snapshot``.
+
+    :param snapshot: a validated :class:`SnapshotRequest`.
+    :param non_inheritable: the operator's extra never-inherited keys
+        (``[snapshot_ext] non_inheritable_image_properties``).
+    :param driver_properties: properties the hypervisor driver stamps
+        (``hypervisor_type``, ``vm_mode``); they override inherited values
+        and are overridden by user metadata.
+    :param image_id: the image id to use; default ``snapshot.image_id``.
+    :returns: :class:`ImageRecord`.
+    :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers.
+    """
+    server = snapshot.server
+    base, inherited = inherited_metadata(server)
+    properties: dict[str, str] = {}
+    dropped = []
+    for key, value in inherited.items():
+        if _is_never_inherited(key, non_inheritable):
+            dropped.append(key)
+            continue
+        if key in ('kernel_id', 'ramdisk_id') and (
+                str(value).strip().lower() in ('', 'none')):
+            # Nova's _convert_to_v2 omits empty kernel/ramdisk ids.
+            dropped.append(key)
+            continue
+        properties[key] = _encode(value)
+    if dropped:
+        LOG.debug('Snapshot of server %(server)s does not inherit '
+                  '%(keys)s', {'server': server.uuid,
+                               'keys': ', '.join(sorted(dropped))})
+    for key, value in (driver_properties or {}).items():
+        properties[key] = _encode(value)
+    # User metadata wins (Nova), except the mapping keys Nova pops after
+    # the merge; whatever else is wrong with it (reserved names...) is a
+    # preflight refusal, not a silent drop.
+    for key, value in snapshot.metadata.items():
+        if key not in MAPPING_KEYS:
+            properties[key] = _encode(value)
+
+    mappings = mapping_entries(snapshot.block_device_mappings)
+    if server.root_device_name:
+        properties['root_device_name'] = server.root_device_name
+    if mappings:
+        properties['block_device_mapping'] = jsonutils.dumps(mappings)
+        properties['bdm_v2'] = 'True'
+
+    member = None
+    visibility = 'private'
+    if snapshot.requester.project_id != server.project_id:
+        # Nova: an admin snapshotting another project's server shares the
+        # image with the server's owner (instance_owner -> image member).
+        visibility = 'shared'
+        member = server.project_id
+
+    min_ram = base.get('min_ram', (None, ''))
+    min_disk = base.get('min_disk', (None, ''))
+    return ImageRecord(
+        image_id=image_id or snapshot.image_id or '',
+        name=snapshot.name,
+        visibility=visibility,
+        min_ram=_to_int(*min_ram),
+        min_disk=_to_int(*min_disk),
+        properties=properties,
+        member=member,
+        mappings=mappings)

@@ -1,0 +1,152 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Checks that can fail without side effects (design rule 2).
+
+:func:`check_image_record` refuses, before anything exists in Glance,
+every image record the target Glance would refuse.  Rules and sources
+(Glance 33, ``glance/api/v2/images.py`` ``RequestDeserializer`` and
+``glance/domain`` ``ImageFactory``; verified against a real Glance):
+
+* names starting ``os_glance`` are reserved (403);
+* ``location``, ``locations``, ``owner``, ``deleted``, ``deleted_at`` are
+  reserved (403), read-only attributes cannot be set (403);
+* other base attributes of the image schema (``visibility``,
+  ``protected``, ``tags``...) are not custom properties;
+* property names longer than 255 characters are refused (400);
+* custom property values must be strings (400; glanceclient raises
+  ``TypeError`` before sending);
+* more than ``image_property_quota`` properties (default 128, ``os_glance``
+  keys not counted) is refused (413);
+* names in the schema's ``required`` list must be present (Glance >= 32);
+* a property the operator's schema defines with ``enum`` or ``maxLength``
+  must satisfy it.
+"""
+
+from __future__ import annotations
+
+import typing as ty
+
+from nova_snapshot_ext import exception
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.image import capabilities as caps_mod
+    from nova_snapshot_ext.snapshot import metadata as metadata_mod
+
+MAX_KEY_LENGTH = 255
+
+#: Glance refuses these on create: 403 "Attribute 'x' is read-only."
+READ_ONLY = frozenset([
+    'created_at', 'updated_at', 'status', 'checksum', 'size',
+    'virtual_size', 'os_hash_algo', 'os_hash_value', 'direct_url', 'self',
+    'file', 'schema', 'stores'])
+
+#: Glance refuses these: 403 "Attribute 'x' is reserved."
+RESERVED = frozenset(['location', 'locations', 'owner', 'deleted',
+                      'deleted_at', 'id'])
+
+RESERVED_PREFIX = 'os_glance'
+
+#: Base attributes the plugin sets itself from the record.
+PLUGIN_ATTRIBUTES = frozenset(['id', 'name', 'visibility', 'min_ram',
+                               'min_disk', 'disk_format',
+                               'container_format'])
+
+
+def check_property_name(key: str,
+                        base_attributes: ty.Collection[str] = ()) -> None:
+    """Refuse a custom property name Glance would refuse.
+
+    :raises ReservedProperty: ``os_glance*``, reserved, or a base
+        attribute of the image schema.
+    :raises ReadOnlyProperty: a read-only attribute.
+    :raises PropertyNameTooLong: longer than 255 characters.
+    """
+    if key.startswith(RESERVED_PREFIX):
+        raise exception.ReservedProperty(
+            property=key, reason="the 'os_glance' namespace is Glance's own")
+    if key in READ_ONLY:
+        raise exception.ReadOnlyProperty(property=key)
+    if key in RESERVED:
+        raise exception.ReservedProperty(
+            property=key, reason='Glance reserves this attribute')
+    if key in base_attributes:
+        raise exception.ReservedProperty(
+            property=key, reason='it is a base attribute of the image '
+            'schema, not a custom property')
+    if len(key) > MAX_KEY_LENGTH:
+        raise exception.PropertyNameTooLong(property=key[:40],
+                                            length=len(key))
+
+
+def _check_schema_constraints(key: str, value: str,
+                              definition: ty.Mapping[str, ty.Any]) -> None:
+    enum = definition.get('enum')
+    if enum and value not in enum:
+        raise exception.PreflightError(
+            reason="image property '%s' must be one of %s in this Glance's "
+            "schema, got %r" % (key, ', '.join(map(str, enum)), value))
+    max_length = definition.get('maxLength')
+    if max_length is not None and len(value) > max_length:
+        raise exception.PropertyValueTooLong(
+            property=key, length=len(value), limit=max_length)
+
+
+def check_image_record(record: metadata_mod.ImageRecord,
+                       capabilities: caps_mod.GlanceCapabilities,
+                       property_quota: int = 128) -> None:
+    """Refuse ``record`` if this Glance would refuse to create it.
+
+    :param record: the image record.
+    :param capabilities: this Glance's capabilities.
+    :param property_quota: ``[snapshot_ext] image_property_quota``; -1 is
+        unlimited.
+    :raises PreflightError: one of its subclasses, naming the property.
+    """
+    if len(record.name) > MAX_KEY_LENGTH:
+        raise exception.PropertyValueTooLong(
+            property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
+    custom_names = capabilities.base_attributes - PLUGIN_ATTRIBUTES
+    schema_props = capabilities.schema_properties
+    for key, value in sorted(record.properties.items()):
+        check_property_name(key, custom_names - _custom_schema_keys(
+            schema_props))
+        if not isinstance(value, str):
+            raise exception.PropertyValueNotString(
+                property=key, type=type(value).__name__)
+        definition = schema_props.get(key)
+        if isinstance(definition, dict):
+            _check_schema_constraints(key, value, definition)
+    counted = [k for k in record.properties
+               if not k.startswith(RESERVED_PREFIX)]
+    if property_quota >= 0 and len(counted) > property_quota:
+        raise exception.PropertyQuotaExceeded(count=len(counted),
+                                              quota=property_quota)
+    present = set(record.properties) | PLUGIN_ATTRIBUTES
+    for name in capabilities.required:
+        if name not in present:
+            raise exception.RequiredPropertyMissing(property=name)
+
+
+#: Base attributes a Glance schema always defines (``get_base_properties``).
+#: Anything else in ``properties`` was added by the operator's
+#: ``schema-image.json`` and is a custom property with constraints.
+GLANCE_BASE_ATTRIBUTES = frozenset([
+    'id', 'name', 'status', 'visibility', 'protected', 'os_hidden',
+    'checksum', 'os_hash_algo', 'os_hash_value', 'owner', 'size',
+    'virtual_size', 'container_format', 'disk_format', 'created_at',
+    'updated_at', 'tags', 'direct_url', 'min_ram', 'min_disk', 'self',
+    'file', 'stores', 'schema', 'locations'])
+
+
+def _custom_schema_keys(schema_props: ty.Mapping[str, ty.Any]) -> set[str]:
+    return set(schema_props) - GLANCE_BASE_ATTRIBUTES

@@ -1,0 +1,410 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The snapshot request: what a host hands the plugin.
+
+A request is built from a JSON document (the CLI's ``REQUEST.json``) with
+:meth:`SnapshotRequest.from_dict`, or directly from the dataclasses by a
+Python host.  Field names are Nova's (``nova.objects.Instance`` and
+``nova.objects.BlockDeviceMapping``).  The JSON form::
+
+    {
+      "name": "nightly-db01",                 # image name, 1..255 chars
+      "image_id": "9f0c...",                  # optional: reuse on retry
+      "metadata": {"backup": "nightly"},      # user metadata (strings)
+      "server": {
+        "uuid": "6e2b...",                    # instance uuid
+        "project_id": "a1b2...",              # the server's project
+        "user_id": "c3d4...",
+        "vm_state": "active",                 # active|stopped|paused|
+                                              # suspended
+        "root_device_name": "/dev/vda",
+        "image_ref": "",                      # '' for boot from volume
+        "system_metadata": {"image_min_ram": "512",
+                            "image_os_distro": "ubuntu"},
+        "image_metadata": {"hw_disk_bus": "virtio"}
+      },
+      "block_device_mappings": [
+        {"source_type": "volume", "destination_type": "volume",
+         "boot_index": 0, "device_name": "/dev/vda",
+         "volume_id": "V1", "snapshot_id": "S1", "volume_size": 10,
+         "delete_on_termination": true, "disk_bus": "virtio",
+         "device_type": "disk"},
+        {"source_type": "blank", "destination_type": "local",
+         "boot_index": -1, "guest_format": "swap", "volume_size": 1,
+         "device_name": "/dev/vdb"}
+      ],
+      "requester": {"project_id": "a1b2...", "user_id": "c3d4...",
+                    "roles": ["member", "reader"]}
+    }
+
+``system_metadata`` is Nova's instance system metadata (image properties
+recorded at boot under the ``image_`` prefix); ``image_metadata`` is the
+same information already unprefixed (a host that has
+``instance.image_meta``).  Volume mappings (``destination_type ==
+"volume"``) must carry the ``snapshot_id`` of the Cinder snapshot the host
+took.  Database-only keys of Nova's records (``id``, ``instance_uuid``,
+``connection_info``, ...) are accepted and ignored; any other unknown key
+is an error.
+
+Every validation failure raises
+:class:`~nova_snapshot_ext.exception.InvalidRequest` whose ``field``
+kwarg names the offending field as a path, e.g.
+``block_device_mappings[1].snapshot_id``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as ty
+
+from oslo_utils import strutils
+from oslo_utils import uuidutils
+
+from nova_snapshot_ext import exception
+
+#: vm_states from which Nova's ``snapshot_volume_backed`` may run
+#: (``nova/compute/api.py`` ``@check_instance_state``).
+SNAPSHOT_VM_STATES = ('active', 'stopped', 'paused', 'suspended')
+
+#: Keys of Nova's BDM records that never reach an image mapping
+#: (``nova/block_device.py`` db-only/inherited fields + connection_info).
+BDM_IGNORED_KEYS = frozenset([
+    'id', 'uuid', 'instance_uuid', 'attachment_id', 'connection_info',
+    'created_at', 'updated_at', 'deleted_at', 'deleted', 'instance',
+])
+
+SOURCE_TYPES = ('volume', 'snapshot', 'image', 'blank')
+DESTINATION_TYPES = ('volume', 'local')
+
+
+def _fail(field: str, reason: str) -> ty.NoReturn:
+    raise exception.InvalidRequest(field=field, reason=reason)
+
+
+def _str(data: dict, key: str, path: str, required: bool = False,
+         max_len: int | None = None) -> str | None:
+    value = data.get(key)
+    if value is None:
+        if required:
+            _fail(path + key, 'is required')
+        return None
+    if not isinstance(value, str):
+        _fail(path + key, 'must be a string, got %s' % type(value).__name__)
+    if required and not value.strip():
+        _fail(path + key, 'must not be empty')
+    if max_len is not None and len(value) > max_len:
+        _fail(path + key, 'is %d characters long, at most %d allowed'
+              % (len(value), max_len))
+    return value
+
+
+def _int(data: dict, key: str, path: str,
+         minimum: int | None = None) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        _fail(path + key, 'must be an integer, got %r' % (value,))
+    try:
+        number = int(value)
+    except ValueError:
+        _fail(path + key, 'must be an integer, got %r' % (value,))
+    if minimum is not None and number < minimum:
+        _fail(path + key, 'must be >= %d, got %d' % (minimum, number))
+    return number
+
+
+def _bool(data: dict, key: str, path: str, default: bool = False) -> bool:
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return strutils.bool_from_string(value, strict=True)
+        except ValueError:
+            pass
+    _fail(path + key, 'must be a boolean, got %r' % (value,))
+
+
+def _str_dict(data: dict, key: str, path: str,
+              allow_none: bool = False) -> dict[str, ty.Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _fail(path + key, 'must be an object of string keys')
+    for k, v in value.items():
+        if not isinstance(k, str):
+            _fail(path + key, 'key %r is not a string' % (k,))
+        if v is None and allow_none:
+            continue
+        if not isinstance(v, str):
+            _fail('%s%s.%s' % (path, key, k),
+                  'must be a string, got %s' % type(v).__name__)
+    return dict(value)
+
+
+def _check_keys(data: ty.Any, allowed: ty.Iterable[str], path: str,
+                ignored: ty.Iterable[str] = ()) -> None:
+    if not isinstance(data, dict):
+        _fail(path.rstrip('.') or '<request>', 'must be a JSON object')
+    unknown = set(data) - set(allowed) - set(ignored)
+    if unknown:
+        _fail(path + sorted(unknown)[0],
+              'is not a known field (known: %s)' % ', '.join(sorted(allowed)))
+
+
+@dataclasses.dataclass
+class BlockDeviceMapping:
+    """One block device mapping of the server (Nova's BDM fields).
+
+    ``volume_size`` is in GiB.  ``boot_index`` 0 is the root disk; ``None``
+    or a negative value means "not bootable".
+    """
+
+    source_type: str
+    destination_type: str | None = None
+    boot_index: int | None = None
+    device_name: str | None = None
+    disk_bus: str | None = None
+    device_type: str | None = None
+    guest_format: str | None = None
+    volume_id: str | None = None
+    snapshot_id: str | None = None
+    image_id: str | None = None
+    volume_size: int | None = None
+    delete_on_termination: bool = False
+    no_device: bool = False
+    tag: str | None = None
+    volume_type: str | None = None
+    encrypted: bool | None = None
+    encryption_secret_uuid: str | None = None
+    encryption_format: str | None = None
+    encryption_options: str | None = None
+
+    @property
+    def is_volume(self) -> bool:
+        """True for a Cinder volume (Nova's ``bdm.is_volume``)."""
+        return self.destination_type == 'volume'
+
+    @property
+    def is_root(self) -> bool:
+        return self.boot_index == 0
+
+    @classmethod
+    def from_dict(cls, data: ty.Any,
+                  path: str = 'block_device_mappings[0].'
+                  ) -> BlockDeviceMapping:
+        """Validate and build one mapping.
+
+        :raises InvalidRequest: naming ``<path><field>``.
+        """
+        fields = [f.name for f in dataclasses.fields(cls)]
+        _check_keys(data, fields, path, BDM_IGNORED_KEYS)
+        source_type = _str(data, 'source_type', path, required=True)
+        if source_type not in SOURCE_TYPES:
+            _fail(path + 'source_type', 'must be one of %s, got %r'
+                  % ('/'.join(SOURCE_TYPES), source_type))
+        destination_type = _str(data, 'destination_type', path)
+        if (destination_type is not None and
+                destination_type not in DESTINATION_TYPES):
+            _fail(path + 'destination_type', 'must be one of %s, got %r'
+                  % ('/'.join(DESTINATION_TYPES), destination_type))
+        bdm = cls(
+            source_type=source_type,
+            destination_type=destination_type,
+            boot_index=_int(data, 'boot_index', path),
+            device_name=_str(data, 'device_name', path, max_len=255),
+            disk_bus=_str(data, 'disk_bus', path),
+            device_type=_str(data, 'device_type', path),
+            guest_format=_str(data, 'guest_format', path),
+            volume_id=_str(data, 'volume_id', path),
+            snapshot_id=_str(data, 'snapshot_id', path),
+            image_id=_str(data, 'image_id', path),
+            volume_size=_int(data, 'volume_size', path, minimum=0),
+            delete_on_termination=_bool(data, 'delete_on_termination', path),
+            no_device=_bool(data, 'no_device', path),
+            tag=_str(data, 'tag', path),
+            volume_type=_str(data, 'volume_type', path),
+            encrypted=(None if data.get('encrypted') is None
+                       else _bool(data, 'encrypted', path)),
+            encryption_secret_uuid=_str(data, 'encryption_secret_uuid', path),
+            encryption_format=_str(data, 'encryption_format', path),
+            encryption_options=_str(data, 'encryption_options', path),
+        )
+        if bdm.is_volume and not bdm.no_device and not bdm.snapshot_id:
+            _fail(path + 'snapshot_id',
+                  'a volume mapping must carry the id of the Cinder '
+                  'snapshot the host took of volume %s' % bdm.volume_id)
+        return bdm
+
+
+@dataclasses.dataclass
+class Server:
+    """The server being snapshotted (Nova's instance fields)."""
+
+    uuid: str
+    project_id: str
+    user_id: str | None = None
+    vm_state: str = 'active'
+    root_device_name: str | None = None
+    image_ref: str | None = None
+    system_metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+    image_metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: ty.Any, path: str = 'server.') -> Server:
+        fields = [f.name for f in dataclasses.fields(cls)]
+        _check_keys(data, fields, path)
+        uuid = _str(data, 'uuid', path, required=True)
+        if not uuidutils.is_uuid_like(uuid):
+            _fail(path + 'uuid', 'must be a UUID, got %r' % uuid)
+        vm_state = _str(data, 'vm_state', path) or 'active'
+        return cls(
+            uuid=ty.cast(str, uuid),
+            project_id=ty.cast(str, _str(data, 'project_id', path,
+                                         required=True, max_len=255)),
+            user_id=_str(data, 'user_id', path, max_len=255),
+            vm_state=vm_state,
+            root_device_name=_str(data, 'root_device_name', path,
+                                  max_len=255),
+            image_ref=_str(data, 'image_ref', path),
+            system_metadata=_str_dict(data, 'system_metadata', path,
+                                      allow_none=True),
+            image_metadata=_str_dict(data, 'image_metadata', path,
+                                     allow_none=True),
+        )
+
+
+@dataclasses.dataclass
+class Requester:
+    """Who asked for the snapshot (the request context)."""
+
+    project_id: str
+    user_id: str | None = None
+    roles: list[str] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: ty.Any, path: str = 'requester.') -> Requester:
+        _check_keys(data, ('project_id', 'user_id', 'roles'), path)
+        roles = data.get('roles') or []
+        if (not isinstance(roles, list) or
+                not all(isinstance(r, str) for r in roles)):
+            _fail(path + 'roles', 'must be a list of strings')
+        return cls(
+            project_id=ty.cast(str, _str(data, 'project_id', path,
+                                         required=True, max_len=255)),
+            user_id=_str(data, 'user_id', path, max_len=255),
+            roles=list(roles))
+
+
+@dataclasses.dataclass
+class SnapshotRequest:
+    """Everything needed to register a volume-backed snapshot image.
+
+    :ivar name: image name (1..255 characters, Glance's limit).
+    :ivar server: the server; see :class:`Server`.
+    :ivar block_device_mappings: its mappings, volume ones carrying the new
+        Cinder ``snapshot_id``.
+    :ivar metadata: user metadata (``createImage``'s ``metadata``); wins
+        over inherited properties.
+    :ivar requester: the caller; when its project differs from the
+        server's, the image is shared with the server's project.
+    :ivar image_id: optional id for the image.  A host that retries the
+        same snapshot passes the same id, so the retry finds the image
+        instead of making a second one.
+    """
+
+    name: str
+    server: Server
+    block_device_mappings: list[BlockDeviceMapping]
+    requester: Requester
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+    image_id: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: ty.Any) -> SnapshotRequest:
+        """Validate a JSON-shaped dict and build the request.
+
+        A missing ``requester`` means the server's own project and user
+        asked.
+
+        :raises InvalidRequest: naming the offending field.
+        """
+        _check_keys(data, [f.name for f in dataclasses.fields(cls)], '')
+        name = _str(data, 'name', '', required=True, max_len=255)
+        server = Server.from_dict(data.get('server'))
+        raw_bdms = data.get('block_device_mappings')
+        if raw_bdms is None:
+            raw_bdms = []
+        if not isinstance(raw_bdms, list):
+            _fail('block_device_mappings', 'must be a list')
+        bdms = [BlockDeviceMapping.from_dict(
+            b, path='block_device_mappings[%d].' % i)
+            for i, b in enumerate(raw_bdms)]
+        if data.get('requester') is None:
+            requester = Requester(project_id=server.project_id,
+                                  user_id=server.user_id)
+        else:
+            requester = Requester.from_dict(data['requester'])
+        image_id = _str(data, 'image_id', '')
+        if image_id is not None and not uuidutils.is_uuid_like(image_id):
+            _fail('image_id', 'must be a UUID, got %r' % image_id)
+        request = cls(name=ty.cast(str, name), server=server,
+                      block_device_mappings=bdms, requester=requester,
+                      metadata=_str_dict(data, 'metadata', ''),
+                      image_id=image_id)
+        request.validate()
+        return request
+
+    def validate(self) -> None:
+        """Check the rules that span fields.
+
+        :raises InvalidRequest: the server is not volume-backed, or has
+            more than one root mapping.
+        :raises InvalidServerState: the vm_state does not allow a
+            volume-backed snapshot.
+        """
+        if self.server.vm_state not in SNAPSHOT_VM_STATES:
+            raise exception.InvalidServerState(
+                instance_uuid=self.server.uuid,
+                vm_state=self.server.vm_state,
+                allowed=', '.join(SNAPSHOT_VM_STATES))
+        roots = [i for i, b in enumerate(self.block_device_mappings)
+                 if b.is_root and not b.no_device]
+        if len(roots) > 1:
+            _fail('block_device_mappings[%d].boot_index' % roots[1],
+                  'a second mapping with boot_index 0; a server has one '
+                  'root disk')
+        if not self.is_volume_backed():
+            _fail('block_device_mappings',
+                  'server %s is not volume-backed (its root disk is not a '
+                  'volume); take a regular snapshot instead'
+                  % self.server.uuid)
+
+    def is_volume_backed(self) -> bool:
+        """Nova's ``compute_utils.is_volume_backed_instance`` rule.
+
+        The root mapping (boot_index 0) decides; without one, a server
+        with no ``image_ref`` is volume-backed (Nova's legacy fallback).
+        """
+        for bdm in self.block_device_mappings:
+            if bdm.is_root and not bdm.no_device:
+                return bdm.is_volume
+        return not self.server.image_ref
+
+    def to_dict(self) -> dict[str, ty.Any]:
+        """The JSON form (the inverse of :meth:`from_dict`)."""
+        return dataclasses.asdict(self)

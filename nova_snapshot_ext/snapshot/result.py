@@ -1,0 +1,117 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What a snapshot produced: the image and every attempt made.
+
+Nothing here holds a token, password or URL credential, so a result can
+be logged or printed as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as ty
+
+
+@dataclasses.dataclass
+class Attempt:
+    """One activation attempt and its outcome.
+
+    :ivar method: ``'upload'``.
+    :ivar disk_format: declared disk_format.
+    :ivar container_format: declared container_format.
+    :ivar size: payload bytes.
+    :ivar image_id: the image this attempt created (or found).
+    :ivar outcome: ``'active'``, ``'failed'`` or ``'skipped'``.
+    :ivar reason: why it failed or was skipped; ``None`` when active.
+    :ivar status: HTTP status of the failure, when there was one.
+    :ivar cleaned_up: the attempt's image was deleted.
+    """
+
+    method: str
+    disk_format: str
+    container_format: str
+    size: int
+    image_id: str | None = None
+    outcome: str = 'pending'
+    reason: str | None = None
+    status: int | None = None
+    cleaned_up: bool = False
+
+    def describe(self) -> str:
+        text = '%s %s/%s (%d B) -> %s' % (
+            self.method, self.disk_format, self.container_format, self.size,
+            self.outcome)
+        if self.reason:
+            text += ': %s' % self.reason
+        if self.cleaned_up:
+            text += ' [image %s deleted]' % self.image_id
+        return text
+
+
+@dataclasses.dataclass
+class SnapshotResult:
+    """The outcome of :meth:`SnapshotService.snapshot`.
+
+    :ivar image_id: the active image's id (``None`` if none).
+    :ivar name: image name.
+    :ivar status: Glance status of the image (``'active'``) or
+        ``'failed'``.
+    :ivar disk_format: disk_format of the active image.
+    :ivar container_format: container_format of the active image.
+    :ivar size: image size in bytes as Glance reports it.
+    :ivar member: project id added as image member, if any.
+    :ivar reused: the image existed already (an idempotent retry).
+    :ivar attempts: every :class:`Attempt`, in order.
+    :ivar leftover: ids of images that could not be deleted (should be
+        empty; an operator must look at any listed).
+    """
+
+    image_id: str | None
+    name: str
+    status: str
+    disk_format: str | None = None
+    container_format: str | None = None
+    size: int | None = None
+    member: str | None = None
+    reused: bool = False
+    attempts: list[Attempt] = dataclasses.field(default_factory=list)
+    leftover: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def cleaned_up(self) -> list[str]:
+        return [a.image_id for a in self.attempts
+                if a.cleaned_up and a.image_id]
+
+    def to_dict(self) -> dict[str, ty.Any]:
+        data = dataclasses.asdict(self)
+        data['cleaned_up'] = self.cleaned_up
+        return data
+
+    def describe(self) -> str:
+        """Multi-line human summary."""
+        lines = ['image %s "%s": %s' % (
+            self.image_id, self.name, self.status)]
+        if self.status == 'active':
+            lines.append('  disk_format=%s container_format=%s size=%s'
+                         % (self.disk_format, self.container_format,
+                            self.size))
+        if self.member:
+            lines.append('  shared with project %s' % self.member)
+        if self.reused:
+            lines.append('  (existing image reused: retried request)')
+        for i, attempt in enumerate(self.attempts, 1):
+            lines.append('  attempt %d: %s' % (i, attempt.describe()))
+        for image_id in self.leftover:
+            lines.append('  LEFT BEHIND: image %s could not be deleted'
+                         % image_id)
+        return '\n'.join(lines)

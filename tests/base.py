@@ -1,0 +1,55 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Base test case: a private ConfigOpts, fatal message-format errors."""
+
+import copy
+import json
+import os
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslotest import base
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext import opts
+
+SAMPLE_REQUEST = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    'nova_snapshot_ext', 'data', 'sample-request.json')
+
+
+def sample_request_dict():
+    """The shipped sample request as a fresh dict."""
+    with open(SAMPLE_REQUEST, encoding='utf-8') as f:
+        return copy.deepcopy(json.load(f))
+
+
+class TestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
+        self.conf = self.useFixture(config_fixture.Config(
+            cfg.ConfigOpts())).conf
+        opts.register_opts(self.conf)
+        self.conf([], project='nova-snapshot-ext', default_config_files=[],
+                  default_config_dirs=[])
+
+    def flags(self, group='snapshot_ext', **kw):
+        for name, value in kw.items():
+            self.conf.set_override(name, value, group=group)
+
+
+__all__ = ['TestCase', 'exception', 'sample_request_dict']

@@ -1,0 +1,219 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""An in-memory stand-in for ``glanceclient.Client('2')`` (unit tests).
+
+It behaves like Glance 33 where the plugin depends on it, as verified
+against the real service (see tests/functional): client-side schema
+refusal (``TypeError``), 409 for a used id, 415 (bare ``HTTPException``)
+for an empty non-raw ``bare`` upload leaving the image queued and
+poisoned, 403 for members of non-shared images.  Failures can be
+injected per operation with :meth:`FakeGlance.fail`.
+"""
+
+import uuid
+
+import fixtures
+from glanceclient import exc
+
+DEFAULT_DISK_FORMATS = ['ami', 'ari', 'aki', 'vhd', 'vhdx', 'vmdk', 'raw',
+                        'qcow2', 'vdi', 'iso', 'ploop']
+DEFAULT_CONTAINER_FORMATS = ['ami', 'ari', 'aki', 'bare', 'ovf', 'ova',
+                             'docker', 'compressed']
+BASE = ['id', 'name', 'status', 'visibility', 'protected', 'os_hidden',
+        'checksum', 'os_hash_algo', 'os_hash_value', 'owner', 'size',
+        'virtual_size', 'container_format', 'disk_format', 'created_at',
+        'updated_at', 'tags', 'direct_url', 'min_ram', 'min_disk', 'self',
+        'file', 'stores', 'schema', 'locations']
+
+
+class _Schema:
+    def __init__(self, doc):
+        self._doc = doc
+
+    def raw(self):
+        return self._doc
+
+
+class FakeGlance:
+    """State shared by the fake client's controllers."""
+
+    def __init__(self, disk_formats=None, container_formats=None):
+        self.disk_formats = list(disk_formats or DEFAULT_DISK_FORMATS)
+        self.container_formats = list(container_formats or
+                                      DEFAULT_CONTAINER_FORMATS)
+        self.images = {}
+        self.used_ids = set()
+        self.members = {}
+        self.poisoned = set()
+        self.failures = {}
+        self.calls = []
+        self.lose_create_response = False
+        self.versions = [{'id': 'v2.17', 'status': 'CURRENT'},
+                         {'id': 'v2.0', 'status': 'SUPPORTED'}]
+
+    def fail(self, operation, error, times=1):
+        """Make the next ``times`` calls of ``operation`` raise ``error``."""
+        self.failures[operation] = [error] * times
+
+    def _maybe_fail(self, operation):
+        self.calls.append(operation)
+        queue = self.failures.get(operation)
+        if queue:
+            raise queue.pop(0)
+
+    def schema(self):
+        props = {name: {'type': 'string'} for name in BASE}
+        props['disk_format'] = {'enum': [None] + self.disk_formats}
+        props['container_format'] = {'enum': [None] +
+                                     self.container_formats}
+        return {'name': 'image', 'properties': props,
+                'additionalProperties': {'type': 'string'}}
+
+    def client(self):
+        return _Client(self)
+
+
+class _Images:
+    def __init__(self, glance):
+        self.g = glance
+
+    def create(self, **kwargs):
+        g = self.g
+        g._maybe_fail('create')
+        if kwargs.get('disk_format') not in [None] + g.disk_formats:
+            raise TypeError("Unable to set 'disk_format' to '%s'"
+                            % kwargs.get('disk_format'))
+        for key, value in kwargs.items():
+            if key not in BASE and not isinstance(value, str):
+                raise TypeError('Unable to set %r: not a string' % key)
+        image_id = kwargs.get('id') or str(uuid.uuid4())
+        if image_id in g.used_ids:
+            raise exc.HTTPConflict('Image ID %s already exists!' % image_id)
+        g.used_ids.add(image_id)
+        image = dict(kwargs, id=image_id, status='queued', size=None,
+                     visibility=kwargs.get('visibility', 'shared'))
+        g.images[image_id] = image
+        if g.lose_create_response:
+            g.lose_create_response = False
+            raise exc.CommunicationError('connection reset after POST')
+        return dict(image)
+
+    def get(self, image_id):
+        self.g._maybe_fail('get')
+        if image_id not in self.g.images:
+            raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+        return dict(self.g.images[image_id])
+
+    def delete(self, image_id):
+        self.g._maybe_fail('delete')
+        if self.g.images.pop(image_id, None) is None:
+            raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+
+    def upload(self, image_id, data, image_size=None):
+        g = self.g
+        g._maybe_fail('upload')
+        image = g.images.get(image_id)
+        if image is None:
+            raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+        if image_id in g.poisoned:
+            raise exc.HTTPInternalServerError('Image already exists')
+        if image['status'] != 'queued':
+            raise exc.HTTPConflict('Image status transition from %s to '
+                                   'saving is not allowed' % image['status'])
+        body = data.read() if hasattr(data, 'read') else (data or b'')
+        if (not body and image['disk_format'] != 'raw' and
+                image['container_format'] == 'bare'):
+            g.poisoned.add(image_id)
+            raise exc.HTTPException(
+                'HTTP 415 Unsupported Media Type: Image disk_format %s '
+                'does not match stream data raw' % image['disk_format'])
+        image.update(status='active', size=len(body))
+
+    def data(self, image_id):
+        return iter([b''])
+
+    def list(self, filters=None):
+        return iter(dict(i) for i in self.g.images.values())
+
+    def get_stores_info(self):
+        raise exc.HTTPNotFound('Multi backend is not supported')
+
+
+class _Members:
+    def __init__(self, glance):
+        self.g = glance
+
+    def create(self, image_id, member_id):
+        g = self.g
+        g._maybe_fail('add_member')
+        image = g.images.get(image_id)
+        if image is None:
+            raise exc.HTTPNotFound(image_id)
+        if image['visibility'] != 'shared':
+            raise exc.HTTPForbidden('Only shared images have members.')
+        members = g.members.setdefault(image_id, [])
+        if member_id in members:
+            raise exc.HTTPConflict('already a member')
+        members.append(member_id)
+        return {'image_id': image_id, 'member_id': member_id,
+                'status': 'pending'}
+
+    def list(self, image_id):
+        return [{'member_id': m} for m in self.g.members.get(image_id, [])]
+
+
+class _Schemas:
+    def __init__(self, glance):
+        self.g = glance
+
+    def get(self, name):
+        self.g._maybe_fail('schema')
+        return _Schema(self.g.schema())
+
+
+class _Versions:
+    def __init__(self, glance):
+        self.g = glance
+
+    def list(self):
+        return list(self.g.versions)
+
+
+class _HTTPClient:
+    def get_endpoint(self):
+        return 'http://glance.test:9292'
+
+
+class _Client:
+    def __init__(self, glance):
+        self.images = _Images(glance)
+        self.image_members = _Members(glance)
+        self.schemas = _Schemas(glance)
+        self.versions = _Versions(glance)
+        self.http_client = _HTTPClient()
+
+
+class FakeGlanceFixture(fixtures.Fixture):
+    """Patch ``glanceclient.Client`` as used by our wrapper.
+
+    :ivar glance: the :class:`FakeGlance` state.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.glance = FakeGlance(**kwargs)
+
+    def _setUp(self):
+        self.useFixture(fixtures.MockPatch(
+            'nova_snapshot_ext.image.glance.glanceclient.Client',
+            side_effect=lambda *a, **k: self.glance.client()))

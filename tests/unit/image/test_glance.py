@@ -1,0 +1,163 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from unittest import mock
+
+from glanceclient import exc as gexc
+from keystoneauth1 import exceptions as ks_exc
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import capabilities
+from nova_snapshot_ext.image import glance
+from tests import base
+from tests.unit import fake_glanceclient
+
+
+class TestTranslate(base.TestCase):
+
+    def check(self, err, cls, status):
+        ours = glance.translate(err, 'upload', image_id='i1',
+                                disk_format='qcow2')
+        self.assertIs(cls, type(ours))
+        self.assertEqual(status, ours.kwargs['status'])
+        self.assertEqual('i1', ours.kwargs['image_id'])
+        return ours
+
+    def test_415_bare_http_exception(self):
+        ours = self.check(gexc.HTTPException(
+            'HTTP 415 Unsupported Media Type: Image disk_format qcow2 does '
+            'not match stream data raw'), exception.ImageFormatRejected, 415)
+        self.assertIn('does not match stream data raw',
+                      ours.format_message())
+        self.assertIn('qcow2', ours.format_message())
+        self.assertEqual(415, ours.code)
+
+    def test_other_unmapped_status_is_generic(self):
+        self.check(gexc.HTTPException('HTTP 410 Gone'),
+                   exception.GlanceError, 410)
+
+    def test_mapped_classes(self):
+        cases = [
+            (gexc.HTTPBadRequest('bad'), exception.GlanceBadRequest, 400),
+            (gexc.HTTPUnauthorized('no'), exception.GlanceForbidden, 401),
+            (gexc.HTTPForbidden('no'), exception.GlanceForbidden, 403),
+            (gexc.HTTPNotFound('gone'), exception.GlanceNotFound, 404),
+            (gexc.HTTPConflict('dup'), exception.GlanceConflict, 409),
+            (gexc.HTTPOverLimit('big'), exception.GlanceOverLimit, 413),
+            (gexc.HTTPServiceUnavailable('x'),
+             exception.GlanceUnavailable, 503),
+            (gexc.HTTPInternalServerError('x'), exception.GlanceError, 500),
+        ]
+        for err, cls, status in cases:
+            self.check(err, cls, status)
+
+    def test_transport_errors(self):
+        for err in (gexc.CommunicationError('reset'),
+                    ks_exc.ConnectFailure('refused'),
+                    ks_exc.EndpointNotFound('no image endpoint')):
+            ours = glance.translate(err, 'create')
+            self.assertIsInstance(ours, exception.GlanceUnavailable)
+
+    def test_client_side_schema_refusal(self):
+        ours = glance.translate(TypeError(
+            "Unable to set 'disk_format' to 'raw'"), 'create')
+        self.assertIsInstance(ours, exception.GlanceBadRequest)
+        self.assertTrue(ours.kwargs['schema_refusal'])
+
+
+class TestGlanceClient(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.client = glance.GlanceClient(session=mock.Mock())
+
+    def test_errors_are_translated(self):
+        self.assertRaises(exception.GlanceNotFound, self.client.get, 'nope')
+        self.assertRaises(exception.GlanceNotFound, self.client.delete,
+                          'nope')
+
+    def test_create_passes_attributes(self):
+        image = self.client.create(id='i1', name='n', disk_format='raw',
+                                   container_format='bare', foo='bar')
+        self.assertEqual(('raw', 'bar'), (image['disk_format'],
+                                          image['foo']))
+
+    def test_empty_upload_sends_empty_string(self):
+        self.client.create(id='i1', disk_format='raw',
+                           container_format='bare')
+        with mock.patch.object(fake_glanceclient._Images, 'upload') as up:
+            self.client.upload('i1', b'')
+        up.assert_called_once_with('i1', '')
+
+    def test_payload_upload_sends_size(self):
+        self.client.create(id='i1', disk_format='qcow2',
+                           container_format='bare')
+        with mock.patch.object(fake_glanceclient._Images, 'upload') as up:
+            self.client.upload('i1', b'x' * 10)
+        self.assertEqual(10, up.call_args.kwargs['image_size'])
+        self.assertEqual(b'x' * 10, up.call_args.args[1].read())
+
+    def test_stores_none_without_multistore(self):
+        self.assertIsNone(self.client.stores())
+
+    def test_adapter_kwargs_from_conf(self):
+        self.flags(group='snapshot_ext_glance',
+                   endpoint_override='http://g:9292', connect_retries=3,
+                   region_name='R1')
+        kwargs = glance.adapter_kwargs(self.conf)
+        self.assertEqual('image', kwargs['service_type'])
+        self.assertEqual('http://g:9292', kwargs['endpoint_override'])
+        self.assertEqual(3, kwargs['connect_retries'])
+        self.assertEqual(['internal', 'public'], kwargs['interface'])
+
+
+class TestCapabilities(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(fake_glanceclient.FakeGlanceFixture(
+            disk_formats=['vhd', 'qcow2'])).glance
+        self.client = glance.GlanceClient(session=mock.Mock())
+
+    def test_discover(self):
+        caps = capabilities.discover(self.client)
+        self.assertEqual(('vhd', 'qcow2'), caps.disk_formats)
+        self.assertIn('bare', caps.container_formats)
+        self.assertTrue(caps.location_api)
+        self.assertIsNone(caps.stores)
+        self.assertIn('visibility', caps.base_attributes)
+
+    def test_no_location_api_before_2_17(self):
+        self.fake.versions = [{'id': 'v2.16'}, {'id': 'v2.9'}]
+        self.assertFalse(capabilities.discover(self.client).location_api)
+
+    def test_cache_ttl(self):
+        cache = capabilities.CapabilityCache(ttl=300)
+        cache.get(self.client)
+        cache.get(self.client)
+        self.assertEqual(1, self.fake.calls.count('schema'))
+        cache.invalidate(self.client)
+        cache.get(self.client)
+        self.assertEqual(2, self.fake.calls.count('schema'))
+
+    def test_ttl_zero_always_discovers(self):
+        cache = capabilities.CapabilityCache(ttl=0)
+        cache.get(self.client)
+        cache.get(self.client)
+        self.assertEqual(2, self.fake.calls.count('schema'))
+
+    def test_schema_without_enums(self):
+        self.assertRaises(exception.GlanceError,
+                          capabilities.GlanceCapabilities.from_documents,
+                          {'properties': {}})

@@ -1,0 +1,115 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import capabilities
+from nova_snapshot_ext.snapshot import metadata
+from nova_snapshot_ext.snapshot import preflight
+from tests import base
+from tests.unit import fake_glanceclient
+
+
+def caps(schema_extra=None, required=()):
+    doc = fake_glanceclient.FakeGlance().schema()
+    doc['properties'].update(schema_extra or {})
+    if required:
+        doc['required'] = list(required)
+    return capabilities.GlanceCapabilities.from_documents(doc)
+
+
+def record(**props):
+    return metadata.ImageRecord(image_id='i', name='n', visibility='private',
+                                min_ram=0, min_disk=0,
+                                properties=dict(props))
+
+
+class TestPreflight(base.TestCase):
+
+    def refuse(self, exc, rec, capa=None, quota=128):
+        err = self.assertRaises(exc, preflight.check_image_record, rec,
+                                capa or caps(), quota)
+        return err
+
+    def test_clean_record_passes(self):
+        preflight.check_image_record(record(os_distro='ubuntu'), caps())
+
+    def test_os_glance_prefix(self):
+        err = self.refuse(exception.ReservedProperty,
+                          record(os_glance_anything='x'))
+        self.assertIn("'os_glance_anything'", err.format_message())
+        self.assertEqual(403, err.code)
+
+    def test_reserved_names(self):
+        for name in ('location', 'locations', 'owner', 'deleted',
+                     'deleted_at'):
+            err = self.refuse(exception.ReservedProperty,
+                              record(**{name: 'x'}))
+            self.assertEqual(name, err.kwargs['property'])
+
+    def test_read_only_names(self):
+        for name in ('status', 'checksum', 'size', 'virtual_size',
+                     'os_hash_value', 'created_at', 'direct_url'):
+            err = self.refuse(exception.ReadOnlyProperty,
+                              record(**{name: 'x'}))
+            self.assertIn(name, err.format_message())
+
+    def test_base_attributes_are_not_properties(self):
+        for name in ('protected', 'os_hidden', 'tags'):
+            self.refuse(exception.ReservedProperty, record(**{name: 'x'}))
+
+    def test_key_too_long(self):
+        err = self.refuse(exception.PropertyNameTooLong,
+                          record(**{'k' * 256: 'v'}))
+        self.assertEqual(256, err.kwargs['length'])
+        preflight.check_image_record(record(**{'k' * 255: 'v'}), caps())
+
+    def test_non_string_value(self):
+        err = self.refuse(exception.PropertyValueNotString,
+                          record(answer=42))
+        self.assertIn('int', err.format_message())
+
+    def test_quota(self):
+        props = {'p%03d' % i: 'v' for i in range(129)}
+        err = self.refuse(exception.PropertyQuotaExceeded, record(**props))
+        self.assertIn('image_property_quota', err.format_message())
+        preflight.check_image_record(record(**props), caps(), -1)
+
+    def test_quota_ignores_os_glance_keys(self):
+        # Counted like Glance: os_glance keys are not counted (but are
+        # refused as reserved anyway), so 128 plain keys pass.
+        props = {'p%03d' % i: 'v' for i in range(128)}
+        preflight.check_image_record(record(**props), caps())
+
+    def test_required_property_missing(self):
+        err = self.refuse(exception.RequiredPropertyMissing, record(),
+                          caps(required=['os_distro']))
+        self.assertEqual('os_distro', err.kwargs['property'])
+        preflight.check_image_record(record(os_distro='x'),
+                                     caps(required=['os_distro', 'name']))
+
+    def test_operator_schema_enum(self):
+        capa = caps({'hw_disk_bus': {'type': 'string',
+                                     'enum': ['virtio', 'scsi']}})
+        err = self.refuse(exception.PreflightError, record(hw_disk_bus='ide'),
+                          capa)
+        self.assertIn('hw_disk_bus', err.format_message())
+        preflight.check_image_record(record(hw_disk_bus='scsi'), capa)
+
+    def test_operator_schema_max_length(self):
+        capa = caps({'description': {'type': 'string', 'maxLength': 5}})
+        self.refuse(exception.PropertyValueTooLong,
+                    record(description='toolong'), capa)
+
+    def test_name_too_long(self):
+        rec = record()
+        rec.name = 'n' * 256
+        self.refuse(exception.PropertyValueTooLong, rec)

@@ -1,0 +1,180 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import request
+from tests import base
+
+
+class TestSnapshotRequest(base.TestCase):
+
+    def _parse(self, data):
+        return request.SnapshotRequest.from_dict(data)
+
+    def assertFieldError(self, data, field, exc=exception.InvalidRequest):
+        err = self.assertRaises(exc, self._parse, data)
+        if field is not None:
+            self.assertEqual(field, err.kwargs['field'])
+            self.assertIn(field, err.format_message())
+        return err
+
+    def test_sample_parses(self):
+        req = self._parse(base.sample_request_dict())
+        self.assertEqual('demo-snapshot-of-db01', req.name)
+        self.assertEqual(3, len(req.block_device_mappings))
+        self.assertTrue(req.is_volume_backed())
+        self.assertEqual(['member', 'reader'], req.requester.roles)
+
+    def test_db_only_bdm_keys_ignored(self):
+        req = self._parse(base.sample_request_dict())
+        self.assertFalse(hasattr(req.block_device_mappings[0],
+                                 'connection_info'))
+
+    def test_missing_name(self):
+        data = base.sample_request_dict()
+        del data['name']
+        self.assertFieldError(data, 'name')
+
+    def test_name_too_long(self):
+        data = base.sample_request_dict()
+        data['name'] = 'x' * 256
+        self.assertFieldError(data, 'name')
+
+    def test_not_an_object(self):
+        self.assertFieldError(['x'], '<request>')
+
+    def test_unknown_top_level_field(self):
+        data = base.sample_request_dict()
+        data['nmae'] = 'typo'
+        self.assertFieldError(data, 'nmae')
+
+    def test_server_uuid_must_be_uuid(self):
+        data = base.sample_request_dict()
+        data['server']['uuid'] = 'not-a-uuid'
+        self.assertFieldError(data, 'server.uuid')
+
+    def test_server_project_required(self):
+        data = base.sample_request_dict()
+        del data['server']['project_id']
+        self.assertFieldError(data, 'server.project_id')
+
+    def test_system_metadata_values_must_be_strings(self):
+        data = base.sample_request_dict()
+        data['server']['system_metadata']['image_min_ram'] = 512
+        self.assertFieldError(data, 'server.system_metadata.image_min_ram')
+
+    def test_bdm_bad_source_type(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['source_type'] = 'floppy'
+        self.assertFieldError(data, 'block_device_mappings[1].source_type')
+
+    def test_bdm_volume_size_must_be_int(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][0]['volume_size'] = 'ten'
+        self.assertFieldError(data, 'block_device_mappings[0].volume_size')
+
+    def test_bdm_boolean_strings_accepted(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['delete_on_termination'] = 'true'
+        req = self._parse(data)
+        self.assertTrue(req.block_device_mappings[1].delete_on_termination)
+
+    def test_bdm_bad_boolean(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['delete_on_termination'] = 'maybe'
+        self.assertFieldError(
+            data, 'block_device_mappings[1].delete_on_termination')
+
+    def test_volume_bdm_needs_snapshot_id(self):
+        data = base.sample_request_dict()
+        del data['block_device_mappings'][1]['snapshot_id']
+        self.assertFieldError(data, 'block_device_mappings[1].snapshot_id')
+
+    def test_unknown_bdm_field(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][2]['virtual_nam'] = 'swap'
+        self.assertFieldError(data, 'block_device_mappings[2].virtual_nam')
+
+    def test_two_roots_refused(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['boot_index'] = 0
+        self.assertFieldError(data, 'block_device_mappings[1].boot_index')
+
+    def test_image_backed_server_refused(self):
+        # E18: image root with a data volume is not volume-backed.
+        data = base.sample_request_dict()
+        data['server']['image_ref'] = 'a7b0c1d2-0000-4000-8000-000000000001'
+        data['block_device_mappings'][0].update(
+            source_type='image', destination_type='local',
+            image_id=data['server']['image_ref'])
+        data['block_device_mappings'][0].pop('snapshot_id')
+        self.assertFieldError(data, 'block_device_mappings')
+
+    def test_image_to_volume_root_is_volume_backed(self):
+        # E18: imageRef set but root is image->volume: volume-backed.
+        data = base.sample_request_dict()
+        data['server']['image_ref'] = 'a7b0c1d2-0000-4000-8000-000000000001'
+        data['block_device_mappings'][0]['source_type'] = 'image'
+        self.assertTrue(self._parse(data).is_volume_backed())
+
+    def test_no_root_mapping_no_image_ref_is_volume_backed(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][0]['boot_index'] = None
+        self.assertTrue(self._parse(data).is_volume_backed())
+
+    def test_no_root_mapping_with_image_ref_is_not(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][0]['boot_index'] = None
+        data['server']['image_ref'] = 'a7b0c1d2-0000-4000-8000-000000000001'
+        self.assertFieldError(data, 'block_device_mappings')
+
+    def test_snapshot_states(self):
+        # E17: active, stopped, paused, suspended accepted.
+        for state in request.SNAPSHOT_VM_STATES:
+            data = base.sample_request_dict()
+            data['server']['vm_state'] = state
+            self.assertEqual(state, self._parse(data).server.vm_state)
+
+    def test_refused_states(self):
+        for state in ('error', 'shelved_offloaded', 'building'):
+            data = base.sample_request_dict()
+            data['server']['vm_state'] = state
+            err = self.assertFieldError(data, None,
+                                        exception.InvalidServerState)
+            self.assertIn(state, err.format_message())
+            self.assertEqual(409, err.code)
+
+    def test_requester_defaults_to_server_owner(self):
+        data = base.sample_request_dict()
+        del data['requester']
+        req = self._parse(data)
+        self.assertEqual(req.server.project_id, req.requester.project_id)
+
+    def test_requester_roles_must_be_list(self):
+        data = base.sample_request_dict()
+        data['requester']['roles'] = 'admin'
+        self.assertFieldError(data, 'requester.roles')
+
+    def test_image_id_must_be_uuid(self):
+        data = base.sample_request_dict()
+        data['image_id'] = '123'
+        self.assertFieldError(data, 'image_id')
+
+    def test_metadata_values_must_be_strings(self):
+        data = base.sample_request_dict()
+        data['metadata'] = {'count': 3}
+        self.assertFieldError(data, 'metadata.count')
+
+    def test_round_trip(self):
+        req = self._parse(base.sample_request_dict())
+        again = request.SnapshotRequest.from_dict(req.to_dict())
+        self.assertEqual(req, again)
