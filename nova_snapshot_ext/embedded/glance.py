@@ -1,0 +1,776 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Run a real, unmodified glance-api in a subprocess for functional tests.
+
+:class:`EmbeddedGlance` writes a small ``glance-api.conf`` and paste ini
+into a (temporary) directory, prepares a SQLite database, and serves
+``glance.wsgi.api:application`` with gunicorn on a free port of 127.0.0.1
+(glance 33 is WSGI only).  There is no Keystone: identity comes from
+request headers (``identity='headers'``) or from a fake token
+(``identity='token'``, see :mod:`nova_snapshot_ext.embedded.tokenauth`).
+
+Example::
+
+    with EmbeddedGlance(disk_formats=['qcow2', 'raw']) as glance:
+        client = glance.client(project_id, user_id)
+        image = client.images.create(name='x', disk_format='raw',
+                                     container_format='bare')
+"""
+
+import atexit
+import collections
+import copy
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from oslo_log import log as logging
+
+from nova_snapshot_ext.embedded import tokenauth
+
+LOG = logging.getLogger(__name__)
+
+#: glance 33's default ``[image_format] disk_formats``.
+DEFAULT_DISK_FORMATS = ('ami', 'ari', 'aki', 'vhd', 'vhdx', 'vmdk', 'raw',
+                        'qcow2', 'vdi', 'iso', 'ploop')
+#: glance 33's default ``[image_format] container_formats``.
+DEFAULT_CONTAINER_FORMATS = ('ami', 'ari', 'aki', 'bare', 'ovf', 'ova',
+                             'docker', 'compressed')
+#: Without Keystone there are no implied roles: send the full set.
+DEFAULT_ROLES = ('admin', 'member', 'reader')
+IDENTITY_MODES = ('headers', 'token')
+
+#: Named settings for :class:`EmbeddedGlance` (keyword arguments).
+PROFILES = {
+    'default': {},
+    'no-raw': {'disk_formats': ('qcow2', 'vmdk', 'vhd', 'vhdx', 'iso')},
+    'vhd-only': {'disk_formats': ('vhd', 'vhdx')},
+    'vmdk-only': {'disk_formats': ('vmdk',)},
+    'iso-only': {'disk_formats': ('iso',)},
+    'no-enforcement': {'require_image_format_match': False},
+    'http-store': {'http_store': True, 'allowed_hosts': ('127.0.0.1',)},
+    'legacy-locations': {'http_store': True,
+                         'allowed_hosts': ('127.0.0.1',),
+                         'show_multiple_locations': True},
+}
+
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+DB_SYNC_TIMEOUT = 120.0
+_LOG_TAIL_LINES = 40
+_WSGI_APP = 'nova_snapshot_ext.embedded.glance_wsgi:application'
+_WATCH_PID_ENV = 'NOVA_SNAPSHOT_EXT_WATCH_PID'
+_CLEANUP_DIR_ENV = 'NOVA_SNAPSHOT_EXT_CLEANUP_DIR'
+_CONF_NAME = 'glance-api.conf'
+_PASTE_NAME = 'glance-api-paste.ini'
+_DB_NAME = 'glance.sqlite'
+_LOG_NAME = 'glance-api.log'
+
+_CONF_TEMPLATE = """\
+# Written by nova_snapshot_ext.embedded.glance.EmbeddedGlance.
+[DEFAULT]
+debug = false
+use_stderr = true
+enabled_backends = {enabled_backends}
+show_image_direct_url = true
+show_multiple_locations = {show_multiple_locations}
+enabled_import_methods = []
+do_secure_hash = true
+
+[database]
+connection = sqlite:///{base}/{db_name}?timeout=30
+
+[glance_store]
+default_backend = fs
+
+[fs]
+filesystem_store_datadir = {base}/images/
+
+[web]
+https_insecure = true
+
+[os_glance_staging_store]
+filesystem_store_datadir = {base}/staging/
+
+[os_glance_tasks_store]
+filesystem_store_datadir = {base}/tasks/
+
+[image_format]
+disk_formats = {disk_formats}
+container_formats = {container_formats}
+require_image_format_match = {require_image_format_match}
+
+[import_filtering_opts]
+# list options with bounds: the brackets are mandatory
+allowed_hosts = [{allowed_hosts}]
+allowed_ports = [{allowed_ports}]
+
+[oslo_concurrency]
+lock_path = {base}/locks
+
+[paste_deploy]
+flavor = {flavor}
+config_file = {base}/{paste_name}
+
+[oslo_policy]
+enforce_new_defaults = true
+enforce_scope = true
+"""
+
+_PASTE_TEMPLATE = """\
+# Written by nova_snapshot_ext.embedded.glance.EmbeddedGlance.
+# [paste_deploy] flavor picks glance-api-<flavor> and the matching pipeline.
+[composite:glance-api-fakeauth]
+paste.composite_factory = glance.api:root_app_factory
+/: api
+/healthcheck: healthcheck
+
+[composite:glance-api-tokenauth]
+paste.composite_factory = glance.api:root_app_factory
+/: api
+/healthcheck: healthcheck
+
+[composite:api]
+paste.composite_factory = glance.api:pipeline_factory
+# identity from X-Identity-Status / X-Roles / X-Project-Id / X-User-Id
+fakeauth = versionnegotiation context rootapp
+# identity from a fake X-Auth-Token user:project:roles[:service_roles]
+tokenauth = versionnegotiation tokenauth context rootapp
+
+[composite:rootapp]
+paste.composite_factory = glance.api:root_app_factory
+/: apiversions
+/v2: apiv2app
+
+[app:apiversions]
+paste.app_factory = glance.api.versions:create_resource
+
+[app:apiv2app]
+paste.app_factory = glance.api.v2.router:API.factory
+
+[app:healthcheck]
+paste.app_factory = oslo_middleware:Healthcheck.app_factory
+backends = disable_by_file
+disable_by_file_path = {base}/healthcheck-disabled
+
+[filter:versionnegotiation]
+paste.filter_factory = {version_filter}
+
+[filter:context]
+paste.filter_factory = glance.api.middleware.context:ContextMiddleware.factory
+
+[filter:tokenauth]
+paste.filter_factory = nova_snapshot_ext.embedded.tokenauth:filter_factory
+"""
+
+_VERSION_FILTER = ('glance.api.middleware.version_negotiation:'
+                   'VersionNegotiationFilter.factory')
+
+_FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth'}
+
+# Process-wide cache of migrated (db_sync'ed) databases, keyed by the
+# python executable that ran db_sync.
+_template_lock = threading.Lock()
+_template_dir = None
+_templates = {}
+_tmp_root_lock = threading.Lock()
+_tmp_root = None
+
+
+class EmbeddedGlanceError(RuntimeError):
+    """The embedded glance-api could not be prepared, started or used."""
+
+
+def _cleanup_templates():
+    """Remove the process-wide DB template directory (atexit handler).
+
+    :returns: None
+    """
+    global _template_dir
+    with _template_lock:
+        if _template_dir:
+            shutil.rmtree(_template_dir, ignore_errors=True)
+        _template_dir = None
+        _templates.clear()
+
+
+def _system_tempdir():
+    """Return the system temporary directory, ignoring test overrides.
+
+    Test frameworks (e.g. ``fixtures.NestedTempfile`` used by oslotest)
+    point ``tempfile.tempdir`` at a per-test directory that is deleted when
+    the test ends; a server shared between tests, and the DB template, must
+    not live there.  ``TMPDIR``/``TEMP``/``TMP`` are still honoured.
+
+    :returns: an absolute directory path.
+    """
+    global _tmp_root
+    with _tmp_root_lock:
+        if _tmp_root is None:
+            saved = tempfile.tempdir
+            try:
+                tempfile.tempdir = None
+                _tmp_root = tempfile.gettempdir()
+            finally:
+                tempfile.tempdir = saved
+        return _tmp_root
+
+
+def _template_path(python):
+    """Return where the migrated DB template for ``python`` is cached.
+
+    :param python: the python executable running glance.
+    :returns: a path inside the process-wide template directory.
+    """
+    global _template_dir
+    if _template_dir is None:
+        _template_dir = tempfile.mkdtemp(prefix='embedded-glance-dbtmpl-',
+                                         dir=_system_tempdir())
+        atexit.register(_cleanup_templates)
+    return os.path.join(_template_dir, 'glance-%d.sqlite' % len(_templates))
+
+
+def _package_root():
+    """Return the directory that contains the ``nova_snapshot_ext`` package.
+
+    :returns: an absolute path suitable for ``PYTHONPATH``.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.dirname(os.path.dirname(here))
+
+
+def _tail(path, lines=_LOG_TAIL_LINES):
+    """Return the last lines of a text file.
+
+    :param path: the file to read.
+    :param lines: how many lines to return.
+    :returns: the tail as one string ('' if the file cannot be read).
+    """
+    try:
+        with open(path, 'rb') as fh:
+            data = collections.deque(fh, maxlen=lines)
+    except OSError:
+        return ''
+    return b''.join(data).decode('utf-8', 'replace')
+
+
+def _csv(values):
+    """Join option values with commas.
+
+    :param values: an iterable of values.
+    :returns: the comma separated string.
+    """
+    return ','.join(str(v) for v in values)
+
+
+class EmbeddedGlance(object):
+    """A real glance-api served by gunicorn in a subprocess.
+
+    :param base_dir: directory for config, database, store and log; a fresh
+        temporary directory (removed by :meth:`stop`) if None.
+    :param disk_formats: allowed disk formats; glance's defaults if None.
+    :param container_formats: allowed container formats; glance's defaults
+        if None.
+    :param require_image_format_match: ``[image_format]
+        require_image_format_match`` (uploaded data must match disk_format).
+    :param http_store: also enable the http store (``web:http``).
+    :param show_multiple_locations: set the legacy
+        ``show_multiple_locations`` option.
+    :param allowed_hosts: ``[import_filtering_opts] allowed_hosts``.
+    :param allowed_ports: ``[import_filtering_opts] allowed_ports``; empty
+        means any port.
+    :param identity: ``'headers'`` (trust X-Roles/X-Project-Id/... headers)
+        or ``'token'`` (fake ``X-Auth-Token user:project:roles``).
+    :param python: python executable with glance and gunicorn installed;
+        ``sys.executable`` if None.
+    :raises ValueError: for an unknown identity mode.
+    """
+
+    def __init__(self, base_dir=None, *, disk_formats=None,
+                 container_formats=None, require_image_format_match=True,
+                 http_store=False, show_multiple_locations=False,
+                 allowed_hosts=('127.0.0.1',), allowed_ports=(),
+                 identity='headers', python=None):
+        if identity not in IDENTITY_MODES:
+            raise ValueError('identity must be one of %s, not %r' %
+                             (', '.join(IDENTITY_MODES), identity))
+        self.disk_formats = tuple(disk_formats if disk_formats is not None
+                                  else DEFAULT_DISK_FORMATS)
+        self.container_formats = tuple(
+            container_formats if container_formats is not None
+            else DEFAULT_CONTAINER_FORMATS)
+        if not self.disk_formats or not self.container_formats:
+            raise ValueError('disk_formats and container_formats must not '
+                             'be empty')
+        self.require_image_format_match = bool(require_image_format_match)
+        self.http_store = bool(http_store)
+        self.show_multiple_locations = bool(show_multiple_locations)
+        self.allowed_hosts = tuple(allowed_hosts or ())
+        self.allowed_ports = tuple(int(p) for p in (allowed_ports or ()))
+        self.identity = identity
+        self.python = python or sys.executable
+        self.profile_name = None
+        self._requested_base_dir = base_dir
+        self.base_dir = None
+        self.port = None
+        self.log_file = None
+        self._owns_base_dir = False
+        self._process = None
+        self._log_fh = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------
+    # properties
+
+    @property
+    def endpoint(self):
+        """The glance-api URL, e.g. ``http://127.0.0.1:PORT``.
+
+        :returns: the endpoint string.
+        :raises EmbeddedGlanceError: if the server is not running.
+        """
+        if self.port is None:
+            raise EmbeddedGlanceError('embedded glance is not started')
+        return 'http://127.0.0.1:%d' % self.port
+
+    @property
+    def pid(self):
+        """The gunicorn master process id, or None when not running.
+
+        :returns: an int or None.
+        """
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self):
+        """Whether the server process is alive.
+
+        :returns: a bool.
+        """
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def enabled_backends(self):
+        """The ``enabled_backends`` value written to the config.
+
+        :returns: a string such as ``fs:file,web:http``.
+        """
+        return 'fs:file,web:http' if self.http_store else 'fs:file'
+
+    @property
+    def profile(self):
+        """Describe the settings of this server, e.g. for printing.
+
+        :returns: a dict of plain values.
+        """
+        return {
+            'profile': self.profile_name,
+            'endpoint': self.endpoint if self.port is not None else None,
+            'base_dir': self.base_dir,
+            'log_file': self.log_file,
+            'disk_formats': list(self.disk_formats),
+            'container_formats': list(self.container_formats),
+            'require_image_format_match': self.require_image_format_match,
+            'enabled_backends': self.enabled_backends,
+            'http_store': self.http_store,
+            'show_multiple_locations': self.show_multiple_locations,
+            'allowed_hosts': list(self.allowed_hosts),
+            'allowed_ports': list(self.allowed_ports),
+            'identity': self.identity,
+            'python': self.python,
+        }
+
+    # ------------------------------------------------------------------
+    # lifecycle
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc_value, tb):
+        self.stop()
+        return False
+
+    def start(self):
+        """Configure and launch glance-api, and wait until it is healthy.
+
+        :returns: self
+        :raises EmbeddedGlanceError: if db_sync fails, or the server exits
+            early or is not healthy within :data:`START_TIMEOUT` seconds.
+            The message includes the tail of :attr:`log_file`.
+        """
+        with self._lock:
+            if self._process is not None:
+                return self
+            started = time.monotonic()
+            self._prepare_base_dir()
+            try:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR,
+                                    1)
+                    sock.bind(('127.0.0.1', 0))
+                    sock.listen(128)
+                    self.port = sock.getsockname()[1]
+                    self._write_config()
+                    self._prepare_database()
+                    self._launch(sock)
+                finally:
+                    sock.close()
+                self._wait_healthy(started + START_TIMEOUT)
+            except BaseException:
+                self.stop()
+                raise
+            LOG.info('Embedded glance-api %(endpoint)s (pid %(pid)s) '
+                     'started in %(secs).2f s, base dir %(base)s',
+                     {'endpoint': self.endpoint, 'pid': self.pid,
+                      'secs': time.monotonic() - started,
+                      'base': self.base_dir})
+            return self
+
+    def stop(self):
+        """Stop glance-api and remove the temporary directory it created.
+
+        SIGINT first, SIGKILL (whole process group) if it does not exit
+        within :data:`STOP_TIMEOUT` seconds.  Safe to call more than once.
+
+        :returns: None
+        """
+        with self._lock:
+            process, self._process = self._process, None
+            if process is not None:
+                self._terminate(process)
+            if self._log_fh is not None:
+                self._log_fh.close()
+                self._log_fh = None
+            if self._owns_base_dir and self.base_dir:
+                shutil.rmtree(self.base_dir, ignore_errors=True)
+                self.base_dir = None
+                self.log_file = None
+                self._owns_base_dir = False
+            self.port = None
+
+    @staticmethod
+    def _terminate(process):
+        """Stop a gunicorn master and its worker.
+
+        :param process: the :class:`subprocess.Popen` of the master.
+        :returns: None
+        """
+        if process.poll() is None:
+            try:
+                process.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                LOG.warning('glance-api pid %s did not stop on SIGINT; '
+                            'killing it', process.pid)
+        # The master runs in its own session: kill whatever is left of
+        # the group (normally nothing).
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.wait()
+
+    def _prepare_base_dir(self):
+        """Create the base directory and its sub directories.
+
+        :returns: None
+        """
+        if self.base_dir is None:
+            if self._requested_base_dir is None:
+                self.base_dir = tempfile.mkdtemp(prefix='embedded-glance-',
+                                                 dir=_system_tempdir())
+                self._owns_base_dir = True
+            else:
+                self.base_dir = os.path.abspath(self._requested_base_dir)
+                os.makedirs(self.base_dir, exist_ok=True)
+        for sub in ('images', 'staging', 'tasks', 'locks'):
+            os.makedirs(os.path.join(self.base_dir, sub), exist_ok=True)
+        self.log_file = os.path.join(self.base_dir, _LOG_NAME)
+
+    def _write_config(self):
+        """Write ``glance-api.conf`` and the paste ini into the base dir.
+
+        :returns: None
+        """
+        conf = _CONF_TEMPLATE.format(
+            base=self.base_dir,
+            db_name=_DB_NAME,
+            paste_name=_PASTE_NAME,
+            enabled_backends=self.enabled_backends,
+            show_multiple_locations=str(self.show_multiple_locations).lower(),
+            disk_formats=_csv(self.disk_formats),
+            container_formats=_csv(self.container_formats),
+            require_image_format_match=str(
+                self.require_image_format_match).lower(),
+            allowed_hosts=_csv(self.allowed_hosts),
+            allowed_ports=_csv(self.allowed_ports),
+            flavor=_FLAVORS[self.identity])
+        with open(os.path.join(self.base_dir, _CONF_NAME), 'w') as fh:
+            fh.write(conf)
+        with open(os.path.join(self.base_dir, _PASTE_NAME), 'w') as fh:
+            fh.write(_PASTE_TEMPLATE.format(base=self.base_dir,
+                                            version_filter=_VERSION_FILTER))
+
+    def _env(self):
+        """Build the environment of the glance subprocesses.
+
+        :returns: a dict.
+        """
+        env = dict(os.environ)
+        env['OS_GLANCE_CONFIG_DIR'] = self.base_dir
+        env[_WATCH_PID_ENV] = str(os.getpid())
+        if self._owns_base_dir:
+            env[_CLEANUP_DIR_ENV] = self.base_dir
+        else:
+            env.pop(_CLEANUP_DIR_ENV, None)
+        root = _package_root()
+        paths = [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]
+        if root not in paths:
+            env['PYTHONPATH'] = os.pathsep.join([root] + paths)
+        env.setdefault('PYTHONUNBUFFERED', '1')
+        return env
+
+    def _open_log(self):
+        """Open (append) the server log for the subprocesses.
+
+        :returns: the open binary file object.
+        """
+        if self._log_fh is None:
+            self._log_fh = open(self.log_file, 'ab')
+        return self._log_fh
+
+    def _prepare_database(self):
+        """Copy the cached migrated DB, or run db_sync and cache the result.
+
+        :returns: None
+        :raises EmbeddedGlanceError: if ``glance-manage db_sync`` fails.
+        """
+        db_path = os.path.join(self.base_dir, _DB_NAME)
+        if os.path.exists(db_path):
+            # A caller supplied base_dir that already has a database: keep
+            # it, but make sure the schema is current.
+            self._db_sync()
+            return
+        with _template_lock:
+            template = _templates.get(self.python)
+            if template is None or not os.path.exists(template):
+                self._db_sync()
+                template = _template_path(self.python)
+                shutil.copyfile(db_path, template)
+                _templates[self.python] = template
+                return
+        shutil.copyfile(template, db_path)
+
+    def _db_sync(self):
+        """Run ``glance-manage db_sync`` against this server's config.
+
+        :returns: None
+        :raises EmbeddedGlanceError: if it fails or times out.
+        """
+        cmd = [self.python, '-m', 'glance.cmd.manage', '--config-file',
+               os.path.join(self.base_dir, _CONF_NAME), 'db_sync']
+        started = time.monotonic()
+        log = self._open_log()
+        log.write(b'--- glance-manage db_sync ---\n')
+        log.flush()
+        try:
+            result = subprocess.run(cmd, cwd=self.base_dir, env=self._env(),
+                                    stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=log, timeout=DB_SYNC_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EmbeddedGlanceError(
+                'glance-manage db_sync failed (%s); log %s:\n%s' %
+                (exc, self.log_file, _tail(self.log_file)))
+        if result.returncode != 0:
+            raise EmbeddedGlanceError(
+                'glance-manage db_sync exited with %d; log %s:\n%s' %
+                (result.returncode, self.log_file, _tail(self.log_file)))
+        LOG.debug('db_sync took %.2f s', time.monotonic() - started)
+
+    def _launch(self, sock):
+        """Start gunicorn serving glance on the already bound ``sock``.
+
+        :param sock: a listening socket inherited by gunicorn (``fd://``),
+            so that no other process can take the port in between.
+        :returns: None
+        :raises EmbeddedGlanceError: if the process cannot be started.
+        """
+        fd = sock.fileno()
+        cmd = [self.python, '-m', 'gunicorn',
+               '--bind', 'fd://%d' % fd,
+               '--workers', '1',
+               '--worker-class', 'gthread',
+               '--threads', '8',
+               '--timeout', '300',
+               '--graceful-timeout', '5',
+               '--no-control-socket',
+               '--worker-tmp-dir', self.base_dir,
+               '--chdir', self.base_dir,
+               '--name', 'embedded-glance-%d' % self.port,
+               _WSGI_APP]
+        log = self._open_log()
+        log.write(b'--- gunicorn glance-api ---\n')
+        log.flush()
+        try:
+            self._process = subprocess.Popen(
+                cmd, cwd=self.base_dir, env=self._env(),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                pass_fds=(fd,), start_new_session=True)
+        except OSError as exc:
+            raise EmbeddedGlanceError('cannot run %s: %s' % (cmd[0], exc))
+
+    def _wait_healthy(self, deadline):
+        """Poll ``/healthcheck`` until it answers 200.
+
+        :param deadline: ``time.monotonic()`` value to give up at.
+        :returns: None
+        :raises EmbeddedGlanceError: if the process exits or the deadline
+            passes first.
+        """
+        url = self.endpoint + '/healthcheck'
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        delay = 0.05
+        while True:
+            rc = self._process.poll()
+            if rc is not None:
+                raise EmbeddedGlanceError(
+                    'glance-api exited early with %s; log %s:\n%s' %
+                    (rc, self.log_file, _tail(self.log_file)))
+            try:
+                with opener.open(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise EmbeddedGlanceError(
+                    'glance-api not healthy at %s after %.0f s; log %s:\n%s'
+                    % (url, START_TIMEOUT, self.log_file,
+                       _tail(self.log_file)))
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+
+    # ------------------------------------------------------------------
+    # clients
+
+    def identity_headers(self, project_id, user_id, roles=DEFAULT_ROLES,
+                         service_roles=()):
+        """Return the request headers that carry an identity.
+
+        :param project_id: the project id.
+        :param user_id: the user id.
+        :param roles: role names (send the full set, e.g. member+reader).
+        :param service_roles: role names of a service token, if any.
+        :returns: a dict of headers.
+        """
+        headers = {
+            'X-Identity-Status': 'Confirmed',
+            'X-Roles': ','.join(roles),
+            'X-Project-Id': project_id,
+            'X-User-Id': user_id,
+        }
+        if service_roles:
+            headers['X-Service-Roles'] = ','.join(service_roles)
+        return headers
+
+    def token(self, project_id, user_id, roles=DEFAULT_ROLES,
+              service_roles=()):
+        """Return a fake token accepted in ``identity='token'`` mode.
+
+        :param project_id: the project id.
+        :param user_id: the user id.
+        :param roles: role names.
+        :param service_roles: service role names.
+        :returns: the token string ``user:project:roles[:service_roles]``.
+        """
+        return tokenauth.make_token(user_id, project_id, roles,
+                                    service_roles)
+
+    def session(self, project_id, user_id, roles=DEFAULT_ROLES,
+                service_roles=()):
+        """Return a keystoneauth1 session acting as the given identity.
+
+        In ``headers`` mode the identity goes in X-* headers; in ``token``
+        mode it goes in a fake ``X-Auth-Token``.
+
+        :param project_id: the project id.
+        :param user_id: the user id.
+        :param roles: role names (there are no implied roles).
+        :param service_roles: roles of a service token, if any.
+        :returns: a :class:`keystoneauth1.session.Session`.
+        """
+        from keystoneauth1 import noauth
+        from keystoneauth1 import session as ks_session
+        from keystoneauth1 import token_endpoint
+        import requests
+
+        if self.identity == 'token':
+            auth = token_endpoint.Token(
+                self.endpoint,
+                self.token(project_id, user_id, roles, service_roles))
+            headers = {}
+        else:
+            auth = noauth.NoAuth(endpoint=self.endpoint)
+            headers = self.identity_headers(project_id, user_id, roles,
+                                            service_roles)
+        http = requests.Session()
+        http.trust_env = False  # never send loopback traffic to a proxy
+        return ks_session.Session(auth=auth, session=http,
+                                  additional_headers=headers)
+
+    def client(self, project_id, user_id, roles=DEFAULT_ROLES,
+               service_roles=()):
+        """Return a glanceclient v2 client acting as the given identity.
+
+        :param project_id: the project id.
+        :param user_id: the user id.
+        :param roles: role names.
+        :param service_roles: roles of a service token, if any.
+        :returns: a ``glanceclient.v2.client.Client``.
+        """
+        import glanceclient
+
+        return glanceclient.Client(
+            '2', session=self.session(project_id, user_id, roles,
+                                      service_roles))
+
+
+def from_profile(name='default', base_dir=None, **overrides):
+    """Build an (unstarted) :class:`EmbeddedGlance` from :data:`PROFILES`.
+
+    :param name: a key of :data:`PROFILES`.
+    :param base_dir: passed to :class:`EmbeddedGlance`.
+    :param overrides: keyword arguments replacing the profile's.
+    :returns: an :class:`EmbeddedGlance`.
+    :raises KeyError: for an unknown profile name.
+    """
+    if name not in PROFILES:
+        raise KeyError('unknown embedded glance profile %r (known: %s)' %
+                       (name, ', '.join(sorted(PROFILES))))
+    kwargs = copy.deepcopy(PROFILES[name])
+    kwargs.update(overrides)
+    glance = EmbeddedGlance(base_dir, **kwargs)
+    glance.profile_name = name
+    return glance
