@@ -1,0 +1,197 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""SnapshotService end to end against a real glance-api 33."""
+
+import io
+
+import fixtures
+from glanceclient import exc as gexc
+from oslo_config import cfg
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+
+from nova_snapshot_ext import driver as driver_mod
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import request
+from nova_snapshot_ext.snapshot import service
+from tests import base
+from tests.functional import base as fbase
+
+
+class SnapshotTestBase(fbase.FunctionalTestCase):
+
+    DRIVER = 'libvirt'
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
+        self.conf = cfg.ConfigOpts()
+        opts.register_opts(self.conf)
+        self.conf([], default_config_files=[], default_config_dirs=[])
+
+    def plugin_client(self, project_id=None, roles=fbase.MEMBER_ROLES):
+        session = self.glance.session(project_id or self.project_id,
+                                      self.user_id, roles=roles)
+        return glance_mod.GlanceClient(session,
+                                       endpoint_override=self.glance.endpoint)
+
+    def make_service(self, driver=None, **flags):
+        for name, value in flags.items():
+            self.conf.set_override(name, value, group='snapshot_ext')
+        drv = driver_mod.load_driver(self.conf, driver or self.DRIVER)
+        return service.SnapshotService(self.conf, driver=drv)
+
+    def make_request(self, requester_project=None, **changes):
+        data = base.sample_request_dict()
+        data['name'] = 'snap-%s' % uuidutils.generate_uuid()[:8]
+        data['server']['project_id'] = self.project_id
+        data['requester'] = {'project_id': requester_project or
+                             self.project_id, 'user_id': self.user_id,
+                             'roles': ['member', 'reader']}
+        data.update(changes)
+        return request.SnapshotRequest.from_dict(data)
+
+    def images_named(self, name):
+        return self.list_all_images(filters={'name': name})
+
+
+class TestRawActivation(SnapshotTestBase):
+
+    def test_sample_request_active_raw_with_mappings(self):
+        req = self.make_request()
+        client = self.plugin_client()
+        result = self.make_service().snapshot(req, glance=client)
+        image = client.get(result.image_id)
+        self.assertEqual(('active', 'raw', 'bare', 0),
+                         (image['status'], image['disk_format'],
+                          image['container_format'], image['size']))
+        self.assertEqual(self.project_id, image['owner'])
+        self.assertEqual('private', image['visibility'])
+        # Read back as Nova's consumers parse them (_convert_from_string,
+        # _get_image_defined_bdms: bdm_v2 truthy, JSON list).
+        mappings = jsonutils.loads(image['block_device_mapping'])
+        self.assertTrue(image['bdm_v2'])
+        self.assertEqual('True', image['bdm_v2'])
+        self.assertEqual('/dev/vda', image['root_device_name'])
+        self.assertEqual(
+            [('blank', 'local', '/dev/vdc', None),
+             ('snapshot', 'volume', '/dev/vda',
+              '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'),
+             ('snapshot', 'volume', '/dev/vdb',
+              '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c02')],
+            [(m['source_type'], m['destination_type'], m['device_name'],
+              m['snapshot_id']) for m in mappings])
+        self.assertEqual([0], [m['boot_index'] for m in mappings
+                               if m['boot_index'] == 0])
+        text = image['block_device_mapping']
+        self.assertNotIn('connection_info', text)
+        self.assertNotIn('auth_password', text)
+        # Inherited: image_ properties; dropped: secrets and internals.
+        self.assertEqual('ubuntu', image['os_distro'])
+        self.assertEqual(512, image['min_ram'])
+        self.assertEqual(10, image['min_disk'])
+        self.assertEqual('nightly', image['backup_schedule'])
+        for key in ('cinder_encryption_key_id', 'password_0',
+                    'owner_user_name', 'os_glance_importing_to_stores'):
+            self.assertNotIn(key, image)
+        self.assertEqual('qemu', image['hypervisor_type'])
+        self.assertEqual(b'', client.download(result.image_id))
+
+    def test_glance_refuses_empty_qcow2(self):
+        # Proves this Glance enforces format matching: the lie Nova used
+        # to tell is refused with 415.
+        client = self.client_for(roles=fbase.MEMBER_ROLES)
+        image = client.images.create(name='lie', disk_format='qcow2',
+                                     container_format='bare')
+        self.addCleanup(client.images.delete, image['id'])
+        err = self.assertRaises(gexc.HTTPException, client.images.upload,
+                                image['id'], io.BytesIO(b''))
+        self.assertIn('HTTP 415', str(err))
+        ours = glance_mod.translate(err, 'upload', image['id'], 'qcow2')
+        self.assertIsInstance(ours, exception.ImageFormatRejected)
+
+    def test_failure_after_create_leaves_no_image(self):
+        req = self.make_request()
+        self.useFixture(fixtures.MockPatchObject(
+            glance_mod.GlanceClient, 'upload', side_effect=(
+                exception.GlanceUnavailable(operation='upload',
+                                            reason='injected'))))
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot, req,
+                                glance=self.plugin_client())
+        self.assertEqual([req.image_id or err.result.attempts[0].image_id],
+                         err.result.cleaned_up)
+        self.assertEqual([], self.images_named(req.name))
+
+    def test_retried_create_leaves_one_image(self):
+        req = self.make_request(image_id=uuidutils.generate_uuid())
+        client = self.plugin_client()
+        svc = self.make_service()
+        # A first POST that went through but whose answer was lost.
+        record = svc.build_record(req)
+        client.create(**record.create_kwargs('raw', 'bare'))
+        result = svc.snapshot(req, glance=client)
+        self.assertTrue(result.reused)
+        again = svc.snapshot(req, glance=client)
+        self.assertEqual(result.image_id, again.image_id)
+        images = self.images_named(req.name)
+        self.assertEqual([req.image_id], [i['id'] for i in images])
+        self.assertEqual('active', images[0]['status'])
+
+    def test_owner_sharing_adds_member(self):
+        admin_project = self.new_project()
+        req = self.make_request(requester_project=admin_project)
+        client = self.plugin_client(admin_project, roles=fbase.ADMIN_ROLES)
+        result = self.make_service().snapshot(req, glance=client)
+        self.assertEqual(self.project_id, result.member)
+        members = client.list_members(result.image_id)
+        self.assertEqual([self.project_id],
+                         [m['member_id'] for m in members])
+        image = client.get(result.image_id)
+        self.assertEqual(('shared', admin_project),
+                         (image['visibility'], image['owner']))
+        # The server's owner can read it.
+        owner = self.client_for(self.project_id, roles=fbase.MEMBER_ROLES)
+        self.assertEqual('active', owner.images.get(result.image_id)[
+            'status'])
+
+    def test_reserved_user_metadata_refused_nothing_created(self):
+        req = self.make_request(metadata={'os_glance_x': 'y'})
+        self.assertRaises(exception.ReservedProperty,
+                          self.make_service().snapshot, req,
+                          glance=self.plugin_client())
+        self.assertEqual([], self.images_named(req.name))
+
+
+class TestNoRawGlance(SnapshotTestBase):
+
+    GLANCE_PROFILE = 'no-raw'
+
+    def test_raw_only_plan_refused_before_create(self):
+        req = self.make_request()
+        svc = self.make_service(disk_formats=['raw'])
+        err = self.assertRaises(exception.FormatNotAllowed, svc.snapshot,
+                                req, glance=self.plugin_client())
+        self.assertIn('qcow2, vmdk, vhd, vhdx, iso', err.format_message())
+        self.assertEqual([], self.images_named(req.name))
+
+    def test_driver_without_allowed_format_refused(self):
+        req = self.make_request()
+        err = self.assertRaises(exception.FormatNotAllowed,
+                                self.make_service('zvm').snapshot, req,
+                                glance=self.plugin_client())
+        self.assertIn("driver 'zvm' reads raw", err.format_message())
+        self.assertEqual([], self.images_named(req.name))
