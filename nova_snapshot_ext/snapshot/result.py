@@ -31,8 +31,8 @@ class Attempt:
     :ivar container_format: declared container_format.
     :ivar size: payload bytes.
     :ivar image_id: the image this attempt created (or found).
-    :ivar outcome: ``'active'``, ``'failed'`` or ``'skipped'``.
-    :ivar reason: why it failed or was skipped; ``None`` when active.
+    :ivar outcome: ``'active'`` or ``'failed'``.
+    :ivar reason: why it failed; ``None`` when active.
     :ivar status: HTTP status of the failure, when there was one.
     :ivar cleaned_up: the attempt's image was deleted.
     """
@@ -71,7 +71,10 @@ class SnapshotResult:
     :ivar size: image size in bytes as Glance reports it.
     :ivar member: project id added as image member, if any.
     :ivar reused: the image existed already (an idempotent retry).
-    :ivar attempts: every :class:`Attempt`, in order.
+    :ivar plan: the activation plan, each step described
+        (e.g. ``'upload qcow2 (1536 B, valid empty image)'``); the steps
+        after the one that succeeded were not needed.
+    :ivar attempts: every :class:`Attempt` made, in order.
     :ivar leftover: ids of images that could not be deleted (should be
         empty; an operator must look at any listed).
     """
@@ -84,6 +87,7 @@ class SnapshotResult:
     size: int | None = None
     member: str | None = None
     reused: bool = False
+    plan: list[str] = dataclasses.field(default_factory=list)
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     leftover: list[str] = dataclasses.field(default_factory=list)
 
@@ -109,6 +113,8 @@ class SnapshotResult:
             lines.append('  shared with project %s' % self.member)
         if self.reused:
             lines.append('  (existing image reused: retried request)')
+        if self.plan:
+            lines.append('  plan: %s' % ' -> '.join(self.plan))
         for i, attempt in enumerate(self.attempts, 1):
             lines.append('  attempt %d: %s' % (i, attempt.describe()))
         for image_id in self.leftover:

@@ -178,9 +178,10 @@ class SnapshotService:
         glance = glance or self.glance
         prepared = self.preflight(snapshot, glance)
         record = prepared.record
-        result = result_mod.SnapshotResult(image_id=None, name=record.name,
-                                           status='failed',
-                                           member=record.member)
+        result = result_mod.SnapshotResult(
+            image_id=None, name=record.name, status='failed',
+            member=record.member,
+            plan=[p.describe() for p in prepared.plan])
         last_error: exception.SnapshotExtException | None = None
         for index, planned in enumerate(prepared.plan):
             attempt = result_mod.Attempt(
@@ -219,12 +220,6 @@ class SnapshotService:
             result.disk_format = image.get('disk_format')
             result.container_format = image.get('container_format')
             result.size = image.get('size')
-            for later in prepared.plan[index + 1:]:
-                result.attempts.append(result_mod.Attempt(
-                    method=later.method, disk_format=later.disk_format,
-                    container_format=later.container_format,
-                    size=later.size, outcome='skipped',
-                    reason='an earlier attempt succeeded'))
             LOG.info('Snapshot image %(id)s of server %(server)s is active '
                      '(%(fmt)s, %(size)s B, %(n)d attempt(s))',
                      {'id': result.image_id, 'server': snapshot.server.uuid,

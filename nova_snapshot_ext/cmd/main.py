@@ -1,0 +1,243 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The ``nova-snapshot-ext`` console script.
+
+Sub-commands:
+
+``snapshot --config-file FILE REQUEST.json``
+    register and activate the snapshot image described by REQUEST.json
+    (see :mod:`nova_snapshot_ext.snapshot.request`) in the Glance that
+    ``[snapshot_ext_glance]`` reaches.
+``probe --config-file FILE``
+    what that Glance allows and the activation plan the plugin would use.
+``demo``
+    start an embedded real Glance, snapshot the shipped sample request,
+    print the image as Glance returns it, stop Glance.
+
+Each takes ``--format json`` for scripts.  Exit status: 0 success,
+1 the snapshot or probe failed, 2 bad input (usage, request or config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import typing as ty
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import request as request_mod
+from nova_snapshot_ext.snapshot import service as service_mod
+
+LOG = logging.getLogger(__name__)
+
+SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'data', 'sample-request.json')
+
+#: Nova options read (never required) to infer the driver when the
+#: plugin reads nova.conf; registered only on the CLI's own ConfigOpts.
+_NOVA_HINT_OPTS = [
+    (None, cfg.StrOpt('compute_driver')),
+    ('libvirt', cfg.StrOpt('virt_type')),
+]
+
+
+def _register_nova_hints(conf: cfg.ConfigOpts) -> None:
+    for group, opt in _NOVA_HINT_OPTS:
+        try:
+            conf.register_opt(opt, group=group)
+        except cfg.DuplicateOptError:
+            pass
+
+
+def _load_conf(config_files: list[str]) -> cfg.ConfigOpts:
+    conf = cfg.ConfigOpts()
+    opts.register_opts(conf)
+    _register_nova_hints(conf)
+    logging.register_options(conf)
+    for path in config_files:
+        if not os.path.isfile(path):
+            raise exception.ConfigurationError(
+                group='-', option='--config-file',
+                reason='%s does not exist' % path)
+    conf(args=[], project='nova-snapshot-ext',
+         default_config_files=config_files, default_config_dirs=[])
+    logging.setup(conf, 'nova-snapshot-ext')
+    return conf
+
+
+def _print(data: ty.Any, text: str, fmt: str) -> None:
+    if fmt == 'json':
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(text)
+
+
+def _read_request(path: str) -> request_mod.SnapshotRequest:
+    try:
+        with open(path, encoding='utf-8') as f:
+            data = json.load(f)
+    except OSError as err:
+        raise exception.InvalidRequest(field='<file>', reason=str(err))
+    except ValueError as err:
+        raise exception.InvalidRequest(field='<file>',
+                                       reason='not valid JSON: %s' % err)
+    return request_mod.SnapshotRequest.from_dict(data)
+
+
+def describe_plan(service: service_mod.SnapshotService,
+                  glance: ty.Any) -> dict[str, ty.Any]:
+    """Capabilities, driver and plan as a JSON-able dict."""
+    caps = service.capabilities.get(glance)
+    plan = service.plan(caps)
+    return {
+        'glance': {'endpoint': glance.endpoint, **caps.to_dict()},
+        'driver': service.driver.capabilities(),
+        'plan': [p.to_dict() | {'describe': p.describe()} for p in plan],
+    }
+
+
+def _plan_text(info: dict[str, ty.Any]) -> str:
+    g = info['glance']
+    lines = [
+        'Glance %s' % g['endpoint'],
+        '  disk_formats:      %s' % ', '.join(g['disk_formats']),
+        '  container_formats: %s' % ', '.join(g['container_formats']),
+        '  location API (v2.17): %s' % ('yes' if g['location_api']
+                                        else 'no'),
+        '  stores: %s' % ('single store' if g['stores'] is None else
+                          ', '.join(s.get('id', '?') for s in g['stores'])),
+        'Driver %s: hypervisor_type=%s, reads %s' % (
+            info['driver']['name'], info['driver'].get('hypervisor_type'),
+            ', '.join(info['driver']['disk_formats'])),
+        'Activation plan:',
+    ]
+    if not info['plan']:
+        lines.append('  (none: snapshots would be refused by preflight)')
+    for i, p in enumerate(info['plan'], 1):
+        lines.append('  %d. %s' % (i, p['describe']))
+    return '\n'.join(lines)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    conf = _load_conf(args.config_file)
+    service = service_mod.SnapshotService(conf)
+    info = describe_plan(service, service.glance)
+    _print(info, _plan_text(info), args.format)
+    return 0 if info['plan'] else 1
+
+
+def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
+                 fmt: str) -> tuple[int, ty.Any]:
+    """Snapshot ``request``; print the result; return (exit code, image)."""
+    service = service_mod.SnapshotService(conf)
+    try:
+        result = service.snapshot(request)
+    except exception.ActivationFailed as err:
+        failed = getattr(err, 'result', None)
+        data = {'error': err.format_message(),
+                'result': failed.to_dict() if failed else None}
+        _print(data, 'FAILED: %s' % err.format_message(), fmt)
+        return 1, None
+    image = service.glance.get(result.image_id or '')
+    if fmt == 'json':
+        _print({'result': result.to_dict(), 'image': image}, '', fmt)
+    else:
+        print(result.describe())
+        print('Image as Glance returns it:')
+        print(json.dumps(image, indent=2, sort_keys=True, default=str))
+    return 0, image
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    request = _read_request(args.request)
+    conf = _load_conf(args.config_file)
+    return run_snapshot(conf, request, args.format)[0]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from nova_snapshot_ext.embedded import demo
+    return demo.run(profile=args.profile, driver=args.driver,
+                    request_path=args.request or SAMPLE_REQUEST,
+                    fmt=args.format)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='nova-snapshot-ext',
+        description='Register honest, active metadata-only Glance images '
+                    'for volume-backed server snapshots.')
+    sub = parser.add_subparsers(dest='command', required=True)
+
+    def common(p: argparse.ArgumentParser, config: bool = True) -> None:
+        if config:
+            p.add_argument('--config-file', action='append', default=[],
+                           metavar='FILE', help='oslo.config ini file(s) '
+                           'with [snapshot_ext] and [snapshot_ext_glance] '
+                           '(repeatable; e.g. /etc/nova/nova.conf)')
+        p.add_argument('--format', choices=('text', 'json'), default='text',
+                       help='output format (default: text)')
+
+    p = sub.add_parser('snapshot', help='snapshot one request')
+    common(p)
+    p.add_argument('request', metavar='REQUEST.json',
+                   help='the snapshot request (JSON)')
+    p.set_defaults(func=cmd_snapshot)
+
+    p = sub.add_parser('probe', help='show what Glance allows and the plan')
+    common(p)
+    p.set_defaults(func=cmd_probe)
+
+    p = sub.add_parser('demo', help='run against an embedded real Glance')
+    common(p, config=False)
+    p.add_argument('--profile', default='default',
+                   help='embedded Glance profile (default, no-raw, '
+                   'vhd-only, vmdk-only, iso-only, no-enforcement, ...)')
+    p.add_argument('--driver', default='libvirt',
+                   help='hypervisor driver: libvirt, vmwareapi, hyperv, '
+                   'xenapi, ironic, zvm, fake (default: libvirt)')
+    p.add_argument('--request', metavar='REQUEST.json',
+                   help='request to snapshot (default: the shipped sample)')
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (exception.InvalidRequest, exception.InvalidServerState,
+            exception.ConfigurationError, exception.DriverNotFound,
+            cfg.Error) as err:
+        message = (err.format_message() if isinstance(
+            err, exception.SnapshotExtException) else str(err))
+        print('error: %s' % message, file=sys.stderr)
+        return 2
+    except exception.SnapshotExtException as err:
+        print('error: %s' % err.format_message(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            print('interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())
