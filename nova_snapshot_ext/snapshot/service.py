@@ -138,16 +138,28 @@ class SnapshotService:
             exists on this Glance.
         :raises GlanceError: capabilities could not be read.
         """
-        glance = glance or self.glance
         snapshot.validate()
-        caps = self.capabilities.get(glance)
         record = self.build_record(snapshot)
-        preflight_mod.check_image_record(
-            record, caps, self.conf.snapshot_ext.image_property_quota)
         for key in snapshot.metadata:
             if key in metadata_mod.MAPPING_KEYS:
                 LOG.info('User metadata %s is replaced by the mappings of '
                          'server %s', key, snapshot.server.uuid)
+        return self.check_record(record, glance)
+
+    def check_record(self, record: metadata_mod.ImageRecord,
+                     glance: glance_mod.GlanceClient | None = None
+                     ) -> PreparedSnapshot:
+        """Preflight an image record built elsewhere (e.g. by Nova).
+
+        :param record: the record; its properties must already be strings.
+        :returns: :class:`PreparedSnapshot`.
+        :raises PreflightError: as :meth:`preflight`.
+        :raises GlanceError: capabilities could not be read.
+        """
+        glance = glance or self.glance
+        caps = self.capabilities.get(glance)
+        preflight_mod.check_image_record(
+            record, caps, self.conf.snapshot_ext.image_property_quota)
         attempts = self.plan(caps)
         if not attempts:
             pinned = self.conf.snapshot_ext.disk_formats
@@ -176,7 +188,19 @@ class SnapshotService:
             behind; ``code`` is the HTTP status of the last failure.
         """
         glance = glance or self.glance
-        prepared = self.preflight(snapshot, glance)
+        return self.register(self.preflight(snapshot, glance), glance)
+
+    def register(self, prepared: PreparedSnapshot,
+                 glance: glance_mod.GlanceClient | None = None
+                 ) -> result_mod.SnapshotResult:
+        """Create and activate a preflighted image record, plan in order.
+
+        :param prepared: from :meth:`preflight` or :meth:`check_record`.
+        :param glance: the client to act with (default: :attr:`glance`).
+        :returns: :class:`~.result.SnapshotResult`, ``status == 'active'``.
+        :raises ActivationFailed: as :meth:`snapshot`.
+        """
+        glance = glance or self.glance
         record = prepared.record
         result = result_mod.SnapshotResult(
             image_id=None, name=record.name, status='failed',
@@ -220,9 +244,9 @@ class SnapshotService:
             result.disk_format = image.get('disk_format')
             result.container_format = image.get('container_format')
             result.size = image.get('size')
-            LOG.info('Snapshot image %(id)s of server %(server)s is active '
+            LOG.info('Snapshot image %(id)s (%(name)s) is active '
                      '(%(fmt)s, %(size)s B, %(n)d attempt(s))',
-                     {'id': result.image_id, 'server': snapshot.server.uuid,
+                     {'id': result.image_id, 'name': record.name,
                       'fmt': result.disk_format, 'size': result.size,
                       'n': index + 1})
             return result
@@ -235,8 +259,8 @@ class SnapshotService:
         failure = exception.ActivationFailed(name=record.name, reason=reason)
         failure.result = result  # type: ignore[attr-defined]
         failure.code = getattr(last_error, 'code', 500)
-        LOG.error('Snapshot of server %(server)s failed: %(reason)s',
-                  {'server': snapshot.server.uuid, 'reason': reason})
+        LOG.error('Snapshot image %(name)s could not be activated: '
+                  '%(reason)s', {'name': record.name, 'reason': reason})
         raise failure from last_error
 
     def _create(self, glance: glance_mod.GlanceClient,
