@@ -204,3 +204,30 @@ class ActivationTimeout(GlanceError):
     code = 504
     msg_fmt = _("Image %(image_id)s did not become active within "
                 "%(timeout)s seconds (last status '%(status)s')")
+
+
+# --- activation through a location (issue 4) ------------------------------
+
+class GlanceNotImplemented(GlanceError):
+    """Glance (or glanceclient) lacks the call, e.g. API < 2.17 (501)."""
+
+    code = 501
+
+
+class LocationUnusable(PreflightError):
+    """The configured location cannot activate an image on this Glance.
+
+    Raised before anything is created: the object is empty, unreachable,
+    not what ``[snapshot_ext] location_disk_format`` says, or this Glance
+    has no read-only (http) store.  ``url`` is always redacted.
+    """
+
+    msg_fmt = _("The location %(url)s (option [snapshot_ext] location_url) "
+                "cannot be used: %(reason)s")
+
+
+class LocationTaskFailed(GlanceError):
+    """Glance's ``location_import`` task for an image failed."""
+
+    msg_fmt = _("Glance could not activate image %(image_id)s from "
+                "location %(url)s: %(reason)s")

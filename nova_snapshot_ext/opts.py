@@ -23,6 +23,9 @@ Groups (none collides with Nova's own ``[glance]`` or ``[DEFAULT]``):
 ``[snapshot_ext_glance]``
     how to reach Glance: keystoneauth1 session, adapter
     (``service_type = image``) and auth plugin options.
+``[snapshot_ext_service_user]``
+    an optional service token sent with every Glance request (like
+    Nova's ``[service_user]``), for the location API.
 ``[snapshot_ext_<driver>]``
     one group per hypervisor driver, published from the driver class.
 """
@@ -36,6 +39,14 @@ from oslo_config import cfg
 
 CORE_GROUP = 'snapshot_ext'
 GLANCE_GROUP = 'snapshot_ext_glance'
+SERVICE_USER_GROUP = 'snapshot_ext_service_user'
+
+#: ``[snapshot_ext] activation_method`` values.
+ACTIVATION_METHODS = ('upload', 'location-first', 'location-fallback')
+#: ``[snapshot_ext] location_api`` values.
+LOCATION_APIS = ('auto', 'new', 'legacy')
+#: ``os_hash_algo`` values Glance's location API accepts.
+HASH_ALGOS = ('sha512', 'sha256', 'sha1', 'md5')
 
 core_group = cfg.OptGroup(
     CORE_GROUP,
@@ -49,6 +60,176 @@ glance_group = cfg.OptGroup(
     help='keystoneauth1 session, adapter and auth options used to reach '
          'the image service. With no auth_type set, requests carry the '
          'caller\'s token (inside Nova: the user\'s request context).')
+
+service_user_group = cfg.OptGroup(
+    SERVICE_USER_GROUP,
+    title='Service token for nova-snapshot-ext',
+    help='''
+An identity whose token is sent as ``X-Service-Token`` next to the caller's
+own token on every Glance request, as Nova's ``[service_user]`` does. Glance
+lets a member of the image's owner project add an ``http(s)`` location; other
+callers, and locations of other stores, need the ``service`` role, which the
+service token carries. Only used when ``send_service_user_token`` is true.
+''')
+
+service_user_opts = [
+    cfg.BoolOpt(
+        'send_service_user_token',
+        default=False,
+        help='''
+Send a service token (from this group's auth options) with every Glance
+request, next to the caller's token.
+
+Glance 31 checks the ``service`` role in the service token only; Glance 29,
+30 and 32+ also accept it in the caller's own token.
+
+Related options:
+
+* ``[snapshot_ext] activation_method``
+* the keystoneauth1 auth options of this group (``auth_type``, ...)
+'''),
+]
+
+location_opts = [
+    cfg.StrOpt(
+        'activation_method',
+        default='upload',
+        choices=[
+            ('upload', 'only upload honest payloads; never use a location'),
+            ('location-first', 'try the location first, then the uploads'),
+            ('location-fallback', 'try the uploads first; use the location '
+             'only after Glance refused every upload format'),
+        ],
+        help='''
+How a snapshot image is activated and in which order.
+
+With a location, Glance reads the object at ``[snapshot_ext] location_url``
+(an http store, read-only) instead of receiving an upload; the image's size
+and hashes are the object's.
+
+In ``location-first`` mode any reason the location cannot be used (empty or
+unreachable object, no read-only store in this Glance, ...) refuses the
+snapshot in preflight, before anything is created. In ``location-fallback``
+mode the location attempt is then dropped from the plan with a warning, and
+the refusal happens only when no upload is possible either.
+
+Related options:
+
+* ``[snapshot_ext] location_url``, ``location_disk_format``,
+  ``location_api``, ``location_hash_algo``, ``location_validation_data``
+* ``[snapshot_ext_service_user]``
+'''),
+    cfg.StrOpt(
+        'location_url',
+        secret=True,
+        help='''
+URL of a small, non-empty, read-only object used as the location of every
+snapshot image activated through a location.
+
+The object must be exactly what ``[snapshot_ext] location_disk_format``
+says, e.g. the plugin's own valid empty qcow2 image (1536 bytes, see
+``nova_snapshot_ext.image.payloads``) served by a web server that Glance's
+http store can reach (``[import_filtering_opts]`` of Glance must allow its
+host and port). It is shared by many images, so it must never change and
+must live on a store Glance cannot delete from: only ``http`` and ``https``
+URLs are accepted, never ``file://``, ``swift+config://``, ``rbd://`` etc.
+Before first use the plugin downloads the object once to check that it is
+non-empty and of the declared format, and to hash it. The value is a secret:
+its user info and query string are never logged.
+
+Possible values:
+
+* ``http://host[:port]/path`` or ``https://...``
+* Unset (default): no location attempt is possible.
+
+Related options:
+
+* ``[snapshot_ext] activation_method``
+* ``[snapshot_ext] location_disk_format``
+'''),
+    cfg.StrOpt(
+        'location_disk_format',
+        default='raw',
+        help='''
+Glance ``disk_format`` of the object at ``[snapshot_ext] location_url``.
+
+It must be true of the object's content: the plugin inspects the object with
+``oslo.utils``' format inspector and refuses a mismatch. ``raw`` fits any
+content no other format recognises (but not an empty object: a location must
+be larger than 0 bytes). Formats without an inspector (``ploop``, ``ami``,
+``aki``, ``ari``) are refused.
+
+Possible values:
+
+* ``raw``, ``qcow2``, ``vmdk``, ``vhd``, ``vhdx``, ``vdi``, ``iso``
+
+Related options:
+
+* ``[snapshot_ext] location_url``
+'''),
+    cfg.StrOpt(
+        'location_hash_algo',
+        default='sha512',
+        choices=HASH_ALGOS + ('none',),
+        help='''
+Hash the plugin computes over the object (it downloads it once anyway, to
+check its size and format) and sends as ``validation_data`` with every
+location it adds.
+
+With validation data Glance (``do_secure_hash = true``, its default) reads the
+object and activates the image only if the hash matches, so an object that
+changed is refused and the image is active with its hashes already set
+(without it Glance activates at once and hashes in the background). The
+legacy API accepts only Glance's ``[DEFAULT] hashing_algorithm`` (default
+``sha512``).
+
+Possible values:
+
+* ``sha512`` (default), ``sha256``, ``sha1``, ``md5``
+* ``none``: send no validation data.
+
+Related options:
+
+* ``[snapshot_ext] location_validation_data`` (takes precedence)
+'''),
+    cfg.StrOpt(
+        'location_validation_data',
+        help='''
+Expected hash of the object, ``<os_hash_algo>:<hex digest>``, e.g.
+``sha512:ab12...``. When set, the object the plugin downloads must have this
+hash (else preflight refuses it) and this value is sent as validation data.
+Pins the object's content.
+
+Related options:
+
+* ``[snapshot_ext] location_hash_algo``
+'''),
+    cfg.StrOpt(
+        'location_api',
+        default='auto',
+        choices=[
+            ('auto', 'the service location API when Glance lists API v2.17, '
+             'else the legacy one; when v2.17 turns out to be missing at '
+             'run time (HTTP 501), the legacy one next'),
+            ('new', 'only ``POST /v2/images/{id}/locations`` (API 2.17, '
+             'Glance 2024.2+)'),
+            ('legacy', 'only the JSON-patch ``add /locations/-`` (needs '
+             "Glance's deprecated ``show_multiple_locations = true``)"),
+        ],
+        help='''
+Which Glance API adds the location.
+
+The new API is asynchronous: the plugin polls the image until it is active or
+its ``location_import`` task failed. The legacy API is synchronous, computes
+no hash, and is refused (HTTP 403) unless Glance runs with
+``show_multiple_locations = true``, which cannot be discovered without
+trying.
+
+Related options:
+
+* ``[snapshot_ext] activation_method``
+'''),
+]
 
 core_opts = [
     cfg.StrOpt(
@@ -138,6 +319,17 @@ def _ks_opts() -> list[cfg.Opt]:
     return list(opts.values())
 
 
+def _fresh(group: cfg.OptGroup) -> cfg.OptGroup:
+    """A new OptGroup like ``group``, for one ``ConfigOpts``.
+
+    ``ConfigOpts.register_group`` keeps a *shallow* copy of the group, so
+    the per-option state (overrides, defaults) of every ``ConfigOpts``
+    registered with the same module-level OptGroup would be shared: an
+    override set on one configuration would show in all of them.
+    """
+    return cfg.OptGroup(group.name, title=group.title, help=group.help)
+
+
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register every core and Glance-connection option on ``conf``.
 
@@ -146,9 +338,13 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
     :param conf: the host's configuration object.
     """
-    conf.register_group(core_group)
-    conf.register_opts(core_opts, group=core_group)
-    conf.register_group(glance_group)
+    conf.register_group(_fresh(core_group))
+    conf.register_opts(core_opts, group=CORE_GROUP)
+    conf.register_opts(location_opts, group=CORE_GROUP)
+    conf.register_group(_fresh(service_user_group))
+    conf.register_opts(service_user_opts, group=SERVICE_USER_GROUP)
+    ks_loading.register_auth_conf_options(conf, SERVICE_USER_GROUP)
+    conf.register_group(_fresh(glance_group))
     ks_loading.register_session_conf_options(conf, GLANCE_GROUP)
     ks_loading.register_adapter_conf_options(
         conf, GLANCE_GROUP, include_deprecated=False)
@@ -170,13 +366,18 @@ def _driver_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """Options for ``oslo-config-generator`` (namespace nova_snapshot_ext).
 
-    :returns: ``[(OptGroup, [Opt, ...]), ...]``: the core group, the Glance
-        connection group (keystoneauth1 session, adapter and auth options,
-        with ``service_type`` defaulting to ``image``) and one group per
-        installed driver, sorted by driver name.
+    :returns: ``[(OptGroup, [Opt, ...]), ...]``: the core group (with the
+        location options), the Glance connection group (keystoneauth1
+        session, adapter and auth options, with ``service_type`` defaulting
+        to ``image``), then the service token group and one group per
+        installed driver, sorted by group name.
     """
-    return ([(core_group, core_opts), (glance_group, _ks_opts())] +
-            _driver_opts())
+    service_user = (service_user_group, service_user_opts +
+                    ks_loading.get_auth_common_conf_options())
+    others = sorted([service_user] + _driver_opts(),
+                    key=lambda item: item[0].name)
+    return ([(core_group, core_opts + location_opts),
+             (glance_group, _ks_opts())] + others)
 
 
 def set_defaults(conf: cfg.ConfigOpts, **overrides: ty.Any) -> None:

@@ -20,9 +20,10 @@ Sub-commands:
     ``[snapshot_ext_glance]`` reaches.
 ``probe --config-file FILE``
     what that Glance allows and the activation plan the plugin would use.
-``demo``
+``demo [--location]``
     start an embedded real Glance, snapshot the shipped sample request,
-    print the image as Glance returns it, stop Glance.
+    print the image as Glance returns it, stop Glance.  ``--location``
+    activates through a location served by a local web server.
 
 Each takes ``--format json`` for scripts.  Exit status: 0 success,
 1 the snapshot or probe failed, 2 bad input (usage, request or config).
@@ -71,6 +72,8 @@ def _load_conf(config_files: list[str]) -> cfg.ConfigOpts:
     opts.register_opts(conf)
     _register_nova_hints(conf)
     logging.register_options(conf)
+    # Logs go to stderr so that stdout carries only the output (JSON).
+    conf.set_default('use_stderr', True)
     for path in config_files:
         if not os.path.isfile(path):
             raise exception.ConfigurationError(
@@ -101,16 +104,83 @@ def _read_request(path: str) -> request_mod.SnapshotRequest:
     return request_mod.SnapshotRequest.from_dict(data)
 
 
+LEGACY_UNKNOWN = ('the legacy location API cannot be discovered without '
+                  'trying: it needs show_multiple_locations = true in '
+                  'Glance (deprecated; a 403 at run time means it is off)')
+
+
+def describe_location(service: service_mod.SnapshotService,
+                      glance: ty.Any, caps: ty.Any) -> dict[str, ty.Any]:
+    """Whether this Glance can take a location, and why not.
+
+    :returns: ``{'activation_method', 'url' (redacted), 'api_2_17',
+        'read_only_stores' (None: not multi-store, cannot tell), 'legacy',
+        'usable', 'reasons'}``.
+    """
+    conf = service.conf.snapshot_ext
+    source = service.location_source
+    info: dict[str, ty.Any] = {
+        'activation_method': conf.activation_method,
+        'url': source.redacted if source else None,
+        'api_2_17': caps.location_api,
+        'read_only_stores': caps.read_only_stores,
+        'legacy': LEGACY_UNKNOWN,
+        'usable': False,
+        'reasons': [],
+    }
+    if source is None:
+        info['reasons'] = ['[snapshot_ext] activation_method is upload']
+        return info
+    location, reasons = service.assess_location(caps, glance)
+    info['usable'] = location is not None
+    info['reasons'] = reasons
+    if location is not None:
+        info['api'] = location.location_api
+        info['size'] = location.size
+        info['disk_format'] = location.disk_format
+    return info
+
+
 def describe_plan(service: service_mod.SnapshotService,
                   glance: ty.Any) -> dict[str, ty.Any]:
-    """Capabilities, driver and plan as a JSON-able dict."""
+    """Capabilities, driver, location and plan as a JSON-able dict."""
     caps = service.capabilities.get(glance)
-    plan = service.plan(caps)
+    location = describe_location(service, glance, caps)
+    plan = service.plan(caps, glance)
+    refused = None
+    if (location['activation_method'] == 'location-first' and
+            not location['usable']):
+        refused = ('activation_method is location-first and the location '
+                   'cannot be used: %s' % '; '.join(location['reasons']))
     return {
         'glance': {'endpoint': glance.endpoint, **caps.to_dict()},
         'driver': service.driver.capabilities(),
+        'location': location,
         'plan': [p.to_dict() | {'describe': p.describe()} for p in plan],
+        'refused': refused,
     }
+
+
+def _location_text(loc: dict[str, ty.Any]) -> list[str]:
+    stores = loc['read_only_stores']
+    lines = [
+        'Location activation ([snapshot_ext] activation_method = %s):'
+        % loc['activation_method'],
+        '  new API (v2.17 listed): %s' % ('yes' if loc['api_2_17']
+                                          else 'no'),
+        '  read-only (http) store: %s' % (
+            'cannot tell (Glance is not multi-store)' if stores is None
+            else ', '.join(stores) or 'none'),
+        '  legacy API: %s' % loc['legacy'],
+    ]
+    if loc['url']:
+        lines.append('  object: %s' % loc['url'])
+    if loc['usable']:
+        lines.append('  usable: yes, %s API, %s, %d B' % (
+            loc['api'], loc['disk_format'], loc['size']))
+    else:
+        lines.append('  usable: no: %s' % '; '.join(loc['reasons']))
+    return lines
 
 
 def _plan_text(info: dict[str, ty.Any]) -> str:
@@ -126,12 +196,18 @@ def _plan_text(info: dict[str, ty.Any]) -> str:
         'Driver %s: hypervisor_type=%s, reads %s' % (
             info['driver']['name'], info['driver'].get('hypervisor_type'),
             ', '.join(info['driver']['disk_formats'])),
+    ]
+    lines += _location_text(info['location'])
+    lines += [
         'Activation plan:',
     ]
     if not info['plan']:
         lines.append('  (none: snapshots would be refused by preflight)')
     for i, p in enumerate(info['plan'], 1):
         lines.append('  %d. %s' % (i, p['describe']))
+    if info.get('refused'):
+        lines.append('Snapshots would be refused by preflight: %s'
+                     % info['refused'])
     return '\n'.join(lines)
 
 
@@ -140,7 +216,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     service = service_mod.SnapshotService(conf)
     info = describe_plan(service, service.glance)
     _print(info, _plan_text(info), args.format)
-    return 0 if info['plan'] else 1
+    return 0 if info['plan'] and not info['refused'] else 1
 
 
 def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
@@ -175,7 +251,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from nova_snapshot_ext.embedded import demo
     return demo.run(profile=args.profile, driver=args.driver,
                     request_path=args.request or SAMPLE_REQUEST,
-                    fmt=args.format)
+                    fmt=args.format, location=args.location)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
                    'xenapi, ironic, zvm, fake (default: libvirt)')
     p.add_argument('--request', metavar='REQUEST.json',
                    help='request to snapshot (default: the shipped sample)')
+    p.add_argument('--location', action='store_true',
+                   help='activate through a location: Glance with the http '
+                   'store (profile http-store unless --profile says '
+                   'otherwise) reads a valid empty qcow2 image from a '
+                   'local web server the demo starts')
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -19,16 +19,123 @@ auth_type = admin_token`` whose token the embedded Glance reads as
 --config-file FILE REQUEST.json`` runs, prints the image as Glance returns
 it, then stops Glance and removes the temp dir.  Nothing is left running
 and nothing is written outside the temp dir.
+
+``--location`` activates through a location instead (issue 4): Glance runs
+with the ``http-store`` profile, :class:`ObjectServer` serves the plugin's
+own valid empty qcow2 image (1536 B, the same bytes an upload would send)
+on 127.0.0.1, and the config sets ``activation_method = location-first``,
+``location_url`` and ``location_disk_format = qcow2``.  Glance reads and
+hashes the object; the image printed is active with that location as its
+``direct_url`` and the ``os_hash_value`` Glance computed.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import sys
+import threading
+import typing as ty
 
 from nova_snapshot_ext.cmd import main as cli
 from nova_snapshot_ext.embedded import glance as embedded
+from nova_snapshot_ext.image import payloads
+
+#: Path and disk_format of the object the location demo serves.
+LOCATION_PATH = '/nova-snapshot-ext/empty.qcow2'
+LOCATION_FORMAT = 'qcow2'
+
+LOCATION_CONFIG = """
+activation_method = location-first
+location_url = {url}
+location_disk_format = {disk_format}
+"""
+
+
+class ObjectServer:
+    """A tiny read-only HTTP server on 127.0.0.1 for location objects.
+
+    Serves ``GET`` and ``HEAD`` (with ``Content-Length``, which Glance's
+    http store reads for the size) of the byte strings in :attr:`objects`,
+    404 for any other path.  Runs in a daemon thread; use as a context
+    manager or call :meth:`start` / :meth:`stop`.
+
+    :param objects: path (``'/x.qcow2'``) -> bytes; may be changed while
+        running.
+    """
+
+    def __init__(self, objects: dict[str, bytes] | None = None):
+        self.objects: dict[str, bytes] = dict(objects or {})
+        self.requests: list[tuple[str, str]] = []
+        self._server: http.server.ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self, body: bool) -> None:
+                path = self.path.split('?', 1)[0]
+                owner.requests.append((self.command, path))
+                data = owner.objects.get(path)
+                if data is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header('Content-Type', 'application/octet-stream')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's API
+                self._answer(True)
+
+            def do_HEAD(self) -> None:  # noqa: N802 - http.server's API
+                self._answer(False)
+
+            def log_message(self, *args: ty.Any) -> None:
+                pass
+
+        return Handler
+
+    @property
+    def port(self) -> int:
+        """The listening port (after :meth:`start`)."""
+        assert self._server is not None, 'not started'
+        return int(self._server.server_address[1])
+
+    def url(self, path: str) -> str:
+        """``http://127.0.0.1:PORT`` + ``path``."""
+        return 'http://127.0.0.1:%d%s' % (self.port, path)
+
+    def start(self) -> ObjectServer:
+        if self._server is None:
+            self._server = http.server.ThreadingHTTPServer(
+                ('127.0.0.1', 0), self._handler())
+            self._server.daemon_threads = True
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, name='object-server',
+                daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (idempotent)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+    def __enter__(self) -> ObjectServer:
+        return self.start()
+
+    def __exit__(self, *exc: ty.Any) -> None:
+        self.stop()
 
 
 CONFIG_TEMPLATE = """\
@@ -43,22 +150,38 @@ endpoint_override = {endpoint}
 """
 
 
-def write_config(path: str, endpoint: str, token: str, driver: str) -> None:
-    """Write a nova-snapshot-ext config file for an embedded Glance."""
+def write_config(path: str, endpoint: str, token: str, driver: str,
+                 location_url: str | None = None) -> None:
+    """Write a nova-snapshot-ext config file for an embedded Glance.
+
+    :param location_url: when set, activate through this location
+        (``location-first``, disk_format :data:`LOCATION_FORMAT`).
+    """
+    text = CONFIG_TEMPLATE.format(endpoint=endpoint, token=token,
+                                  driver=driver)
+    if location_url:
+        head, sep, tail = text.partition('\n\n')
+        text = head + LOCATION_CONFIG.format(
+            url=location_url, disk_format=LOCATION_FORMAT) + sep + tail
     with open(path, 'w', encoding='utf-8') as f:
-        f.write(CONFIG_TEMPLATE.format(endpoint=endpoint, token=token,
-                                       driver=driver))
+        f.write(text)
 
 
 def run(profile: str = 'default', driver: str = 'libvirt',
-        request_path: str = cli.SAMPLE_REQUEST, fmt: str = 'text') -> int:
+        request_path: str = cli.SAMPLE_REQUEST, fmt: str = 'text',
+        location: bool = False) -> int:
     """Run the demo; returns the process exit code.
 
+    :param location: activate through a location served by an
+        :class:`ObjectServer` (forces the ``http-store`` profile when
+        ``profile`` is ``'default'``).
     :raises InvalidRequest: the request file is malformed.
     :raises ConfigurationError: unknown profile.
     """
     from nova_snapshot_ext import exception
 
+    if location and profile == 'default':
+        profile = 'http-store'
     if profile not in embedded.PROFILES:
         raise exception.ConfigurationError(
             group='demo', option='--profile',
@@ -71,13 +194,21 @@ def run(profile: str = 'default', driver: str = 'libvirt',
     log = sys.stderr if fmt == 'text' else open(os.devnull, 'w')
     print('Starting an embedded real Glance (profile %s)...' % profile,
           file=log)
-    with embedded.EmbeddedGlance(identity='token',
-                                 **embedded.PROFILES[profile]) as glance:
+    objects = ObjectServer({LOCATION_PATH: payloads.payload(
+        LOCATION_FORMAT)})
+    with objects, embedded.EmbeddedGlance(
+            identity='token', **embedded.PROFILES[profile]) as glance:
+        location_url = objects.url(LOCATION_PATH) if location else None
+        if location_url:
+            print('Serving the location object %s (%d B of %s)'
+                  % (location_url, len(objects.objects[LOCATION_PATH]),
+                     LOCATION_FORMAT), file=log)
         print('Glance %s is up; snapshotting %s with driver %s'
               % (glance.endpoint, os.path.basename(request_path), driver),
               file=log)
         conf_path = os.path.join(glance.base_dir, 'nova-snapshot-ext.conf')
-        write_config(conf_path, glance.endpoint, token, driver)
+        write_config(conf_path, glance.endpoint, token, driver,
+                     location_url)
         conf = cli._load_conf([conf_path])
         code, image = cli.run_snapshot(conf, request, fmt)
         if image and fmt == 'text':
@@ -85,7 +216,12 @@ def run(profile: str = 'default', driver: str = 'libvirt',
             print('\n%d block device mappings: %s' % (len(mappings), ', '.join(
                 '%s %s->%s' % (m['device_name'], m['source_type'],
                                m['destination_type']) for m in mappings)))
-    print('Glance stopped; temp dir removed.', file=log)
+            if location_url:
+                print('Location (direct_url): %s\nGlance computed %s %s'
+                      % (image.get('direct_url'), image.get('os_hash_algo'),
+                         image.get('os_hash_value')))
+    print('Glance and the object server stopped; temp dir removed.',
+          file=log)
     if log is not sys.stderr:
         log.close()
     return code

@@ -21,10 +21,13 @@ Sources (Glance 33, ``glance/api/v2/images.py`` and ``versions.py``):
 * ``GET /versions``: ``v2.17`` listed means the service location API
   (``POST /v2/images/{id}/locations``) exists.
 * ``GET /v2/info/stores``: 404 unless multi-store; the http store is
-  reported ``read-only``.
+  reported ``read-only`` (``{"id": "web", "read-only": "true"}``).
 
 What cannot be discovered: ``require_image_format_match`` (a 415 at run
-time tells), ``image_property_quota`` (an option of ours mirrors it).
+time tells), ``image_property_quota`` (an option of ours mirrors it),
+whether the legacy location API is on (``show_multiple_locations``: only a
+PATCH that adds a location tells, 403 when off) and, without multi-store,
+whether the http store is enabled.
 """
 
 from __future__ import annotations
@@ -116,6 +119,17 @@ class GlanceCapabilities:
                 return True
         return False
 
+    @property
+    def read_only_stores(self) -> list[str] | None:
+        """Ids of stores reported ``read-only`` (the http store).
+
+        ``None`` when Glance is not multi-store: it cannot be told.
+        """
+        if self.stores is None:
+            return None
+        return [str(s.get('id')) for s in self.stores
+                if str(s.get('read-only', '')).lower() == 'true']
+
     def to_dict(self) -> dict[str, ty.Any]:
         """JSON-able summary (for ``probe``)."""
         return {
@@ -124,6 +138,7 @@ class GlanceCapabilities:
             'required_properties': list(self.required),
             'api_versions': list(self.api_versions),
             'location_api': self.location_api,
+            'read_only_stores': self.read_only_stores,
             'stores': None if self.stores is None else [
                 dict(s) for s in self.stores],
         }

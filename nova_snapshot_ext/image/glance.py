@@ -35,11 +35,13 @@ import glanceclient
 from glanceclient import exc as glance_exc
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import service_token
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import locations
 from nova_snapshot_ext import opts
 
 LOG = logging.getLogger(__name__)
@@ -54,6 +56,7 @@ _CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
     (glance_exc.HTTPConflict, exception.GlanceConflict),
     (glance_exc.HTTPOverLimit, exception.GlanceOverLimit),
     (glance_exc.HTTPServiceUnavailable, exception.GlanceUnavailable),
+    (glance_exc.HTTPNotImplemented, exception.GlanceNotImplemented),
     (glance_exc.CommunicationError, exception.GlanceUnavailable),
     (glance_exc.InvalidEndpoint, exception.GlanceUnavailable),
     (ks_exc.ConnectionError, exception.GlanceUnavailable),
@@ -83,23 +86,28 @@ def _reason(err: BaseException) -> str:
 
 def translate(err: BaseException, operation: str,
               image_id: str | None = None,
-              disk_format: str | None = None) -> exception.GlanceError:
+              disk_format: str | None = None,
+              secret_url: str | None = None) -> exception.GlanceError:
     """Turn a glanceclient/keystoneauth error into our exception.
 
     :param err: the exception raised by glanceclient or keystoneauth1.
     :param operation: what was being done, e.g. ``'upload'``.
     :param image_id: the image concerned, if any.
     :param disk_format: for uploads, the disk_format declared.
+    :param secret_url: a location URL the call carried; it is redacted
+        (:func:`~.locations.redact_url`) wherever Glance's text quotes it.
     :returns: a :class:`~nova_snapshot_ext.exception.GlanceError` instance
         (not raised): ``ImageFormatRejected`` for HTTP 415,
         ``GlanceBadRequest`` for 400 and for glanceclient's client-side
         schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
         ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
         ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 503 and
-        transport failures, ``GlanceError`` otherwise.
+        transport failures, ``GlanceNotImplemented`` 501 (also raised by
+        glanceclient itself when Glance lacks the API version a call
+        needs), ``GlanceError`` otherwise.
     """
     status = _status_of(err)
-    reason = _reason(err)
+    reason = locations.scrub(_reason(err), secret_url)
     kwargs = dict(operation=operation, reason=reason, image_id=image_id,
                   status=status)
     if isinstance(err, TypeError):
@@ -126,6 +134,51 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     auth = ks_loading.load_auth_from_conf_options(conf, opts.GLANCE_GROUP)
     return ks_loading.load_session_from_conf_options(
         conf, opts.GLANCE_GROUP, auth=auth)
+
+
+def load_service_auth(conf: cfg.ConfigOpts) -> ty.Any:
+    """The ``[snapshot_ext_service_user]`` auth plugin, if enabled.
+
+    :returns: a keystoneauth1 auth plugin, or ``None`` when
+        ``send_service_user_token`` is false.
+    :raises ConfigurationError: enabled but no ``auth_type`` set.
+    """
+    if not conf[opts.SERVICE_USER_GROUP].send_service_user_token:
+        return None
+    auth = ks_loading.load_auth_from_conf_options(conf,
+                                                  opts.SERVICE_USER_GROUP)
+    if auth is None:
+        raise exception.ConfigurationError(
+            group=opts.SERVICE_USER_GROUP, option='auth_type',
+            reason='send_service_user_token is true but no auth plugin is '
+            'configured for the service user')
+    return auth
+
+
+def with_service_token(conf: cfg.ConfigOpts, user_auth: ty.Any) -> ty.Any:
+    """Wrap ``user_auth`` so a service token goes with every request.
+
+    Like Nova's ``[service_user]``: the caller's token stays the request's
+    identity (``X-Auth-Token``); the service user's token is added as
+    ``X-Service-Token`` (keystoneauth1 ``ServiceTokenAuthWrapper``).  A host
+    acting for many users (inside Nova) calls this on each user's auth.
+
+    :param conf: the configuration (``[snapshot_ext_service_user]``).
+    :param user_auth: the caller's keystoneauth1 auth plugin.
+    :returns: the wrapper, or ``user_auth`` unchanged when the service token
+        is disabled.
+    :raises ConfigurationError: see :func:`load_service_auth`; or a service
+        token is wanted but there is no user auth to wrap.
+    """
+    service_auth = load_service_auth(conf)
+    if service_auth is None:
+        return user_auth
+    if user_auth is None:
+        raise exception.ConfigurationError(
+            group=opts.SERVICE_USER_GROUP, option='send_service_user_token',
+            reason='a service token accompanies a user token, and no user '
+            'auth is configured ([snapshot_ext_glance] auth_type) or given')
+    return service_token.ServiceTokenAuthWrapper(user_auth, service_auth)
 
 
 def adapter_kwargs(conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
@@ -179,10 +232,20 @@ class GlanceClient:
     def from_conf(cls, conf: cfg.ConfigOpts,
                   session: ks_session.Session | None = None,
                   **kwargs: ty.Any) -> GlanceClient:
-        """Build a client from ``[snapshot_ext_glance]``."""
+        """Build a client from ``[snapshot_ext_glance]``.
+
+        With ``[snapshot_ext_service_user] send_service_user_token`` the
+        auth (``kwargs['auth']`` or the session's) is wrapped by
+        :func:`with_service_token`.
+
+        :raises ConfigurationError: see :func:`with_service_token`.
+        """
         session = session or load_session(conf)
         options = adapter_kwargs(conf)
         options.update(kwargs)
+        if conf[opts.SERVICE_USER_GROUP].send_service_user_token:
+            options['auth'] = with_service_token(
+                conf, options.get('auth') or session.auth)
         return cls(session, **options)
 
     @property
@@ -195,13 +258,15 @@ class GlanceClient:
 
     def _call(self, operation: str, func: ty.Callable[..., ty.Any],
               *args: ty.Any, image_id: str | None = None,
-              disk_format: str | None = None, **kwargs: ty.Any) -> ty.Any:
+              disk_format: str | None = None,
+              secret_url: str | None = None, **kwargs: ty.Any) -> ty.Any:
         try:
             return func(*args, **kwargs)
         except (glance_exc.BaseException, glance_exc.HTTPException,
                 ks_exc.ClientException, TypeError) as err:
             raise translate(err, operation, image_id=image_id,
-                            disk_format=disk_format) from err
+                            disk_format=disk_format,
+                            secret_url=secret_url) from err
 
     # --- images -----------------------------------------------------------
 
@@ -275,6 +340,75 @@ class GlanceClient:
         """``GET /v2/images`` with filters, all pages."""
         return [dict(i) for i in self._call(
             'list', lambda: list(self._client.images.list(filters=filters)))]
+
+    # --- locations --------------------------------------------------------
+
+    def add_image_location(self, image_id: str, url: str,
+                           validation_data: ty.Mapping[str, str] | None
+                           = None) -> dict[str, ty.Any]:
+        """``POST /v2/images/{id}/locations`` (API 2.17), then a GET.
+
+        Asynchronous on Glance's side: the answer is 202 and the image is
+        usually still ``queued``; a ``location_import`` task does the work
+        (poll the image, read :meth:`image_tasks` on failure).
+
+        :param url: the location (a secret: never logged, redacted in
+            errors).
+        :param validation_data: ``{'os_hash_algo', 'os_hash_value'}`` or
+            ``None``.
+        :returns: the image as the follow-up GET returned it.
+        :raises GlanceNotImplemented: Glance does not list v2.17
+            (glanceclient checks ``/versions`` before sending anything).
+        :raises GlanceConflict: image not ``queued``, or another operation
+            holds its import lock.
+        :raises GlanceForbidden: policy (e.g. a reader), or a non-http URL
+            from a caller without the ``service`` role, or no http store.
+        :raises GlanceBadRequest: URL refused by ``import_filtering_opts``,
+            malformed validation data.
+        :raises GlanceNotFound: the image is not visible -- also when the
+            POST succeeded but the follow-up GET did not (a caller whose
+            only role is ``service`` cannot read the image).
+        """
+        image = self._call('add location', self._client.images.
+                           add_image_location, image_id, url,
+                           dict(validation_data or {}), image_id=image_id,
+                           secret_url=url)
+        return dict(image)
+
+    def add_location(self, image_id: str, url: str,
+                     validation_data: ty.Mapping[str, str] | None = None
+                     ) -> dict[str, ty.Any]:
+        """Legacy JSON-patch ``add /locations/-``, then a GET.
+
+        Synchronous: a queued image is ``active`` when this returns.  No
+        hash is computed; ``validation_data`` is stored as given (its
+        ``os_hash_algo`` must be Glance's ``hashing_algorithm``).
+
+        :returns: the image as the follow-up GET returned it.
+        :raises GlanceForbidden: ``show_multiple_locations`` is off (the
+            default), or policy.
+        :raises GlanceConflict: image not ``queued``/``active``, or
+            validation data that conflicts.
+        :raises GlanceBadRequest: invalid location (e.g. size 0), duplicate.
+        """
+        image = self._call('add location (legacy)',
+                           self._client.images.add_location, image_id, url,
+                           {}, validation_data=dict(validation_data or {})
+                           or None, image_id=image_id, secret_url=url)
+        return dict(image)
+
+    def image_tasks(self, image_id: str) -> list[dict[str, ty.Any]]:
+        """``GET /v2/images/{id}/tasks`` (API 2.12+, owner or admin).
+
+        :returns: task dicts, e.g. ``{'id', 'type': 'location_import',
+            'status': 'failure', 'message': '...', 'created_at',
+            'updated_at', 'result'}``, as Glance lists them.
+        :raises GlanceNotImplemented: API < 2.12.
+        """
+        body = self._call('list tasks',
+                          self._client.images.get_associated_image_tasks,
+                          image_id, image_id=image_id)
+        return [dict(t) for t in dict(body).get('tasks', [])]
 
     # --- discovery --------------------------------------------------------
 

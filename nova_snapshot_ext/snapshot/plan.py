@@ -26,6 +26,12 @@ of another format.  The order is:
 Every attempt uses container_format ``bare``: Glance inspects ``bare``
 uploads, so the label is checked; other container formats would skip the
 check, which design rule 1 forbids relying on.
+
+A *location* attempt (``[snapshot_ext] activation_method``, issue 4) points
+the image at the checked object of ``[snapshot_ext] location_url``
+(:mod:`nova_snapshot_ext.image.locations`) instead of uploading.  It is
+placed first (``location-first``) or last (``location-fallback``: reached
+only after Glance refused every upload format); ``upload`` never adds it.
 """
 
 from __future__ import annotations
@@ -46,19 +52,31 @@ CONTAINER_FORMAT = 'bare'
 class PlannedAttempt:
     """One way to activate the image.
 
-    :ivar method: ``'upload'``.
+    :ivar method: ``'upload'`` or ``'location'``.
     :ivar disk_format: Glance disk_format declared.
     :ivar container_format: Glance container_format declared.
-    :ivar size: payload size in bytes.
+    :ivar size: payload (or location object) size in bytes.
+    :ivar location_api: for a location: ``'new'`` (API 2.17) or
+        ``'legacy'`` (JSON-patch); ``None`` for uploads.
+    :ivar url: for a location: the *redacted* URL (safe to print).
     """
 
     method: str
     disk_format: str
     container_format: str = CONTAINER_FORMAT
     size: int = 0
+    location_api: str | None = None
+    url: str | None = None
 
     def describe(self) -> str:
-        """Human form, e.g. ``upload qcow2 (1536 B, valid empty image)``."""
+        """Human form of the attempt.
+
+        E.g. ``upload qcow2 (1536 B, valid empty image)`` or
+        ``location http://host/empty.qcow2 (new API, qcow2, 1536 B)``.
+        """
+        if self.method == 'location':
+            return 'location %s (%s API, %s, %d B)' % (
+                self.url, self.location_api, self.disk_format, self.size)
         if self.size == 0:
             return 'upload %s (0 B)' % self.disk_format
         return 'upload %s (%d B, valid empty image)' % (
@@ -87,15 +105,63 @@ def candidate_formats(driver: driver_mod.SnapshotDriver,
     return result
 
 
+def location_attempt(disk_format: str, size: int, location_api: str,
+                     redacted_url: str) -> PlannedAttempt:
+    """A location :class:`PlannedAttempt` for a checked object.
+
+    :param disk_format: the object's verified disk_format.
+    :param size: the object's size in bytes (> 0).
+    :param location_api: ``'new'`` or ``'legacy'``.
+    :param redacted_url: the URL as :func:`~nova_snapshot_ext.image.
+        locations.redact_url` shows it.
+    """
+    return PlannedAttempt('location', disk_format, CONTAINER_FORMAT, size,
+                          location_api=location_api, url=redacted_url)
+
+
+def place_location(uploads: list[PlannedAttempt],
+                   location: PlannedAttempt | None,
+                   method: str) -> list[PlannedAttempt]:
+    """Insert the location attempt per ``[snapshot_ext] activation_method``.
+
+    :param uploads: the upload attempts, in order.
+    :param location: the location attempt, or ``None`` (none usable).
+    :param method: ``'upload'``, ``'location-first'`` or
+        ``'location-fallback'``.
+    :returns: a new list.
+    """
+    if location is None or method == 'upload':
+        return list(uploads)
+    if method == 'location-first':
+        return [location] + list(uploads)
+    return list(uploads) + [location]
+
+
 def build_plan(capabilities: caps_mod.GlanceCapabilities,
                driver: driver_mod.SnapshotDriver,
-               pinned: ty.Sequence[str] = ()) -> list[PlannedAttempt]:
+               pinned: ty.Sequence[str] = (),
+               location: PlannedAttempt | None = None,
+               method: str = 'upload') -> list[PlannedAttempt]:
     """The ordered attempts this Glance and this driver allow.
 
+    :param capabilities: this Glance's capabilities.
+    :param driver: the hypervisor driver.
+    :param pinned: ``[snapshot_ext] disk_formats``.
+    :param location: a usable location attempt (already checked against
+        this Glance and the object), or ``None``.
+    :param method: ``[snapshot_ext] activation_method``.
     :returns: possibly empty list of :class:`PlannedAttempt`; the caller
         turns an empty plan into
         :class:`~nova_snapshot_ext.exception.FormatNotAllowed`.
     """
+    return place_location(upload_plan(capabilities, driver, pinned),
+                          location, method)
+
+
+def upload_plan(capabilities: caps_mod.GlanceCapabilities,
+                driver: driver_mod.SnapshotDriver,
+                pinned: ty.Sequence[str] = ()) -> list[PlannedAttempt]:
+    """The upload attempts alone, in order (see module docstring)."""
     if CONTAINER_FORMAT not in capabilities.container_formats:
         return []
     plan = []

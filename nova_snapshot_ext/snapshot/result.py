@@ -13,7 +13,8 @@
 """What a snapshot produced: the image and every attempt made.
 
 Nothing here holds a token, password or URL credential, so a result can
-be logged or printed as it is.
+be logged or printed as it is: location URLs are kept only in their
+redacted form (:func:`nova_snapshot_ext.image.locations.redact_url`).
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ import typing as ty
 class Attempt:
     """One activation attempt and its outcome.
 
-    :ivar method: ``'upload'``.
+    :ivar method: ``'upload'`` or ``'location'``.
     :ivar disk_format: declared disk_format.
     :ivar container_format: declared container_format.
-    :ivar size: payload bytes.
+    :ivar size: payload (or location object) bytes.
     :ivar image_id: the image this attempt created (or found).
     :ivar outcome: ``'active'`` or ``'failed'``.
     :ivar reason: why it failed; ``None`` when active.
     :ivar status: HTTP status of the failure, when there was one.
     :ivar cleaned_up: the attempt's image was deleted.
+    :ivar location_api: for a location: ``'new'`` or ``'legacy'``.
+    :ivar url: for a location: the redacted URL.
     """
 
     method: str
@@ -46,11 +49,15 @@ class Attempt:
     reason: str | None = None
     status: int | None = None
     cleaned_up: bool = False
+    location_api: str | None = None
+    url: str | None = None
 
     def describe(self) -> str:
-        text = '%s %s/%s (%d B) -> %s' % (
-            self.method, self.disk_format, self.container_format, self.size,
-            self.outcome)
+        text = '%s %s/%s (%d B)' % (
+            self.method, self.disk_format, self.container_format, self.size)
+        if self.method == 'location':
+            text += ' %s via the %s API' % (self.url, self.location_api)
+        text += ' -> %s' % self.outcome
         if self.reason:
             text += ': %s' % self.reason
         if self.cleaned_up:
@@ -77,6 +84,11 @@ class SnapshotResult:
     :ivar attempts: every :class:`Attempt` made, in order.
     :ivar leftover: ids of images that could not be deleted (should be
         empty; an operator must look at any listed).
+    :ivar notes: plan steps dropped in preflight and why (e.g. a location
+        this Glance cannot take in ``location-fallback`` mode).
+    :ivar os_hash_algo: hash algorithm of the active image, when Glance
+        computed or recorded one (location activation).
+    :ivar os_hash_value: the matching hex digest.
     """
 
     image_id: str | None
@@ -90,6 +102,9 @@ class SnapshotResult:
     plan: list[str] = dataclasses.field(default_factory=list)
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     leftover: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    os_hash_algo: str | None = None
+    os_hash_value: str | None = None
 
     @property
     def cleaned_up(self) -> list[str]:
@@ -113,8 +128,12 @@ class SnapshotResult:
             lines.append('  shared with project %s' % self.member)
         if self.reused:
             lines.append('  (existing image reused: retried request)')
+        if self.os_hash_value:
+            lines.append('  %s %s' % (self.os_hash_algo, self.os_hash_value))
         if self.plan:
             lines.append('  plan: %s' % ' -> '.join(self.plan))
+        for note in self.notes:
+            lines.append('  note: %s' % note)
         for i, attempt in enumerate(self.attempts, 1):
             lines.append('  attempt %d: %s' % (i, attempt.describe()))
         for image_id in self.leftover:

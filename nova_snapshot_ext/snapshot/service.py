@@ -20,6 +20,19 @@ Flow for one snapshot (design.md §3)::
         -> on failure: delete that image, next attempt (format refusals)
            or stop (anything else)
 
+A *location* attempt (issue 4) creates the image the same way, then adds
+the checked object of ``[snapshot_ext] location_url`` as its location --
+``POST /v2/images/{id}/locations`` (API 2.17, asynchronous: poll the image
+until ``active``, read the ``location_import`` task's failure from
+``GET /v2/images/{id}/tasks``) or the legacy JSON-patch (synchronous) --
+and verifies size, format and hash.  Refusals that another attempt may not
+meet (403 policy or legacy API off, 400, 409 not-queued/locked on the new
+API, 501 no API 2.17, a failed task) go on to the next attempt on a fresh
+image; a 501 in ``location_api = auto`` mode adds a legacy attempt next.
+A legacy 409 is a state problem: reported, not retried.  An image deleted
+by someone else while Glance reads its location stops the snapshot.  The
+plugin never removes or replaces a location.
+
 Rules kept (design.md §4): every byte uploaded is what its disk_format
 says; each attempt uses a fresh image id (a 415 poisons an image and
 Glance never reuses an id); a create that meets 409 for *our* id reads
@@ -41,6 +54,7 @@ from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
@@ -55,6 +69,19 @@ LOG = logging.getLogger(__name__)
 #: (another format, on a fresh image) may succeed.
 FORMAT_REFUSALS = (exception.ImageFormatRejected,)
 
+#: Failures of a location attempt after which the next attempt (on a fresh
+#: image) may succeed.  A legacy 409 and an image deleted meanwhile are
+#: excluded in :meth:`SnapshotService._next_after`.
+LOCATION_REFUSALS = (exception.GlanceForbidden, exception.GlanceBadRequest,
+                     exception.GlanceConflict,
+                     exception.GlanceNotImplemented,
+                     exception.LocationTaskFailed,
+                     exception.LocationUnusable)
+
+#: Image statuses on the way to ``active`` after a location was accepted
+#: (``queued`` until the ``location_import`` task runs).
+_LOCATION_PENDING = ('queued', 'importing', 'saving')
+
 
 @dataclasses.dataclass
 class PreparedSnapshot:
@@ -63,11 +90,14 @@ class PreparedSnapshot:
     :ivar record: the image record that will be created.
     :ivar plan: the ordered :class:`~.plan.PlannedAttempt` list.
     :ivar capabilities: the Glance capabilities it was checked against.
+    :ivar notes: plan steps dropped and why (e.g. an unusable location in
+        ``location-fallback`` mode).
     """
 
     record: metadata_mod.ImageRecord
     plan: list[plan_mod.PlannedAttempt]
     capabilities: caps_mod.GlanceCapabilities
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 class SnapshotService:
@@ -96,6 +126,19 @@ class SnapshotService:
         self._clock = clock
         self.capabilities = caps_mod.CapabilityCache(
             conf.snapshot_ext.capabilities_cache_ttl)
+        self._location_source: locations.LocationSource | None = None
+        if conf.snapshot_ext.activation_method != 'upload':
+            # Refuse a bad location_url now (a host fails to start).
+            self._location_source = locations.LocationSource(
+                conf.snapshot_ext)
+
+    @property
+    def location_source(self) -> locations.LocationSource | None:
+        """The checked ``location_url`` object source.
+
+        ``None`` when ``[snapshot_ext] activation_method = upload``.
+        """
+        return self._location_source
 
     @property
     def glance(self) -> glance_mod.GlanceClient:
@@ -118,11 +161,56 @@ class SnapshotService:
             image_id=image_id or snapshot.image_id or
             uuidutils.generate_uuid())
 
-    def plan(self, capabilities: caps_mod.GlanceCapabilities
+    def plan(self, capabilities: caps_mod.GlanceCapabilities,
+             glance: glance_mod.GlanceClient | None = None
              ) -> list[plan_mod.PlannedAttempt]:
-        """The activation plan for this Glance and this driver."""
+        """The activation plan for this Glance and this driver.
+
+        :param glance: needed to check the location object; without it
+            (or when the location is unusable) the plan has no location
+            attempt.
+        """
+        location = None
+        if glance is not None:
+            location, _ = self.assess_location(capabilities, glance)
         return plan_mod.build_plan(capabilities, self.driver,
-                                   self.conf.snapshot_ext.disk_formats)
+                                   self.conf.snapshot_ext.disk_formats,
+                                   location,
+                                   self.conf.snapshot_ext.activation_method)
+
+    def assess_location(self, capabilities: caps_mod.GlanceCapabilities,
+                        glance: glance_mod.GlanceClient
+                        ) -> tuple[plan_mod.PlannedAttempt | None,
+                                   list[str]]:
+        """Can this Glance take the configured location, and how?
+
+        Checks, without creating anything: a read-only (http) store is
+        listed (when Glance is multi-store), API v2.17 for the new API,
+        the location's disk_format is allowed and readable by the driver,
+        then downloads the object once (cached) to check it is non-empty
+        and honest (:mod:`nova_snapshot_ext.image.locations`).
+
+        :returns: ``(attempt, [])`` when usable, ``(None, reasons)`` when
+            not, ``(None, [])`` when ``activation_method = upload``.
+        """
+        source = self._location_source
+        if source is None:
+            return None, []
+        api = locations.choose_api(capabilities, source.api)
+        reasons = locations.glance_refusals(capabilities, source.disk_format,
+                                            api)
+        fmt = source.disk_format
+        if fmt != 'raw' and fmt not in self.driver.disk_formats:
+            reasons.append("driver '%s' does not read %s"
+                           % (self.driver.name, fmt))
+        if reasons:
+            return None, reasons
+        try:
+            obj = source.get(glance.session)
+        except exception.LocationUnusable as err:
+            return None, [err.kwargs['reason']]
+        return plan_mod.location_attempt(obj.disk_format, obj.size, api,
+                                         obj.redacted), []
 
     def preflight(self, snapshot: request_mod.SnapshotRequest,
                   glance: glance_mod.GlanceClient | None = None
@@ -160,16 +248,38 @@ class SnapshotService:
         caps = self.capabilities.get(glance)
         preflight_mod.check_image_record(
             record, caps, self.conf.snapshot_ext.image_property_quota)
-        attempts = self.plan(caps)
+        method = self.conf.snapshot_ext.activation_method
+        location, why_not = self.assess_location(caps, glance)
+        pinned = self.conf.snapshot_ext.disk_formats
+        notes = []
+        if why_not:
+            assert self._location_source is not None
+            url = self._location_source.redacted
+            if method == 'location-first':
+                raise exception.LocationUnusable(url=url,
+                                                 reason='; '.join(why_not))
+            notes.append('location %s not used: %s' % (url,
+                                                       '; '.join(why_not)))
+            LOG.warning('Snapshot %(name)s: location %(url)s cannot be used '
+                        '(%(why)s); planning uploads only',
+                        {'name': record.name, 'url': url,
+                         'why': '; '.join(why_not)})
+        attempts = plan_mod.build_plan(caps, self.driver, pinned, location,
+                                       method)
+        if not attempts and why_not:
+            raise exception.LocationUnusable(
+                url=self._location_source.redacted,  # type: ignore
+                reason='%s; and no upload is possible either: %s' % (
+                    '; '.join(why_not), plan_mod.explain_empty_plan(
+                        caps, self.driver, pinned)))
         if not attempts:
-            pinned = self.conf.snapshot_ext.disk_formats
             raise exception.FormatNotAllowed(
                 reason=plan_mod.explain_empty_plan(caps, self.driver, pinned),
                 allowed=', '.join(caps.disk_formats) or '(none)',
                 containers=', '.join(caps.container_formats) or '(none)',
                 driver=self.driver.name,
                 readable=', '.join(self.driver.disk_formats))
-        return PreparedSnapshot(record, attempts, caps)
+        return PreparedSnapshot(record, attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------
 
@@ -205,15 +315,21 @@ class SnapshotService:
         result = result_mod.SnapshotResult(
             image_id=None, name=record.name, status='failed',
             member=record.member,
-            plan=[p.describe() for p in prepared.plan])
+            plan=[p.describe() for p in prepared.plan],
+            notes=list(prepared.notes))
         last_error: exception.SnapshotExtException | None = None
-        for index, planned in enumerate(prepared.plan):
+        plan = list(prepared.plan)
+        index = -1
+        while index + 1 < len(plan):
+            index += 1
+            planned = plan[index]
             attempt = result_mod.Attempt(
                 method=planned.method, disk_format=planned.disk_format,
                 container_format=planned.container_format,
                 size=planned.size,
                 image_id=record.image_id if index == 0
-                else uuidutils.generate_uuid())
+                else uuidutils.generate_uuid(),
+                location_api=planned.location_api, url=planned.url)
             result.attempts.append(attempt)
             try:
                 image = self._run_attempt(glance, record, attempt, result)
@@ -231,11 +347,14 @@ class SnapshotService:
                 if err.kwargs.get('schema_refusal'):
                     # The operator changed Glance's formats since discovery.
                     self.capabilities.invalidate(glance)
-                if isinstance(err, FORMAT_REFUSALS) or err.kwargs.get(
-                        'schema_refusal'):
+                if planned.method == 'location':
+                    self._after_location_failure(glance, plan, index, err,
+                                                 result)
+                if self._next_after(planned, err):
                     LOG.warning('Snapshot %(name)s: %(attempt)s; trying the '
-                                'next format', {'name': record.name,
-                                                'attempt': attempt.describe()})
+                                'next attempt', {
+                                    'name': record.name,
+                                    'attempt': attempt.describe()})
                     continue
                 break
             attempt.outcome = 'active'
@@ -244,12 +363,16 @@ class SnapshotService:
             result.disk_format = image.get('disk_format')
             result.container_format = image.get('container_format')
             result.size = image.get('size')
+            result.os_hash_algo = image.get('os_hash_algo')
+            result.os_hash_value = image.get('os_hash_value')
+            result.plan = [p.describe() for p in plan]
             LOG.info('Snapshot image %(id)s (%(name)s) is active '
                      '(%(fmt)s, %(size)s B, %(n)d attempt(s))',
                      {'id': result.image_id, 'name': record.name,
                       'fmt': result.disk_format, 'size': result.size,
                       'n': index + 1})
             return result
+        result.plan = [p.describe() for p in plan]
         reason = '; '.join('%s %s: %s' % (a.method, a.disk_format, a.reason)
                            for a in result.attempts)
         if result.cleaned_up:
@@ -262,6 +385,52 @@ class SnapshotService:
         LOG.error('Snapshot image %(name)s could not be activated: '
                   '%(reason)s', {'name': record.name, 'reason': reason})
         raise failure from last_error
+
+    @staticmethod
+    def _next_after(planned: plan_mod.PlannedAttempt,
+                    err: exception.SnapshotExtException) -> bool:
+        """May the next planned attempt succeed after ``err``?"""
+        if isinstance(err, FORMAT_REFUSALS) or err.kwargs.get(
+                'schema_refusal'):
+            return True
+        if planned.method != 'location':
+            return False
+        if err.kwargs.get('stop'):
+            # Image deleted meanwhile, or a legacy 409 (a state problem).
+            return False
+        if isinstance(err, exception.GlanceConflict) and err.kwargs.get(
+                'operation') == 'create':
+            return False
+        return isinstance(err, LOCATION_REFUSALS)
+
+    def _after_location_failure(self, glance: glance_mod.GlanceClient,
+                                plan: list[plan_mod.PlannedAttempt],
+                                index: int,
+                                err: exception.SnapshotExtException,
+                                result: result_mod.SnapshotResult) -> None:
+        """Bookkeeping after a failed location attempt.
+
+        A failed task or a verification failure may mean the object
+        changed: check it again next time.  A 501 means the cached
+        capabilities were wrong about API 2.17; in ``location_api = auto``
+        mode the legacy API is tried next.
+        """
+        planned = plan[index]
+        source = self._location_source
+        if source is not None and not isinstance(
+                err, (exception.GlanceForbidden,
+                      exception.GlanceNotImplemented)):
+            source.invalidate()
+        if isinstance(err, exception.GlanceNotImplemented):
+            self.capabilities.invalidate(glance)
+            if (source is not None and source.api == 'auto' and
+                    planned.location_api == 'new' and
+                    not any(p.method == 'location' and
+                            p.location_api == 'legacy' for p in plan)):
+                legacy = dataclasses.replace(planned, location_api='legacy')
+                plan.insert(index + 1, legacy)
+                LOG.info('Glance does not offer API 2.17; trying the legacy '
+                         'location API next')
 
     def _create(self, glance: glance_mod.GlanceClient,
                 record: metadata_mod.ImageRecord,
@@ -320,6 +489,8 @@ class SnapshotService:
             except exception.GlanceConflict:
                 LOG.debug('Project %s is already a member of image %s',
                           record.member, image['id'])
+        if attempt.method == 'location':
+            return self._activate_by_location(glance, image, attempt)
         if image.get('status') == 'queued':
             glance.upload(image['id'], payloads.payload(attempt.disk_format),
                           disk_format=attempt.disk_format)
@@ -346,9 +517,148 @@ class SnapshotService:
                     image_id=image_id, timeout=timeout, status=status)
             self._sleep(interval)
 
+    # --- location activation (issue 4) -----------------------------------
+
+    def _activate_by_location(self, glance: glance_mod.GlanceClient,
+                              image: dict[str, ty.Any],
+                              attempt: result_mod.Attempt
+                              ) -> dict[str, ty.Any]:
+        """Add the checked location to a queued image; wait for active.
+
+        :returns: the active image.
+        :raises LocationTaskFailed: Glance's task failed (reason from the
+            image's tasks); ``stop=True`` when the image vanished.
+        :raises GlanceError: translated refusals (403, 400, 409, 501...).
+        :raises ActivationTimeout: not active within
+            ``[snapshot_ext] activation_timeout``.
+        """
+        source = self._location_source
+        assert source is not None
+        image_id = image['id']
+        if image.get('status') != 'queued':
+            # Our own, just created (or read back after a retried create):
+            # never touch the locations of an image in another state.
+            raise exception.GlanceConflict(
+                operation='add location', image_id=image_id, status=409,
+                stop=True, reason='image is %s, not queued; a location is '
+                'only added to a queued image' % image.get('status'))
+        obj = source.get(glance.session)
+        LOG.info('Adding location %(url)s to image %(id)s (%(api)s API)',
+                 {'url': obj.redacted, 'id': image_id,
+                  'api': attempt.location_api})
+        if attempt.location_api == 'legacy':
+            try:
+                image = glance.add_location(image_id, obj.url,
+                                            obj.validation_data)
+            except exception.GlanceConflict as err:
+                raise exception.GlanceConflict(
+                    operation='add location (legacy)', image_id=image_id,
+                    status=409, stop=True, reason='%s (image status now: '
+                    '%s)' % (err.kwargs.get('reason'),
+                             self._status_of(glance, image_id))) from err
+            if image.get('status') == 'active':
+                self._verify(image, attempt, obj.validation_data)
+                return image
+        else:
+            try:
+                glance.add_image_location(image_id, obj.url,
+                                          obj.validation_data)
+            except exception.GlanceConflict as err:
+                raise exception.GlanceConflict(
+                    operation='add location', image_id=image_id, status=409,
+                    reason='%s (image status now: %s)' % (
+                        err.kwargs.get('reason'),
+                        self._status_of(glance, image_id))) from err
+            except exception.GlanceNotFound as err:
+                raise exception.LocationTaskFailed(
+                    image_id=image_id, url=obj.redacted, status=404,
+                    stop=True, reason='the image is not visible after the '
+                    'location was sent: it was deleted meanwhile, or this '
+                    "identity has only the 'service' role (Glance lets it "
+                    'add a location but not read the image; act as the '
+                    "owner's member and add a service token, see "
+                    '[snapshot_ext_service_user])') from err
+        return self._wait_location(glance, image_id, attempt, obj)
+
+    @staticmethod
+    def _status_of(glance: glance_mod.GlanceClient, image_id: str) -> str:
+        try:
+            return str(glance.get(image_id).get('status'))
+        except exception.GlanceNotFound:
+            return 'deleted'
+        except exception.GlanceError as err:
+            return 'unknown (%s)' % err.kwargs.get('reason')
+
+    def _wait_location(self, glance: glance_mod.GlanceClient, image_id: str,
+                       attempt: result_mod.Attempt,
+                       obj: locations.LocationObject) -> dict[str, ty.Any]:
+        timeout = self.conf.snapshot_ext.activation_timeout
+        interval = self.conf.snapshot_ext.activation_poll_interval
+        deadline = self._clock() + timeout
+        while True:
+            try:
+                image = glance.get(image_id)
+            except exception.GlanceNotFound as err:
+                raise exception.LocationTaskFailed(
+                    image_id=image_id, url=obj.redacted, status=404,
+                    stop=True, reason='the image was deleted while Glance '
+                    'was adding its location') from err
+            status = image.get('status')
+            if status == 'active':
+                self._verify(image, attempt, obj.validation_data)
+                return image
+            if status not in _LOCATION_PENDING:
+                raise exception.LocationTaskFailed(
+                    image_id=image_id, url=obj.redacted,
+                    reason='image is %s after its location was accepted'
+                    % status)
+            if status == 'queued':
+                failure = self.location_task_failure(glance, image_id)
+                if failure:
+                    raise exception.LocationTaskFailed(
+                        image_id=image_id, url=obj.redacted, reason=failure)
+            if self._clock() >= deadline:
+                raise exception.ActivationTimeout(
+                    image_id=image_id, timeout=timeout, status=status)
+            self._sleep(interval)
+
+    @staticmethod
+    def location_task_failure(glance: glance_mod.GlanceClient,
+                              image_id: str) -> str | None:
+        """The failure of the image's latest ``location_import`` task.
+
+        Reads ``GET /v2/images/{id}/tasks`` (the owner may; API 2.12+).
+
+        :returns: ``"location_import task <id> failed: <message>"``, or
+            ``None`` while no such task has failed (or tasks cannot be
+            read: the poll goes on until the timeout).
+        """
+        try:
+            tasks = glance.image_tasks(image_id)
+        except exception.GlanceError as err:
+            LOG.debug('Cannot read the tasks of image %s: %s', image_id, err)
+            return None
+        tasks = [t for t in tasks if t.get('type') in (None,
+                                                       'location_import')]
+        if not tasks:
+            return None
+        latest = max(tasks, key=lambda t: str(t.get('created_at') or ''))
+        if latest.get('status') != 'failure':
+            return None
+        message = ' '.join(str(latest.get('message') or
+                               'no message').split())[:500]
+        if 'internal error' in message.lower():
+            # Glance 33 records no detail; say what it usually is.
+            message += (' (Glance gives no detail: usually the object is '
+                        'unreachable from Glance, empty, or no longer has '
+                        'the hash the plugin sent)')
+        return 'location_import task %s failed: %s' % (latest.get('id'),
+                                                       message)
+
     @staticmethod
     def _verify(image: dict[str, ty.Any],
-                attempt: result_mod.Attempt) -> None:
+                attempt: result_mod.Attempt,
+                validation: ty.Mapping[str, str] | None = None) -> None:
         if image.get('size') != attempt.size or (
                 image.get('disk_format') != attempt.disk_format):
             raise exception.GlanceError(
@@ -357,6 +667,13 @@ class SnapshotService:
                 'expected %s and %d' % (
                     image.get('disk_format'), image.get('size'),
                     attempt.disk_format, attempt.size))
+        if validation and image.get('os_hash_value') and (
+                image.get('os_hash_value') != validation['os_hash_value']):
+            raise exception.GlanceError(
+                operation='verify', image_id=image.get('id'),
+                reason='image is active with %s %s, expected %s' % (
+                    image.get('os_hash_algo'), image.get('os_hash_value'),
+                    validation['os_hash_value']))
 
     def _cleanup(self, glance: glance_mod.GlanceClient,
                  attempt: result_mod.Attempt,

@@ -18,8 +18,18 @@ refusal (``TypeError``), 409 for a used id, 415 (bare ``HTTPException``)
 for an empty non-raw ``bare`` upload leaving the image queued and
 poisoned, 403 for members of non-shared images.  Failures can be
 injected per operation with :meth:`FakeGlance.fail`.
+
+Locations (Glance 33, see tests/functional/test_locations.py): the new
+API (``add_image_location``) raises ``HTTPNotImplemented`` client-side
+without v2.17, 409 unless queued, answers with the image still queued and
+runs its ``location_import`` task on the next ``get`` (``objects`` maps a
+URL to its bytes; a missing or empty object or a wrong hash fails the
+task, leaving the image queued); the legacy API (``add_location``) is 403
+unless ``show_multiple_locations``, 400 for an invalid location, and
+activates synchronously without hashing.
 """
 
+import hashlib
 import uuid
 
 import fixtures
@@ -60,6 +70,14 @@ class FakeGlance:
         self.lose_create_response = False
         self.versions = [{'id': 'v2.17', 'status': 'CURRENT'},
                          {'id': 'v2.0', 'status': 'SUPPORTED'}]
+        #: ``/v2/info/stores`` entries; ``None``: not multi-store (404).
+        self.stores = None
+        #: URL -> bytes served for locations.
+        self.objects = {}
+        self.show_multiple_locations = False
+        self.tasks = {}
+        self.pending = {}
+        self.task_fails_with = None
 
     def fail(self, operation, error, times=1):
         """Make the next ``times`` calls of ``operation`` raise ``error``."""
@@ -112,7 +130,78 @@ class _Images:
         self.g._maybe_fail('get')
         if image_id not in self.g.images:
             raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+        self._run_task(image_id)
         return dict(self.g.images[image_id])
+
+    def _run_task(self, image_id):
+        g = self.g
+        pending = g.pending.pop(image_id, None)
+        if pending is None:
+            return
+        task, url, validation = pending
+        image = g.images[image_id]
+        data = g.objects.get(url)
+        message = g.task_fails_with
+        if message is None and not data:
+            message = 'Invalid location'
+        if message is None and validation:
+            algo = validation['os_hash_algo']
+            if hashlib.new(algo, data).hexdigest() != (
+                    validation['os_hash_value']):
+                message = 'Image hash verification failed'
+        if message:
+            task.update(status='failure', message=message)
+            return
+        task.update(status='success', message='')
+        algo = (validation or {}).get('os_hash_algo', 'sha512')
+        image.update(status='active', size=len(data), locations=[
+            {'url': url, 'metadata': {}}], os_hash_algo=algo,
+            os_hash_value=hashlib.new(algo, data).hexdigest())
+
+    def add_image_location(self, image_id, location_url,
+                           validation_data={}):
+        g = self.g
+        if not any(v['id'] == 'v2.17' for v in g.versions):
+            raise exc.HTTPNotImplemented(
+                'This operation is not supported by Glance.')
+        g._maybe_fail('add_image_location')
+        image = g.images.get(image_id)
+        if image is None:
+            raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+        if image['status'] != 'queued':
+            raise exc.HTTPConflict("It's not allowed to add locations if "
+                                   "image status is %s." % image['status'])
+        task = {'id': str(uuid.uuid4()), 'type': 'location_import',
+                'status': 'processing', 'message': '',
+                'created_at': '2025-01-01T00:00:%02dZ' % len(g.tasks)}
+        g.tasks.setdefault(image_id, []).append(task)
+        g.pending[image_id] = (task, location_url, dict(validation_data))
+        return dict(image)
+
+    def add_location(self, image_id, url, metadata, validation_data=None):
+        g = self.g
+        g._maybe_fail('add_location')
+        image = g.images.get(image_id)
+        if image is None:
+            raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+        if not g.show_multiple_locations:
+            raise exc.HTTPForbidden("It's not allowed to add locations if "
+                                    "locations are invisible.")
+        if image['status'] not in ('queued', 'active'):
+            raise exc.HTTPConflict("It's not allowed to add locations if "
+                                   "image status is %s." % image['status'])
+        data = g.objects.get(url)
+        if not data:
+            raise exc.HTTPBadRequest('Invalid location')
+        image.update(status='active', size=len(data),
+                     locations=[{'url': url, 'metadata': metadata}])
+        if validation_data:
+            image.update(validation_data)
+        return dict(image)
+
+    def get_associated_image_tasks(self, image_id):
+        self.g._maybe_fail('tasks')
+        return {'tasks': [dict(t) for t in self.g.tasks.get(image_id, [])]}
 
     def delete(self, image_id):
         self.g._maybe_fail('delete')
@@ -146,7 +235,9 @@ class _Images:
         return iter(dict(i) for i in self.g.images.values())
 
     def get_stores_info(self):
-        raise exc.HTTPNotFound('Multi backend is not supported')
+        if self.g.stores is None:
+            raise exc.HTTPNotFound('Multi backend is not supported')
+        return {'stores': [dict(s) for s in self.g.stores]}
 
 
 class _Members:

@@ -12,8 +12,10 @@
 
 """SnapshotService with glanceclient replaced at its boundary."""
 
+import hashlib
 from unittest import mock
 
+import fixtures
 from glanceclient import exc as gexc
 
 from nova_snapshot_ext import driver as driver_mod
@@ -301,3 +303,265 @@ class TestIdempotency(ServiceTestBase):
                                 self.make_request())
         self.assertEqual(409, err.code)
         self.assertNothingLeft()
+
+
+LOCATION_URL = 'http://objects.test/empty.qcow2?sig=secret'
+REDACTED = 'http://objects.test/empty.qcow2?***'
+QCOW2 = payloads.payload('qcow2')
+
+
+class LocationTestBase(ServiceTestBase):
+
+    method = 'location-first'
+
+    def setUp(self):
+        super().setUp()
+        self.fetches = []
+        self.served = QCOW2
+        self.useFixture(fixtures.MockPatch(
+            'nova_snapshot_ext.image.locations.fetch', side_effect=self._get))
+        self.fake.objects[LOCATION_URL] = QCOW2
+        self.fake.stores = [{'id': 'fs', 'default': 'true'},
+                            {'id': 'web', 'read-only': 'true'}]
+        self.flags(activation_method=self.method, location_url=LOCATION_URL,
+                   location_disk_format='qcow2')
+
+    def _get(self, session, url):
+        self.fetches.append(url)
+        return self.served
+
+
+class TestLocationPlan(LocationTestBase):
+
+    def plan(self, method):
+        self.flags(activation_method=method)
+        svc = self.make_service()
+        caps = svc.capabilities.get(self.client)
+        return [p.describe() for p in svc.plan(caps, self.client)]
+
+    def test_placement_per_option(self):
+        location = 'location %s (new API, qcow2, 1536 B)' % REDACTED
+        uploads = self.plan('upload')
+        self.assertNotIn(location, uploads)
+        self.assertEqual('upload raw (0 B)', uploads[0])
+        self.assertEqual([location] + uploads, self.plan('location-first'))
+        self.assertEqual(uploads + [location],
+                         self.plan('location-fallback'))
+
+    def test_upload_method_never_downloads(self):
+        self.flags(activation_method='upload')
+        self.make_service().snapshot(self.make_request())
+        self.assertEqual([], self.fetches)
+        self.assertNotIn('add_image_location', self.fake.calls)
+
+    def test_legacy_when_2_17_missing(self):
+        self.fake.versions = [{'id': 'v2.16', 'status': 'CURRENT'}]
+        self.assertIn('location %s (legacy API, qcow2, 1536 B)' % REDACTED,
+                      self.plan('location-first'))
+
+    def test_bad_scheme_refused_at_start(self):
+        self.flags(location_url='file:///var/lib/glance/images/x')
+        err = self.assertRaises(exception.ConfigurationError,
+                                self.make_service)
+        self.assertIn('[snapshot_ext] location_url', err.format_message())
+
+    def test_no_http_store_first_refused_before_create(self):
+        self.fake.stores = [{'id': 'fs', 'default': 'true'}]
+        err = self.assertRaises(exception.LocationUnusable,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertIn('no read-only (http) store', err.format_message())
+        self.assertNotIn('create', self.fake.calls)
+        self.assertEqual([], self.fetches)
+
+    def test_no_http_store_fallback_skipped_with_note(self):
+        self.flags(activation_method='location-fallback')
+        self.fake.stores = [{'id': 'fs', 'default': 'true'}]
+        result = self.make_service().snapshot(self.make_request())
+        self.assertEqual(('active', 'raw'),
+                         (result.status, result.disk_format))
+        (note,) = result.notes
+        self.assertIn('not used: this Glance reports no read-only', note)
+
+    def test_empty_object_refused_before_create(self):
+        self.served = b''
+        err = self.assertRaises(exception.LocationUnusable,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertIn('empty (0 bytes)', err.format_message())
+        self.assertIn(REDACTED, err.format_message())
+        self.assertNotIn('secret', err.format_message())
+        self.assertNotIn('create', self.fake.calls)
+
+    def test_fallback_with_nothing_else_refused(self):
+        self.flags(activation_method='location-fallback')
+        self.fake.disk_formats = ['qcow2']
+        self.fake.stores = [{'id': 'fs'}]
+        err = self.assertRaises(exception.LocationUnusable,
+                                self.make_service('zvm').snapshot,
+                                self.make_request())
+        self.assertIn('no upload is possible either', err.format_message())
+
+
+class TestLocationActivation(LocationTestBase):
+
+    def test_new_api_active_hashed(self):
+        result = self.make_service().snapshot(self.make_request())
+        self.assertEqual(('active', 'qcow2', 1536, IMAGE_ID),
+                         (result.status, result.disk_format, result.size,
+                          result.image_id))
+        self.assertEqual(hashlib.sha512(QCOW2).hexdigest(),
+                         result.os_hash_value)
+        (attempt,) = result.attempts
+        self.assertEqual(('location', 'new', REDACTED),
+                         (attempt.method, attempt.location_api, attempt.url))
+        self.assertNotIn('secret', result.describe())
+        self.assertNotIn('upload', self.fake.calls)
+        self.assertEqual(1, len(self.fetches))
+
+    def test_task_failure_reason_then_next_attempt(self):
+        self.fake.task_fails_with = 'Task failed due to Internal Error'
+        result = self.make_service().snapshot(self.make_request())
+        first, second = result.attempts
+        self.assertEqual(('failed', True), (first.outcome,
+                                            first.cleaned_up))
+        self.assertIn('location_import task', first.reason)
+        self.assertIn('Task failed due to Internal Error', first.reason)
+        self.assertEqual(('upload', 'active'), (second.method,
+                                                second.outcome))
+        self.assertEqual([second.image_id], list(self.fake.images))
+
+    def test_object_changed_hash_mismatch(self):
+        svc = self.make_service()
+        svc.preflight(self.make_request())
+        self.fake.objects[LOCATION_URL] = QCOW2[:-1] + b'\1'
+        result = svc.snapshot(self.make_request())
+        self.assertIn('hash verification failed', result.attempts[0].reason)
+        self.assertEqual('raw', result.disk_format)
+        # The object is checked again after a failed task.
+        self.assertEqual(1, len(self.fetches))
+        svc.preflight(self.make_request())
+        self.assertEqual(2, len(self.fetches))
+
+    def test_501_in_auto_mode_tries_legacy_next(self):
+        # The capabilities said 2.17; glanceclient's own check says no.
+        svc = self.make_service()
+        svc.preflight(self.make_request())
+        self.fake.versions = [{'id': 'v2.16', 'status': 'CURRENT'}]
+        self.fake.show_multiple_locations = True
+        result = svc.snapshot(self.make_request())
+        first, second = result.attempts
+        self.assertEqual((501, True), (first.status, first.cleaned_up))
+        self.assertEqual(('location', 'legacy', 'active'),
+                         (second.method, second.location_api,
+                          second.outcome))
+        self.assertEqual(hashlib.sha512(QCOW2).hexdigest(),
+                         self.fake.images[second.image_id]['os_hash_value'])
+        self.assertIn('legacy API', result.plan[1])
+
+    def test_501_pinned_new_goes_to_upload(self):
+        self.flags(location_api='new')
+        svc = self.make_service()
+        svc.preflight(self.make_request())
+        self.fake.versions = [{'id': 'v2.16', 'status': 'CURRENT'}]
+        result = svc.snapshot(self.make_request())
+        self.assertEqual([('location', 501), ('upload', None)],
+                         [(a.method, a.status) for a in result.attempts])
+
+    def test_403_and_400_go_to_next_attempt(self):
+        for error, status in ((gexc.HTTPForbidden('policy'), 403),
+                              (gexc.HTTPBadRequest('filtering'), 400)):
+            self.fake.fail('add_image_location', error)
+            result = self.make_service().snapshot(self.make_request(
+                image_id=None))
+            self.assertEqual([('location', status, True),
+                              ('upload', None, False)],
+                             [(a.method, a.status, a.cleaned_up)
+                              for a in result.attempts])
+        self.assertEqual(2, len(self.fake.images))
+
+    def test_409_new_api_reports_status_and_moves_on(self):
+        self.fake.fail('add_image_location', gexc.HTTPConflict(
+            'image is locked by another import'))
+        result = self.make_service().snapshot(self.make_request())
+        first = result.attempts[0]
+        self.assertEqual(409, first.status)
+        self.assertIn('image status now: queued', first.reason)
+        self.assertEqual('active', result.attempts[1].outcome)
+
+    def test_legacy_403_goes_to_next_attempt(self):
+        self.flags(location_api='legacy')
+        result = self.make_service().snapshot(self.make_request())
+        self.assertEqual([('location', 'legacy', 403), ('upload', None,
+                                                        None)],
+                         [(a.method, a.location_api, a.status)
+                          for a in result.attempts])
+        self.assertIn('locations are invisible', result.attempts[0].reason)
+
+    def test_legacy_409_is_reported_not_retried(self):
+        self.flags(location_api='legacy')
+        self.fake.show_multiple_locations = True
+        self.fake.fail('add_location', gexc.HTTPConflict('status saving'))
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertIn('image status now: queued',
+                      err.result.attempts[0].reason)
+        self.assertNothingLeft()
+
+    def test_image_deleted_while_adding_stops_cleanly(self):
+        real = fake_glanceclient._Images.add_image_location
+
+        def add_then_delete(images, image_id, url, validation_data={}):
+            image = real(images, image_id, url, validation_data)
+            del self.fake.images[image_id]
+            return image
+
+        with mock.patch.object(fake_glanceclient._Images,
+                               'add_image_location', add_then_delete):
+            err = self.assertRaises(exception.ActivationFailed,
+                                    self.make_service().snapshot,
+                                    self.make_request())
+        (attempt,) = err.result.attempts
+        self.assertIn('deleted while Glance was adding its location',
+                      attempt.reason)
+        self.assertEqual([], err.result.leftover)
+        self.assertNothingLeft()
+
+    def test_tasks_unreadable_times_out_and_cleans_up(self):
+        self.flags(activation_timeout=1.0, activation_poll_interval=0.5)
+        self.fake.task_fails_with = 'boom'
+        self.fake.fail('tasks', gexc.HTTPForbidden('no'), times=10)
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertIn('did not become active', err.format_message())
+        # A timeout is not a refusal: no other attempt.
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertNothingLeft()
+
+
+class TestTaskFailureReason(ServiceTestBase):
+
+    def test_latest_location_task(self):
+        self.fake.images['i'] = {'id': 'i', 'status': 'queued'}
+        self.fake.tasks['i'] = [
+            {'id': 't1', 'type': 'location_import', 'status': 'failure',
+             'message': 'old', 'created_at': '2025-01-01T00:00:01Z'},
+            {'id': 't2', 'type': 'location_import', 'status': 'failure',
+             'message': 'Invalid\n location', 'created_at':
+             '2025-01-01T00:00:02Z'},
+            {'id': 't3', 'type': 'api_image_import', 'status': 'failure',
+             'message': 'not ours', 'created_at': '2025-01-01T00:00:03Z'}]
+        self.assertEqual(
+            'location_import task t2 failed: Invalid location',
+            service.SnapshotService.location_task_failure(self.client, 'i'))
+
+    def test_pending_or_success_is_none(self):
+        self.fake.tasks['i'] = [{'id': 't', 'type': 'location_import',
+                                 'status': 'processing'}]
+        self.assertIsNone(service.SnapshotService.location_task_failure(
+            self.client, 'i'))
+        self.assertIsNone(service.SnapshotService.location_task_failure(
+            self.client, 'none'))
