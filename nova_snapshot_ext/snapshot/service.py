@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import typing as ty
+import uuid
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -327,8 +328,7 @@ class SnapshotService:
                 method=planned.method, disk_format=planned.disk_format,
                 container_format=planned.container_format,
                 size=planned.size,
-                image_id=record.image_id if index == 0
-                else uuidutils.generate_uuid(),
+                image_id=self._attempt_id(record, index, planned),
                 location_api=planned.location_api, url=planned.url)
             result.attempts.append(attempt)
             try:
@@ -339,6 +339,11 @@ class SnapshotService:
                 attempt.reason = err.format_message()
                 attempt.status = err.kwargs.get('status') or getattr(
                     err, 'code', None)
+                if err.kwargs.get('burned'):
+                    # This attempt's id was used by an earlier try of the
+                    # same snapshot and deleted: the next attempt's id may
+                    # hold the image that try left active.
+                    continue
                 if not (isinstance(err, exception.GlanceConflict) and
                         err.kwargs.get('operation') == 'create'):
                     # A 409 on create means the id belongs to an image that
@@ -432,6 +437,24 @@ class SnapshotService:
                 LOG.info('Glance does not offer API 2.17; trying the legacy '
                          'location API next')
 
+    @staticmethod
+    def _attempt_id(record: metadata_mod.ImageRecord, index: int,
+                    planned: plan_mod.PlannedAttempt) -> str:
+        """The image id of attempt ``index``.
+
+        The first attempt uses the record's id (the caller's, when it chose
+        one).  Later attempts need fresh ids (Glance never reuses one, and
+        a refused image is poisoned), derived from the record's id with
+        uuid5 so that a retried snapshot finds the image an earlier try
+        left active instead of making a second one.
+        """
+        if index == 0 and record.image_id:
+            return record.image_id
+        if not uuidutils.is_uuid_like(record.image_id):
+            return uuidutils.generate_uuid()
+        return str(uuid.uuid5(uuid.UUID(record.image_id), '%d:%s:%s' % (
+            index, planned.method, planned.disk_format)))
+
     def _create(self, glance: glance_mod.GlanceClient,
                 record: metadata_mod.ImageRecord,
                 attempt: result_mod.Attempt,
@@ -441,8 +464,8 @@ class SnapshotService:
                                       image_id=attempt.image_id)
         try:
             return glance.create(**kwargs)
-        except exception.GlanceConflict:
-            existing = self._read_back(glance, record, attempt)
+        except exception.GlanceConflict as err:
+            existing = self._read_back(glance, record, attempt, err)
             if existing is None:
                 raise
             result.reused = True
@@ -450,20 +473,28 @@ class SnapshotService:
 
     def _read_back(self, glance: glance_mod.GlanceClient,
                    record: metadata_mod.ImageRecord,
-                   attempt: result_mod.Attempt) -> dict[str, ty.Any] | None:
+                   attempt: result_mod.Attempt,
+                   conflict: exception.GlanceConflict
+                   ) -> dict[str, ty.Any] | None:
         """After a 409 on create: is the image with our id this snapshot?
 
         A create whose response was lost and that keystoneauth (or the
         host) retried finds its own image: same id, same name, same
         mappings.  Anything else is a real conflict.
+
+        :raises GlanceConflict: with ``burned=True`` when the id was used
+            and the image deleted (Glance never reuses an id).
         """
         image_id = attempt.image_id
         assert image_id is not None
         try:
             image = glance.get(image_id)
         except exception.GlanceNotFound:
-            # Deleted (ids are never reusable): not ours to resume.
-            return None
+            raise exception.GlanceConflict(
+                operation='create', image_id=image_id, status=409,
+                burned=True, reason='image id %s was used before and the '
+                'image deleted; Glance never reuses an id' % image_id
+            ) from conflict
         same = (image.get('name') == record.name and
                 image.get('block_device_mapping') ==
                 record.properties.get('block_device_mapping'))

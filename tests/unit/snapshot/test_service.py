@@ -296,13 +296,39 @@ class TestIdempotency(ServiceTestBase):
         self.assertIn(IMAGE_ID, self.fake.images)
         self.assertEqual('not-ours', self.fake.images[IMAGE_ID]['name'])
 
-    def test_retry_after_deleted_id_is_a_conflict(self):
+    def test_retry_after_deleted_id_single_attempt_is_a_conflict(self):
+        self.flags(disk_formats=['raw'])
         self.fake.used_ids.add(IMAGE_ID)
         err = self.assertRaises(exception.ActivationFailed,
                                 self.make_service().snapshot,
                                 self.make_request())
         self.assertEqual(409, err.code)
+        self.assertIn('never reuses an id', err.format_message())
         self.assertNothingLeft()
+
+    def test_retry_after_fallback_finds_the_fallback_image(self):
+        # First try: raw refused at upload (415), qcow2 went active on the
+        # next attempt's id. The retry must find that image, not make
+        # another one.
+        svc = self.make_service()
+        self.fake.fail('upload', gexc.HTTPException('HTTP 415 refused'))
+        first = svc.snapshot(self.make_request())
+        self.assertEqual('qcow2', first.disk_format)
+        self.assertNotEqual(IMAGE_ID, first.image_id)
+        again = svc.snapshot(self.make_request())
+        self.assertEqual(first.image_id, again.image_id)
+        self.assertTrue(again.reused)
+        self.assertEqual([first.image_id], list(self.fake.images))
+
+    def test_fallback_ids_are_distinct_and_stable(self):
+        svc = self.make_service()
+        prepared = svc.preflight(self.make_request(), glance=self.client)
+        ids = [svc._attempt_id(prepared.record, i, p)
+               for i, p in enumerate(prepared.plan)]
+        self.assertEqual(IMAGE_ID, ids[0])
+        self.assertEqual(len(ids), len(set(ids)))
+        self.assertEqual(ids, [svc._attempt_id(prepared.record, i, p)
+                               for i, p in enumerate(prepared.plan)])
 
 
 LOCATION_URL = 'http://objects.test/empty.qcow2?sig=secret'
