@@ -83,6 +83,7 @@ _CONF_NAME = 'glance-api.conf'
 _PASTE_NAME = 'glance-api-paste.ini'
 _DB_NAME = 'glance.sqlite'
 _LOG_NAME = 'glance-api.log'
+_ACCESS_LOG_NAME = 'glance-access.log'
 
 _CONF_TEMPLATE = """\
 # Written by nova_snapshot_ext.embedded.glance.EmbeddedGlance.
@@ -301,6 +302,9 @@ class EmbeddedGlance(object):
         or ``'token'`` (fake ``X-Auth-Token user:project:roles``).
     :param python: python executable with glance and gunicorn installed;
         ``sys.executable`` if None.
+    :param access_log: also write gunicorn's access log, one line per HTTP
+        request served (gunicorn's default format), to
+        :attr:`access_log_file`; used to count requests at the server.
     :raises ValueError: for an unknown identity mode.
     """
 
@@ -308,7 +312,7 @@ class EmbeddedGlance(object):
                  container_formats=None, require_image_format_match=True,
                  http_store=False, show_multiple_locations=False,
                  allowed_hosts=('127.0.0.1',), allowed_ports=(),
-                 identity='headers', python=None):
+                 identity='headers', python=None, access_log=False):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
@@ -327,6 +331,9 @@ class EmbeddedGlance(object):
         self.allowed_ports = tuple(int(p) for p in (allowed_ports or ()))
         self.identity = identity
         self.python = python or sys.executable
+        self.access_log = bool(access_log)
+        #: Path of the access log while running with ``access_log=True``.
+        self.access_log_file = None
         self.profile_name = None
         self._requested_base_dir = base_dir
         self.base_dir = None
@@ -396,6 +403,7 @@ class EmbeddedGlance(object):
             'allowed_ports': list(self.allowed_ports),
             'identity': self.identity,
             'python': self.python,
+            'access_log_file': self.access_log_file,
         }
 
     # ------------------------------------------------------------------
@@ -464,6 +472,7 @@ class EmbeddedGlance(object):
                 shutil.rmtree(self.base_dir, ignore_errors=True)
                 self.base_dir = None
                 self.log_file = None
+                self.access_log_file = None
                 self._owns_base_dir = False
             self.port = None
 
@@ -508,6 +517,9 @@ class EmbeddedGlance(object):
         for sub in ('images', 'staging', 'tasks', 'locks'):
             os.makedirs(os.path.join(self.base_dir, sub), exist_ok=True)
         self.log_file = os.path.join(self.base_dir, _LOG_NAME)
+        if self.access_log:
+            self.access_log_file = os.path.join(self.base_dir,
+                                                _ACCESS_LOG_NAME)
 
     def _write_config(self):
         """Write ``glance-api.conf`` and the paste ini into the base dir.
@@ -628,8 +640,10 @@ class EmbeddedGlance(object):
                '--no-control-socket',
                '--worker-tmp-dir', self.base_dir,
                '--chdir', self.base_dir,
-               '--name', 'embedded-glance-%d' % self.port,
-               _WSGI_APP]
+               '--name', 'embedded-glance-%d' % self.port]
+        if self.access_log_file:
+            cmd += ['--access-logfile', self.access_log_file]
+        cmd.append(_WSGI_APP)
         log = self._open_log()
         log.write(b'--- gunicorn glance-api ---\n')
         log.flush()

@@ -1,0 +1,296 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Turn the raw benchmark document into figures, a table and a chart.
+
+Units: times in milliseconds (``*_ms``) or seconds (``*_s``), memory in
+MiB (``*_mib``), throughput in snapshots per second, requests per
+snapshot as a plain ratio.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import typing as ty
+
+#: (key, label, format) of the per-concurrency table rows.
+ROWS = (
+    ('req_per_snapshot', 'HTTP requests / snapshot, steady (at Glance)',
+     '%.2f'),
+    ('first_requests', 'HTTP requests, first snapshot', '%d'),
+    ('cpu_ms', 'client CPU ms / snapshot', '%.1f'),
+    ('p50_ms', 'wall-clock p50 ms', '%.1f'),
+    ('p95_ms', 'wall-clock p95 ms', '%.1f'),
+    ('throughput', 'throughput, snapshots/s', '%.1f'),
+    ('peak_rss_mib', 'client peak RSS MiB after N', '%.1f'),
+    ('setup_rss_mib', 'client RSS MiB after setup (imports)', '%.1f'),
+)
+
+
+def percentile(values: ty.Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100), linear interpolation."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def _mib(kib: float) -> float:
+    return kib / 1024.0
+
+
+def _error_types(errors: ty.Iterable[str | None]) -> dict[str, int]:
+    kinds: collections.Counter[str] = collections.Counter()
+    for error in errors:
+        if error:
+            kinds[error.split(':', 1)[0]] += 1
+    return dict(kinds)
+
+
+def summarise(doc: ty.Mapping[str, ty.Any]) -> dict[str, ty.Any]:
+    """Figures per (path, concurrency) cell and the targets.
+
+    :returns: ``{'cells': {'plugin/c1': {...}}, 'targets': [...]}``.
+    """
+    cells: dict[str, dict[str, ty.Any]] = {}
+    for key, worker in doc['workers'].items():
+        batches = [b for b in doc['batches']
+                   if '%s/c%d' % (b['path'], b['concurrency']) == key]
+        first = [b for b in batches if b['phase'] == 'first']
+        steady = [b for b in batches if b['phase'] == 'steady']
+        latencies = [x for b in steady for x in b['latencies_s']]
+        errors = [e for b in steady for e in b['errors']]
+        first_errors = [e for b in first for e in b['errors']]
+        ops = len(latencies)
+        requests = [r for b in steady for r in b['requests']]
+        by_request: collections.Counter[str] = collections.Counter(
+            r[0] for r in requests)
+        statuses: collections.Counter[str] = collections.Counter(
+            '%s %d' % (r[0], r[1]) for r in requests if r[1] >= 400)
+        wall = sum(b['wall_s'] for b in steady)
+        final = worker.get('final', {})
+        cells[key] = {
+            'path': worker['path'], 'concurrency': worker['concurrency'],
+            'ops': ops,
+            'errors': sum(1 for e in errors if e),
+            'error_types': _error_types(errors),
+            'error_samples': [e for e in errors if e][:3],
+            'first_errors': sum(1 for e in first_errors if e),
+            'first_requests': sum(len(b['requests']) for b in first),
+            'first_breakdown': dict(collections.Counter(
+                r[0] for b in first for r in b['requests'])),
+            'first_ms': 1000.0 * sum(x for b in first
+                                     for x in b['latencies_s']),
+            'setup_requests': len(worker.get('setup_requests', [])),
+            'requests': len(requests),
+            'req_per_snapshot': len(requests) / ops if ops else math.nan,
+            'breakdown': {k: v / ops for k, v in sorted(by_request.items())}
+            if ops else {},
+            'http_errors': dict(statuses),
+            'batch_req_per_snapshot': [
+                len(b['requests']) / b['count'] for b in steady],
+            'cpu_ms': 1000.0 * sum(b['cpu_s'] for b in steady) / ops
+            if ops else math.nan,
+            'p50_ms': 1000.0 * percentile(latencies, 50),
+            'p95_ms': 1000.0 * percentile(latencies, 95),
+            'mean_ms': 1000.0 * sum(latencies) / ops if ops else math.nan,
+            'max_ms': 1000.0 * max(latencies) if latencies else math.nan,
+            'throughput': ops / wall if wall else math.nan,
+            'wall_s': wall,
+            'setup_s': worker['ready'].get('setup_s'),
+            'setup_rss_mib': _mib(worker['ready'].get('rss_kib', 0)),
+            'peak_rss_mib': _mib(final.get('maxrss_kib', 0)),
+            'images': doc.get('images', {}).get(key, {}),
+        }
+    return {'cells': cells, 'targets': targets(doc, cells)}
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
+def targets(doc: ty.Mapping[str, ty.Any],
+            cells: ty.Mapping[str, ty.Mapping[str, ty.Any]]
+            ) -> list[dict[str, ty.Any]]:
+    """The issue's targets, judged per concurrency (reported only)."""
+    ref = doc['reference']
+    out = []
+    for c in doc['concurrency']:
+        mine = cells.get('%s/c%d' % (ref, c))
+        nova = cells.get('%s/c%d' % ('nova', c))
+        floor = cells.get('%s/c%d' % ('floor', c))
+        if mine is None:
+            continue
+        if floor is not None:
+            out.append({
+                'concurrency': c, 'target': 'requests / snapshot = floor',
+                'met': abs(mine['req_per_snapshot'] -
+                           floor['req_per_snapshot']) < 0.005,
+                'value': '%.2f vs %.2f' % (mine['req_per_snapshot'],
+                                           floor['req_per_snapshot'])})
+        if nova is not None:
+            cpu = _ratio(mine['cpu_ms'], nova['cpu_ms'])
+            p50 = _ratio(mine['p50_ms'], nova['p50_ms'])
+            out.append({'concurrency': c,
+                        'target': "client CPU <= 0.5x Nova's",
+                        'met': cpu <= 0.5, 'value': '%.2fx' % cpu})
+            out.append({'concurrency': c,
+                        'target': "wall-clock p50 <= 0.8x Nova's",
+                        'met': p50 <= 0.8, 'value': '%.2fx' % p50})
+        if c > 1:
+            out.append({'concurrency': c, 'target': 'no errors',
+                        'met': mine['errors'] == 0 and
+                        mine['first_errors'] == 0,
+                        'value': '%d/%d' % (mine['errors'], mine['ops'])})
+    return out
+
+
+def _load(values: ty.Sequence[float] | None) -> str:
+    return '/'.join('%.1f' % x for x in values) if values else 'n/a'
+
+
+def _fmt(fmt: str, value: ty.Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return 'n/a'
+    return fmt % value
+
+
+def markdown(doc: ty.Mapping[str, ty.Any],
+             summary: ty.Mapping[str, ty.Any]) -> str:
+    """The markdown report: one table per concurrency, requests, targets."""
+    cells = summary['cells']
+    ref = doc['reference']
+    names = [p for p in doc['paths'] if p not in doc['unavailable']]
+    bases = [b for b in doc['baselines'] if b in names and b != ref]
+    m = doc['machine']
+    v = m['versions']
+    lines = [
+        '# Snapshot cost: %s vs %s' % (ref, ', '.join(bases)),
+        '',
+        '%s; N = %d steady snapshots per path and concurrency (batches of '
+        '%d, interleaved), plus 1 first snapshot per worker; Glance '
+        'profile `%s`.' % (doc['date'], doc['n'], doc['batch'],
+                           doc['profile']),
+        '',
+        'Machine: %d cores, %s, Python %s, glance %s, nova %s, '
+        'python-glanceclient %s, keystoneauth1 %s; nova-snapshot-ext %s. '
+        'Client and Glance share the cores; load average %s at the start, '
+        '%s at the end.' % (
+            m['cores'], m['cpu_model'], m['python'], v.get('glance'),
+            v.get('nova'), v.get('python-glanceclient'),
+            v.get('keystoneauth1'), m.get('source'),
+            _load(m.get('loadavg_start')), _load(m.get('loadavg_end'))),
+        '',
+    ]
+    for name in doc['unavailable']:
+        lines += ['**Path `%s` unavailable:** %s' % (
+            name, doc['unavailable'][name]), '']
+    for c in doc['concurrency']:
+        header = ['concurrency %d' % c] + names + [
+            '%s/%s' % (ref, b) for b in bases]
+        lines += ['| ' + ' | '.join(header) + ' |',
+                  '|---' + '|---:' * (len(header) - 1) + '|']
+        for key, label, fmt in ROWS:
+            row = [label]
+            for name in names:
+                row.append(_fmt(fmt, cells.get('%s/c%d' % (name, c),
+                                               {}).get(key)))
+            for b in bases:
+                mine = cells.get('%s/c%d' % (ref, c), {}).get(key)
+                theirs = cells.get('%s/c%d' % (b, c), {}).get(key)
+                row.append(_fmt('%.2f', _ratio(mine, theirs))
+                           if mine is not None and theirs is not None
+                           else 'n/a')
+            lines.append('| ' + ' | '.join(row) + ' |')
+        row = ['errors (steady + first)']
+        for name in names:
+            cell = cells.get('%s/c%d' % (name, c), {})
+            text = '%d/%d + %d' % (cell.get('errors', 0), cell.get('ops', 0),
+                                   cell.get('first_errors', 0))
+            if cell.get('errors') or cell.get('first_errors'):
+                text = '**%s** %s' % (text, cell.get('error_types'))
+            row.append(text)
+        lines.append('| ' + ' | '.join(row + [''] * len(bases)) + ' |')
+        lines.append('')
+    keys = ['%s/c%d' % (n, c) for c in doc['concurrency'] for n in names]
+    kinds = sorted({k for key in keys
+                    for k in cells.get(key, {}).get('breakdown', {})} |
+                   {k for key in keys
+                    for k in cells.get(key, {}).get('first_breakdown', {})})
+    lines += ['Requests per snapshot at Glance, by request (steady; first '
+              'snapshot in brackets):', '',
+              '| request | ' + ' | '.join(keys) + ' |',
+              '|---' + '|---:' * len(keys) + '|']
+    for kind in kinds:
+        row = [kind]
+        for key in keys:
+            cell = cells.get(key, {})
+            row.append('%.2f (%d)' % (cell.get('breakdown', {}).get(kind, 0),
+                                      cell.get('first_breakdown', {}).get(
+                                          kind, 0)))
+        lines.append('| ' + ' | '.join(row) + ' |')
+    lines += ['', 'Targets (reported, not asserted):', '',
+              '| concurrency | target | %s | met |' % ref,
+              '|---:|---|---:|---|']
+    for t in summary['targets']:
+        lines.append('| %d | %s | %s | %s |' % (
+            t['concurrency'], t['target'], t['value'],
+            'yes' if t['met'] else '**no**'))
+    lines.append('')
+    return '\n'.join(lines)
+
+
+def chart(doc: ty.Mapping[str, ty.Any], summary: ty.Mapping[str, ty.Any],
+          path: str) -> str | None:
+    """Grouped bars per metric (matplotlib, Agg backend) into ``path``.
+
+    :returns: ``path``, or ``None`` when matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use('Agg')
+    from matplotlib import pyplot
+
+    cells = summary['cells']
+    names = [p for p in doc['paths'] if p not in doc['unavailable']]
+    concurrencies = doc['concurrency']
+    metrics = [('req_per_snapshot', 'HTTP requests / snapshot'),
+               ('cpu_ms', 'client CPU ms / snapshot'),
+               ('p50_ms', 'wall-clock p50 ms'),
+               ('p95_ms', 'wall-clock p95 ms'),
+               ('throughput', 'snapshots / s'),
+               ('peak_rss_mib', 'client peak RSS MiB')]
+    fig, axes = pyplot.subplots(2, 3, figsize=(13, 7))
+    width = 0.8 / max(len(names), 1)
+    for ax, (key, title) in zip(axes.flat, metrics):
+        for i, name in enumerate(names):
+            values = [cells.get('%s/c%d' % (name, c), {}).get(key, math.nan)
+                      for c in concurrencies]
+            xs = [j + (i - (len(names) - 1) / 2.0) * width
+                  for j in range(len(concurrencies))]
+            ax.bar(xs, values, width, label=name)
+        ax.set_title(title)
+        ax.set_xticks(range(len(concurrencies)))
+        ax.set_xticklabels(['c=%d' % c for c in concurrencies])
+    axes.flat[0].legend()
+    fig.suptitle('One volume-backed snapshot, %s (N=%d, %d cores)' % (
+        doc['date'], doc['n'], doc['machine']['cores']))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    pyplot.close(fig)
+    return path

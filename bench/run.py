@@ -1,0 +1,425 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Benchmark the snapshot paths side by side: ``tox -e bench [-- --n 50]``.
+
+One embedded real glance-api (profile ``default``, fake-token identity,
+gunicorn access log on) serves every path.  Each (path, concurrency) pair
+runs in its own worker process (:mod:`bench.worker`), set up once.  The
+orchestrator then drives the workers one batch at a time, round-robin
+with a rotating order, so machine drift hits every path alike:
+
+1. one *first* snapshot per worker (the plugin discovers the Glance
+   capabilities here);
+2. ``--n`` *steady* snapshots per worker, in batches of ``--batch``.
+
+Only one batch runs at a time, so the access-log lines written during a
+batch are that batch's requests: counted at the server, never estimated.
+After each batch a marker request (``GET /healthcheck?bench-mark=<uuid>``)
+is sent and the log is read until the marker shows, plus a short settle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import typing as ty
+import urllib.request
+import uuid
+
+from bench import paths
+from bench import report
+
+#: Request line and status in gunicorn's default access-log format.
+_LINE_RE = re.compile(r'"([A-Z]+) (\S+) HTTP/[0-9.]+" (\d{3}) ')
+_UUID_RE = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                      r'[0-9a-f]{12}', re.IGNORECASE)
+_MARK = 'bench-mark='
+_SETTLE_S = 0.05
+_MARK_TIMEOUT_S = 30.0
+_ROLES = ('member', 'reader')
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def normalise(method: str, target: str) -> str:
+    """``"GET /v2/images/<uuid>?x=1"`` -> ``"GET /v2/images/{id}"``."""
+    path = target.split('?', 1)[0]
+    return '%s %s' % (method, _UUID_RE.sub('{id}', path))
+
+
+class AccessLog:
+    """Counts the requests gunicorn logged since the last call.
+
+    :param log_file: gunicorn's ``--access-logfile``.
+    :param endpoint: Glance's URL, for the marker requests.
+    """
+
+    def __init__(self, log_file: str, endpoint: str):
+        self.log_file = log_file
+        self.endpoint = endpoint
+        self.offset = 0
+        self.total_lines = 0
+        self._opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}))
+
+    def _read(self) -> list[str]:
+        with open(self.log_file, 'rb') as f:
+            f.seek(self.offset)
+            data = f.read()
+        end = data.rfind(b'\n') + 1
+        self.offset += end
+        return data[:end].decode('utf-8', 'replace').splitlines()
+
+    def take(self) -> list[tuple[str, int]]:
+        """The requests logged since the previous call.
+
+        :returns: ``[(normalised request, HTTP status), ...]``, marker
+            requests excluded.
+        :raises RuntimeError: the marker did not show within 30 s.
+        """
+        mark = uuid.uuid4().hex
+        with self._opener.open('%s/healthcheck?%s%s' % (
+                self.endpoint, _MARK, mark), timeout=10) as resp:
+            resp.read()
+        lines: list[str] = []
+        deadline = time.monotonic() + _MARK_TIMEOUT_S
+        while not any(mark in line for line in lines):
+            if time.monotonic() > deadline:
+                raise RuntimeError('marker %s not in %s' % (mark,
+                                                            self.log_file))
+            time.sleep(0.005)
+            lines += self._read()
+        time.sleep(_SETTLE_S)
+        lines += self._read()
+        self.total_lines += len(lines)
+        requests = []
+        for line in lines:
+            match = _LINE_RE.search(line)
+            if match is None or _MARK in match.group(2):
+                continue
+            requests.append((normalise(match.group(1), match.group(2)),
+                             int(match.group(3))))
+        return requests
+
+
+class WorkerProcess:
+    """A :mod:`bench.worker` subprocess running one path.
+
+    :param spec: the worker spec (:mod:`bench.paths`).
+    :param log_path: file receiving the worker's stderr.
+    """
+
+    def __init__(self, spec: dict[str, ty.Any], log_path: str):
+        self.spec = spec
+        self.log_path = log_path
+        env = dict(os.environ)
+        env['PYTHONPATH'] = os.pathsep.join(
+            [_REPO_ROOT] + [p for p in env.get('PYTHONPATH', '').split(
+                os.pathsep) if p])
+        self._log = open(log_path, 'ab')
+        self.proc = subprocess.Popen(
+            [sys.executable, '-m', 'bench.worker'], cwd=_REPO_ROOT, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            text=True, bufsize=1)
+        self.ready = self._ask(spec)
+
+    def _ask(self, obj: ty.Mapping[str, ty.Any]) -> dict[str, ty.Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(obj) + '\n')
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError('worker %s died; see %s' % (
+                self.spec['prefix'], self.log_path))
+        return dict(json.loads(line))
+
+    def batch(self, count: int, concurrency: int) -> dict[str, ty.Any]:
+        return self._ask({'op': 'batch', 'count': count,
+                          'concurrency': concurrency})
+
+    def quit(self) -> dict[str, ty.Any]:
+        final = self._ask({'op': 'quit'})
+        self.proc.wait(timeout=60)
+        self._log.close()
+        return final
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+def build_template(request: dict[str, ty.Any]) -> dict[str, ty.Any]:
+    """The image record all paths register, from the plugin's builder.
+
+    :returns: ``name``, ``visibility``, ``min_ram`` (MiB), ``min_disk``
+        (GiB), ``properties`` (strings).
+    """
+    from oslo_config import cfg
+
+    from nova_snapshot_ext import driver as driver_mod
+    from nova_snapshot_ext import opts
+    from nova_snapshot_ext.snapshot import request as request_mod
+    from nova_snapshot_ext.snapshot import service as service_mod
+
+    conf = cfg.ConfigOpts()
+    opts.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    service = service_mod.SnapshotService(
+        conf, driver=driver_mod.load_driver(conf, 'libvirt'))
+    record = service.build_record(request_mod.SnapshotRequest.from_dict(
+        request))
+    return {'name': record.name, 'visibility': record.visibility,
+            'min_ram': record.min_ram, 'min_disk': record.min_disk,
+            'properties': dict(record.properties)}
+
+
+def schedule(names: ty.Sequence[str], concurrencies: ty.Sequence[int],
+             n: int, batch: int) -> list[tuple[str, int, int, str]]:
+    """The interleaved batch order.
+
+    :returns: ``[(path, concurrency, count, phase), ...]`` where phase is
+        ``'first'`` (one snapshot per worker, first) or ``'steady'``;
+        steady batches go round-robin over concurrencies and paths, the
+        path order rotating every round.
+    """
+    order = [(p, c, 1, 'first') for c in concurrencies for p in names]
+    left = {(p, c): n for p in names for c in concurrencies}
+    rnd = 0
+    while any(left.values()):
+        for c in concurrencies:
+            size = max(batch, 2 * c)
+            shift = rnd % len(names)
+            for p in list(names[shift:]) + list(names[:shift]):
+                count = min(size, left[(p, c)])
+                if count:
+                    order.append((p, c, count, 'steady'))
+                    left[(p, c)] -= count
+        rnd += 1
+    return order
+
+
+def machine() -> dict[str, ty.Any]:
+    """Cores, CPU model, Python, glance/nova versions of this machine."""
+    from importlib import metadata
+
+    model = platform.processor() or 'unknown'
+    try:
+        with open('/proc/cpuinfo', encoding='utf-8') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    model = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    versions = {}
+    for dist in ('glance', 'nova', 'python-glanceclient', 'keystoneauth1',
+                 'gunicorn', 'nova-snapshot-ext'):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return {'cores': os.cpu_count(), 'cpu_model': model,
+            'python': platform.python_version(),
+            'platform': platform.platform(), 'versions': versions,
+            'loadavg_start': os.getloadavg(), 'source': source()}
+
+
+def source() -> str:
+    """The git commit measured, ``+ local changes`` when the tree is dirty."""
+    try:
+        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
+                              cwd=_REPO_ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain',
+                                '--untracked-files=no'], cwd=_REPO_ROOT,
+                               capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'unknown'
+    return head + (' + local changes' if dirty else '')
+
+
+def count_active(endpoint: str, token: str, prefix: str) -> dict[str, int]:
+    """Image statuses of the images named ``prefix*`` (after the run)."""
+    session = paths.token_session(endpoint, token)
+    statuses: dict[str, int] = {}
+    url = '%s/v2/images?limit=1000' % endpoint
+    while url:
+        body = session.get(url).json()
+        for image in body.get('images', []):
+            if str(image.get('name', '')).startswith(prefix):
+                status = str(image.get('status'))
+                statuses[status] = statuses.get(status, 0) + 1
+        url = '%s%s' % (endpoint, body['next']) if body.get('next') else ''
+    return statuses
+
+
+def run(args: argparse.Namespace) -> dict[str, ty.Any]:
+    """Run the whole benchmark; returns the results document."""
+    from nova_snapshot_ext.cmd import main as cli
+    from nova_snapshot_ext.embedded import glance as embedded
+    from nova_snapshot_ext.embedded import tokenauth
+
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    run_id = stamp.strftime('%Y%m%d-%H%M%S')
+    os.makedirs(args.output_dir, exist_ok=True)
+    logs = os.path.join(args.output_dir, 'logs-%s' % run_id)
+    os.makedirs(logs, exist_ok=True)
+    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+        request = json.load(f)
+    project, user = uuid.uuid4().hex, uuid.uuid4().hex
+    for key in ('server', 'requester'):
+        request[key]['project_id'] = project
+        request[key]['user_id'] = user
+    request['requester']['roles'] = list(_ROLES)
+    template = build_template(request)
+    token = tokenauth.make_token(user, project, _ROLES)
+    names = list(args.paths)
+    doc: dict[str, ty.Any] = {
+        'date': stamp.isoformat(timespec='seconds'), 'run_id': run_id,
+        'machine': machine(), 'n': args.n, 'batch': args.batch,
+        'concurrency': list(args.concurrency), 'profile': args.profile,
+        'paths': {p: paths.describe(p) for p in names},
+        'reference': paths.REFERENCE, 'baselines': list(paths.BASELINES),
+        'workers': {}, 'batches': [], 'unavailable': {}}
+    glance = embedded.from_profile(args.profile, identity='token',
+                                   access_log=True)
+    workers: dict[tuple[str, int], WorkerProcess] = {}
+    with glance:
+        doc['glance'] = {'endpoint': glance.endpoint,
+                         'workers': '1 gunicorn worker, gthread, 8 threads'}
+        access = AccessLog(glance.access_log_file, glance.endpoint)
+        access.take()  # the startup health checks
+        try:
+            for c in args.concurrency:
+                for p in names:
+                    if p in doc['unavailable']:
+                        continue
+                    spec = {'path': p, 'endpoint': glance.endpoint,
+                            'token': token, 'project_id': project,
+                            'user_id': user, 'roles': list(_ROLES),
+                            'template': template, 'request': request,
+                            'concurrency': c,
+                            'prefix': 'bench-%s-c%d-' % (p, c)}
+                    key = '%s/c%d' % (p, c)
+                    proc = WorkerProcess(spec, os.path.join(
+                        logs, '%s-c%d.log' % (p, c)))
+                    if not proc.ready.get('ready'):
+                        doc['unavailable'][p] = proc.ready.get('error')
+                        print('path %s unavailable: %s' % (
+                            p, proc.ready.get('error')), file=sys.stderr)
+                        proc.kill()
+                        continue
+                    workers[(p, c)] = proc
+                    doc['workers'][key] = {
+                        'path': p, 'concurrency': c, 'ready': proc.ready,
+                        'setup_requests': access.take()}
+            plan = [b for b in schedule(names, args.concurrency, args.n,
+                                        args.batch) if (b[0], b[1]) in
+                    workers]
+            for i, (p, c, count, phase) in enumerate(plan):
+                measured = workers[(p, c)].batch(
+                    count, 1 if phase == 'first' else c)
+                measured.update(path=p, concurrency=c, count=count,
+                                phase=phase, requests=access.take())
+                doc['batches'].append(measured)
+                failed = sum(1 for e in measured['errors'] if e)
+                print('[%3d/%d] %-7s c=%-2d %-6s %3d snapshots %6.2f s '
+                      '%d errors' % (i + 1, len(plan), p, c, phase, count,
+                                     measured['wall_s'], failed),
+                      file=sys.stderr, flush=True)
+            for (p, c), proc in workers.items():
+                doc['workers']['%s/c%d' % (p, c)]['final'] = proc.quit()
+        finally:
+            for proc in workers.values():
+                proc.kill()
+        doc['unattributed_requests'] = access.take()
+        doc['images'] = {
+            '%s/c%d' % (p, c): count_active(glance.endpoint, token,
+                                            'bench-%s-c%d-' % (p, c))
+            for (p, c) in workers}
+    doc['logs'] = logs
+    doc['machine']['loadavg_end'] = os.getloadavg()
+    return doc
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog='python -m bench.run',
+        description='What one volume-backed snapshot costs: the plugin, '
+                    "Nova's own path and the bare HTTP floor, side by side "
+                    'on one embedded real Glance.')
+    parser.add_argument('--n', type=int, default=200,
+                        help='steady-state snapshots per path and '
+                             'concurrency (default: %(default)s)')
+    parser.add_argument('--concurrency', type=int, nargs='+',
+                        default=[1, 16],
+                        help='client threads (default: 1 16)')
+    parser.add_argument('--batch', type=int, default=40,
+                        help='snapshots per interleaved batch; at least '
+                             '2 x concurrency (default: %(default)s)')
+    parser.add_argument('--paths', nargs='+', default=list(paths.PATHS),
+                        choices=list(paths.PATHS),
+                        help='paths to run (default: all)')
+    parser.add_argument('--profile', default='default',
+                        help='embedded Glance profile (default: '
+                             '%(default)s)')
+    parser.add_argument('--output-dir', default='bench-results',
+                        help='where the JSON, markdown and PNG go '
+                             '(default: %(default)s)')
+    parser.add_argument('--no-chart', action='store_true',
+                        help='skip the PNG chart')
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.batch < 1 or min(args.concurrency) < 1:
+        parser.error('--n, --batch and --concurrency must be >= 1')
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run, write ``bench-<date>.{json,md,png}``, print the table.
+
+    :returns: 0, or 1 when a path had errors or was unavailable (the
+        table is written and printed either way).
+    """
+    args = parse_args(argv)
+    doc = run(args)
+    summary = report.summarise(doc)
+    doc['summary'] = summary
+    base = os.path.join(args.output_dir, 'bench-%s' % doc['run_id'])
+    with open(base + '.json', 'w', encoding='utf-8') as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+    table = report.markdown(doc, summary)
+    with open(base + '.md', 'w', encoding='utf-8') as f:
+        f.write(table)
+    written = [base + '.json', base + '.md']
+    if not args.no_chart:
+        chart = report.chart(doc, summary, base + '.png')
+        if chart:
+            written.append(chart)
+    print(table)
+    print('wrote %s' % ', '.join(written))
+    bad = doc['unavailable'] or any(
+        s['errors'] for s in summary['cells'].values())
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
