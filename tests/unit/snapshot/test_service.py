@@ -221,25 +221,56 @@ class TestCleanup(ServiceTestBase):
         # A non-format failure does not try the other formats.
         self.assertEqual(1, len(err.result.attempts))
 
-    def test_verify_read_fails(self):
-        self._fails('get', gexc.HTTPServiceUnavailable('down'))
+    def _existing_image(self, svc, status):
+        # What a first try left: our record, mid-upload.
+        record = svc.build_record(self.make_request())
+        self.fake.client().images.create(**record.create_kwargs('raw',
+                                                                'bare'))
+        self.fake.images[IMAGE_ID]['status'] = status
 
-    def test_stuck_in_saving_times_out(self):
+    def test_upload_needs_no_read_back(self):
+        self.make_service().snapshot(self.make_request())
+        self.assertEqual(['schema', 'create', 'upload'], self.fake.calls)
+        self.assertNotIn('get', self.fake.calls)
+
+    def test_read_back_of_reused_image_fails(self):
+        svc = self.make_service()
+        self._existing_image(svc, 'saving')
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('down'), times=2)
+        err = self.assertRaises(exception.ActivationFailed, svc.snapshot,
+                                self.make_request())
+        self.assertEqual(503, err.code)
+
+    def test_reused_image_stuck_in_saving_times_out(self):
         self.flags(activation_timeout=1.0, activation_poll_interval=0.5)
         svc = self.make_service()
-        real_upload = self.fake.client().images.upload
-
-        def upload_saving(image_id, data, image_size=None):
-            real_upload(image_id, data, image_size)
-            self.fake.images[image_id]['status'] = 'saving'
-
-        with mock.patch.object(fake_glanceclient._Images, 'upload',
-                               side_effect=upload_saving):
-            err = self.assertRaises(exception.ActivationFailed,
-                                    svc.snapshot, self.make_request())
+        self._existing_image(svc, 'saving')
+        err = self.assertRaises(exception.ActivationFailed,
+                                svc.snapshot, self.make_request())
         self.assertIn('did not become active', err.format_message())
         self.assertEqual([0.5, 0.5], self.sleeps)
         self.assertNothingLeft()
+
+    def test_reused_image_becomes_active_while_waiting(self):
+        svc = self.make_service()
+        self._existing_image(svc, 'saving')
+        real_get = self.fake.client().images.get
+        reads = []
+
+        def get_then_active(image_id):
+            # The read-back after 409 and the first poll see 'saving'.
+            reads.append(image_id)
+            image = real_get(image_id)
+            if len(reads) == 2:
+                self.fake.images[image_id].update(status='active', size=0)
+            return image
+
+        with mock.patch.object(fake_glanceclient._Images, 'get',
+                               side_effect=get_then_active):
+            result = svc.snapshot(self.make_request())
+        self.assertEqual(('active', IMAGE_ID, True),
+                         (result.status, result.image_id, result.reused))
+        self.assertEqual([0.5], self.sleeps)
 
     def test_delete_failure_reported_as_leftover(self):
         self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
