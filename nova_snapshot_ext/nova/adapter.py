@@ -1,0 +1,272 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Conversions between Nova's data and the plugin's.
+
+Three directions, each a pure function (Nova is imported lazily, only by
+:func:`to_nova_exception`):
+
+* :func:`record_from_glance_meta` - the image metadata Nova built for a
+  volume-backed snapshot, *after* Nova's own ``_translate_to_glance``
+  (flat, every property a string, ``block_device_mapping`` a JSON string,
+  ``bdm_v2 = 'True'``, ``min_ram``/``min_disk`` ints) becomes an
+  :class:`~nova_snapshot_ext.snapshot.metadata.ImageRecord` without
+  re-encoding anything, so the image carries Nova's exact encodings;
+* :func:`request_from_nova` - a Nova ``Instance`` and its
+  ``BlockDeviceMappingList`` (plus the ``createImage`` body and the request
+  context) become a
+  :class:`~nova_snapshot_ext.snapshot.request.SnapshotRequest` for the
+  early preflight, with placeholder snapshot ids;
+* :func:`to_nova_exception` - the plugin's exceptions become the Nova
+  exceptions Nova's API already maps to HTTP statuses.
+"""
+
+from __future__ import annotations
+
+import typing as ty
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import metadata as metadata_mod
+from nova_snapshot_ext.snapshot import request as request_mod
+
+LOG = logging.getLogger(__name__)
+
+#: Keys of Nova's translated metadata that are Glance base attributes the
+#: record holds itself; every other key is a custom property.
+RECORD_ATTRIBUTES = ('id', 'name', 'visibility', 'min_ram', 'min_disk')
+
+#: Keys whose presence means the create is *not* a plain volume-backed
+#: snapshot activation (the caller chose a format or a location); the hook
+#: leaves such a create to Nova.
+NOT_OURS_KEYS = ('disk_format', 'container_format', 'location')
+
+#: Fields of Nova's ``BlockDeviceMapping`` object read for the preflight
+#: (the fields of :class:`~.request.BlockDeviceMapping`).
+BDM_FIELDS = (
+    'source_type', 'destination_type', 'boot_index', 'device_name',
+    'disk_bus', 'device_type', 'guest_format', 'volume_id', 'snapshot_id',
+    'image_id', 'volume_size', 'delete_on_termination', 'no_device', 'tag',
+    'volume_type', 'encrypted', 'encryption_secret_uuid',
+    'encryption_format', 'encryption_options')
+
+
+def is_plain_activation(sent: ty.Mapping[str, ty.Any]) -> bool:
+    """True if Nova's translated metadata is one the plugin activates.
+
+    :param sent: the output of Nova's ``_translate_to_glance``.
+    :returns: False when it names a ``disk_format``, ``container_format``
+        or ``location`` (Nova keeps its own behaviour for those).
+    """
+    return not any(key in sent for key in NOT_OURS_KEYS)
+
+
+def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
+                            member: str | None = None,
+                            non_inheritable: ty.Collection[str] = ()
+                            ) -> metadata_mod.ImageRecord:
+    """Build the image record from Nova's translated image metadata.
+
+    :param sent: the dict Nova's ``_translate_to_glance(image_meta)``
+        returns for ``snapshot_volume_backed``, e.g.::
+
+            {'name': 'snap', 'visibility': 'private', 'min_ram': 512,
+             'min_disk': 10, 'root_device_name': '/dev/vda',
+             'block_device_mapping': '[{"source_type": "snapshot", ...}]',
+             'bdm_v2': 'True', 'os_distro': 'ubuntu'}
+
+        ``instance_owner`` must already be removed (pass it as
+        ``member``).  Keys with a ``None`` value are "not set" and are
+        dropped (Glance stores no null custom property).
+    :param member: project to share the image with (Nova's
+        ``instance_owner``), or ``None``.
+    :param non_inheritable: ``[snapshot_ext] non_inheritable_image_
+        properties``.  Keys the plugin never copies onto a snapshot
+        (:func:`~.metadata.is_never_inherited`: secrets such as Nova's
+        ``password_N`` system metadata, owner names, Glance-internal and
+        read-only names) are dropped, so the image matches what the
+        plugin's own builder and the early preflight produce; the mapping
+        keys Nova built are kept.
+    :returns: :class:`~.metadata.ImageRecord`; its id is ``sent['id']``
+        or a new UUID; property values are kept exactly as Nova encoded
+        them (a non-string value is left for the preflight to refuse).
+    :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers,
+        or ``block_device_mapping`` is not a JSON list.
+    """
+    properties: dict[str, ty.Any] = {}
+    dropped = []
+    for key, value in sent.items():
+        if key in RECORD_ATTRIBUTES or value is None:
+            continue
+        if (key not in metadata_mod.MAPPING_KEYS and
+                metadata_mod.is_never_inherited(key, non_inheritable)):
+            dropped.append(key)
+            continue
+        properties[key] = value
+    if dropped:
+        LOG.info('Snapshot image %(name)s: not copying %(keys)s from '
+                 "Nova's image metadata", {'name': sent.get('name'),
+                                           'keys': ', '.join(sorted(dropped))})
+    mappings: list[dict[str, ty.Any]] = []
+    encoded = properties.get('block_device_mapping')
+    if isinstance(encoded, str):
+        try:
+            mappings = jsonutils.loads(encoded)
+        except ValueError as err:
+            raise exception.InvalidRequest(
+                field='block_device_mapping',
+                reason='not valid JSON: %s' % err) from err
+        if not isinstance(mappings, list):
+            raise exception.InvalidRequest(
+                field='block_device_mapping', reason='must be a JSON list')
+    return metadata_mod.ImageRecord(
+        image_id=sent.get('id') or uuidutils.generate_uuid(),
+        name=sent.get('name') or '',
+        visibility=sent.get('visibility') or (
+            'shared' if member else 'private'),
+        min_ram=_int(sent.get('min_ram'), 'min_ram'),
+        min_disk=_int(sent.get('min_disk'), 'min_disk'),
+        properties=properties,
+        member=member,
+        mappings=mappings)
+
+
+def _int(value: ty.Any, field: str) -> int:
+    if value is None or value == '':
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError) as err:
+        raise exception.InvalidRequest(
+            field=field, reason='must be an integer, got %r' % (value,)
+        ) from err
+
+
+def _field(obj: ty.Any, name: str) -> ty.Any:
+    # Never lazy-load: an unset field is "not given".
+    if hasattr(obj, 'obj_attr_is_set') and not obj.obj_attr_is_set(name):
+        return None
+    return getattr(obj, name, None)
+
+
+def bdm_dict(bdm: ty.Any) -> dict[str, ty.Any]:
+    """One Nova ``BlockDeviceMapping`` object as a request mapping dict.
+
+    A volume mapping gets a placeholder ``snapshot_id``: a fresh random
+    UUID, the same shape and length as the id Cinder will give the real
+    snapshot, so every length and quota check sees the real size.  The
+    placeholder never reaches Glance: the early preflight creates nothing.
+
+    :param bdm: a ``nova.objects.BlockDeviceMapping``.
+    :returns: a dict of :data:`BDM_FIELDS` (unset fields are ``None``).
+    """
+    data = {name: _field(bdm, name) for name in BDM_FIELDS}
+    for flag in ('delete_on_termination', 'no_device'):
+        data[flag] = bool(data[flag])
+    if data['destination_type'] == 'volume' and not data['no_device']:
+        data['snapshot_id'] = uuidutils.generate_uuid()
+    return data
+
+
+def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
+                      name: str,
+                      metadata: ty.Mapping[str, str] | None = None
+                      ) -> request_mod.SnapshotRequest:
+    """The snapshot request Nova is about to carry out, before it starts.
+
+    :param context: the ``nova.context.RequestContext`` of the request
+        (project, user, roles of the caller).
+    :param instance: the ``nova.objects.Instance``, loaded with
+        ``system_metadata``.
+    :param bdms: its ``nova.objects.BlockDeviceMappingList``.
+    :param name: ``createImage`` ``name``.
+    :param metadata: ``createImage`` ``metadata`` (string values).
+    :returns: a validated :class:`~.request.SnapshotRequest` whose volume
+        mappings carry placeholder snapshot ids (see :func:`bdm_dict`).
+    :raises InvalidRequest: the data does not form a valid request.
+    :raises InvalidServerState: the vm_state forbids a snapshot.
+    """
+    sysmeta = _field(instance, 'system_metadata') or {}
+    server = {
+        'uuid': instance.uuid,
+        'project_id': instance.project_id,
+        'user_id': _field(instance, 'user_id'),
+        'vm_state': _field(instance, 'vm_state') or 'active',
+        'root_device_name': _field(instance, 'root_device_name'),
+        'image_ref': _field(instance, 'image_ref') or '',
+        'system_metadata': {k: v for k, v in dict(sysmeta).items()
+                            if v is None or isinstance(v, str)},
+    }
+    return request_mod.SnapshotRequest.from_dict({
+        'name': name,
+        'server': server,
+        'block_device_mappings': [bdm_dict(b) for b in bdms],
+        'metadata': dict(metadata or {}),
+        'requester': {'project_id': context.project_id,
+                      'user_id': context.user_id,
+                      'roles': list(context.roles or [])},
+    })
+
+
+def to_nova_exception(err: exception.SnapshotExtException) -> Exception:
+    """The Nova exception that Nova's API answers like ``err``.
+
+    Nova's ``createImage`` maps ``Invalid`` to 400, ``Forbidden`` and
+    ``OverQuota`` to 403 and everything else to 500; the plugin's
+    ``code`` (for :class:`~.exception.ActivationFailed`, the code of the
+    last failed attempt) picks the class:
+
+    ======================  ===========================================
+    plugin code             Nova exception
+    ======================  ===========================================
+    400, 415                ``Invalid`` (preflight) or
+                            ``ImageBadRequest`` (Glance refused)
+    401, 403                ``Forbidden``
+    404                     ``NotFound``
+    413                     ``OverQuota``
+    409                     ``InstanceInvalidState`` when the server
+                            state is at fault, else ``NovaException``
+    503, transport          ``GlanceConnectionFailed``
+    other                   ``NovaException`` (500)
+    ======================  ===========================================
+
+    The message is the plugin's (it names the property, format or attempt
+    at fault and never holds a token).
+
+    :param err: a :class:`~nova_snapshot_ext.exception.SnapshotExtException`.
+    :returns: a ``nova.exception.NovaException`` instance (not raised).
+    """
+    from nova import exception as nova_exc
+
+    message = err.format_message()
+    code = getattr(err, 'code', 500)
+    if isinstance(err, (exception.PreflightError, exception.InvalidRequest)):
+        if code == 403:
+            return nova_exc.Forbidden(message=message)
+        return nova_exc.Invalid(message=message)
+    if isinstance(err, exception.InvalidServerState):
+        return nova_exc.InstanceInvalidState(message=message)
+    if code in (400, 415):
+        return nova_exc.ImageBadRequest(message=message)
+    if code in (401, 403):
+        return nova_exc.Forbidden(message=message)
+    if code == 404:
+        return nova_exc.NotFound(message=message)
+    if code == 413:
+        return nova_exc.OverQuota(message=message)
+    if code == 503:
+        return nova_exc.GlanceConnectionFailed(server='image service',
+                                               reason=message)
+    return nova_exc.NovaException(message=message)

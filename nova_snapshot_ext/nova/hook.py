@@ -1,0 +1,310 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The reversible patch of Nova's image-activation step.
+
+Nova activates the image of a volume-backed snapshot in
+``nova.image.glance.GlanceImageServiceV2.create`` when it is called with no
+data and ``image_meta['size'] == 0`` (its "force activate" trigger): it
+uploads zero bytes claiming ``disk_format=raw``, which fails on a Glance
+that refuses ``raw``.  :func:`install` replaces that method on the class
+with a wrapper that, for exactly that trigger, lets the plugin create and
+activate the image (checked first, honest payload, nothing left behind)
+and otherwise calls Nova's method unchanged.
+
+The wrapper:
+
+1. runs Nova's own ``_translate_to_glance`` on the metadata, so the
+   properties keep Nova's encodings (``block_device_mapping`` JSON string,
+   ``bdm_v2 = 'True'``...); ``instance_owner`` becomes the image member as
+   in Nova;
+2. builds an :class:`~nova_snapshot_ext.snapshot.metadata.ImageRecord`
+   (:mod:`.adapter`) and runs ``SnapshotService.check_record`` then
+   ``register`` with a Glance client acting for the request context
+   (:func:`client_for_context`);
+3. returns ``self.show(context, image_id)``: the active image translated by
+   Nova (``_translate_from_glance``), what Nova's ``create`` returns;
+4. raises the Nova exception matching a failure
+   (:func:`.adapter.to_nova_exception`).
+
+A create that names a ``disk_format``, ``container_format`` or
+``location``, or that carries data, stays Nova's.
+
+:func:`check_nova` refuses a Nova whose internals are not the ones this
+module was written against (:data:`SUPPORTED_NOVA_MAJORS`, signatures).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import inspect
+import threading
+import typing as ty
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.nova import adapter
+from nova_snapshot_ext.nova import conf as conf_mod
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.snapshot import service as service_mod
+
+LOG = logging.getLogger(__name__)
+
+#: Nova major versions whose image service this hook was written against
+#: and tested with (tests/nova passes on 33.0.2 = 2026.1 and 34.0.0 =
+#: 2026.2).  Nova 31-32 force-activate the same way but are not tested,
+#: so the hook refuses them, as any later major it has not seen.
+SUPPORTED_NOVA_MAJORS = (33, 34)
+
+#: The parameters of the wrapped method, in order.
+CREATE_PARAMETERS = ('self', 'context', 'image_meta', 'data')
+
+#: Attribute marking the wrapper; holds Nova's original function.
+_ORIGINAL_ATTR = '_snapshot_ext_original'
+
+_lock = threading.Lock()
+
+
+class _State:
+    """What is installed (module-level, one per nova-api process)."""
+
+    conf: cfg.ConfigOpts | None = None
+    service: service_mod.SnapshotService | None = None
+    plugin_session: ty.Any = None
+
+
+_state = _State()
+
+
+def nova_version() -> str | None:
+    """The installed Nova's version string, or ``None`` if unknown."""
+    try:
+        return importlib.metadata.version('nova')
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_nova() -> str | None:
+    """Check that Nova's internals are the ones the hook knows.
+
+    :returns: ``None`` when the hook can be installed, else the reason it
+        cannot (one sentence, for the ERROR log line).
+    """
+    version = nova_version()
+    try:
+        major = int((version or '').split('.')[0])
+    except ValueError:
+        major = None
+    if major not in SUPPORTED_NOVA_MAJORS:
+        return ('Nova %s is not a supported version (supported major '
+                'versions: %s)' % (version, ', '.join(
+                    map(str, SUPPORTED_NOVA_MAJORS))))
+    try:
+        from nova.image import glance as nova_glance
+        from nova import service_auth
+    except ImportError as err:
+        return 'Nova modules cannot be imported: %s' % err
+    service_cls = getattr(nova_glance, 'GlanceImageServiceV2', None)
+    create = getattr(service_cls, 'create', None)
+    if create is None:
+        return 'nova.image.glance.GlanceImageServiceV2.create is missing'
+    create = getattr(create, _ORIGINAL_ATTR, create)
+    params = tuple(inspect.signature(create).parameters)
+    if params != CREATE_PARAMETERS:
+        return ('nova.image.glance.GlanceImageServiceV2.create has '
+                'parameters %s, expected %s' % (params, CREATE_PARAMETERS))
+    for owner, name in ((nova_glance, '_translate_to_glance'),
+                        (nova_glance, 'get_api_servers'),
+                        (service_cls, 'show'),
+                        (service_auth, 'get_service_auth_session'),
+                        (service_auth,
+                         'get_service_user_token_auth_plugin')):
+        if not callable(getattr(owner, name, None)):
+            return '%s.%s is missing' % (owner.__name__, name)
+    return None
+
+
+def installed() -> bool:
+    """True while the wrapper replaces Nova's ``create``."""
+    from nova.image import glance as nova_glance
+
+    return hasattr(nova_glance.GlanceImageServiceV2.create, _ORIGINAL_ATTR)
+
+
+def install(conf: cfg.ConfigOpts,
+            service: service_mod.SnapshotService) -> bool:
+    """Put the plugin in charge of Nova's force-activate step.
+
+    Idempotent: a second call only replaces the configuration and service
+    the installed wrapper uses.
+
+    :param conf: Nova's ``CONF`` with the plugin's options registered.
+    :param service: the :class:`SnapshotService` to run.
+    :returns: True when installed, False when :func:`check_nova` refused
+        (logged once at ERROR).
+    """
+    reason = check_nova()
+    if reason:
+        LOG.error('nova-snapshot-ext: not taking over volume-backed '
+                  'snapshot activation: %s', reason)
+        return False
+    from nova.image import glance as nova_glance
+
+    with _lock:
+        _state.conf = conf
+        _state.service = service
+        _state.plugin_session = None
+        cls = nova_glance.GlanceImageServiceV2
+        if not hasattr(cls.create, _ORIGINAL_ATTR):
+            cls.create = _make_wrapper(cls.create)
+    LOG.info('nova-snapshot-ext: volume-backed snapshot images are '
+             'activated by the plugin (driver %s, Nova %s)',
+             service.driver.name, nova_version())
+    return True
+
+
+def disable() -> None:
+    """Give Nova's ``create`` back (idempotent)."""
+    from nova.image import glance as nova_glance
+
+    with _lock:
+        cls = nova_glance.GlanceImageServiceV2
+        original = getattr(cls.create, _ORIGINAL_ATTR, None)
+        if original is not None:
+            cls.create = original
+        _state.conf = None
+        _state.service = None
+        _state.plugin_session = None
+
+
+def _make_wrapper(original: ty.Callable[..., ty.Any]
+                  ) -> ty.Callable[..., ty.Any]:
+    @functools.wraps(original)
+    def create(self: ty.Any, context: ty.Any, image_meta: dict,
+               data: ty.Any = None) -> dict[str, ty.Any]:
+        service, conf = _state.service, _state.conf
+        if (service is None or conf is None or data is not None or
+                image_meta.get('size') != 0):
+            return original(self, context, image_meta, data)
+        from nova.image import glance as nova_glance
+
+        sent = nova_glance._translate_to_glance(image_meta)
+        if not adapter.is_plain_activation(sent):
+            return original(self, context, image_meta, data)
+        # Nova pops instance_owner from the caller's metadata too.
+        image_meta.get('properties', {}).pop('instance_owner', None)
+        member = sent.pop('instance_owner', None)
+        return _activate(self, context, sent, member, service, conf)
+
+    setattr(create, _ORIGINAL_ATTR, original)
+    return create
+
+
+def _activate(image_service: ty.Any, context: ty.Any,
+              sent: dict[str, ty.Any], member: str | None,
+              service: service_mod.SnapshotService,
+              conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
+    try:
+        record = adapter.record_from_glance_meta(
+            sent, member,
+            conf.snapshot_ext.non_inheritable_image_properties)
+        glance = client_for_context(context, conf)
+        prepared = service.check_record(record, glance)
+        result = service.register(prepared, glance)
+    except exception.SnapshotExtException as err:
+        LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused '
+                    'or failed: %(reason)s',
+                    {'name': sent.get('name'),
+                     'reason': err.format_message()})
+        raise adapter.to_nova_exception(err) from err
+    LOG.info('nova-snapshot-ext: snapshot image %(id)s (%(name)s) is '
+             'active as %(fmt)s/%(cfmt)s, %(size)s B',
+             {'id': result.image_id, 'name': result.name,
+              'fmt': result.disk_format, 'cfmt': result.container_format,
+              'size': result.size})
+    return image_service.show(context, result.image_id)
+
+
+#: Nova ``[glance]`` keystoneauth adapter options passed on to the client
+#: in ``glance_connection = nova`` mode (Nova's own calls do not use them;
+#: they are honoured here when an operator set them).
+_NOVA_ADAPTER_RETRY_OPTS = ('connect_retries', 'connect_retry_delay',
+                            'status_code_retries', 'status_code_retry_delay')
+
+
+def client_for_context(context: ty.Any,
+                       conf: cfg.ConfigOpts | None = None
+                       ) -> glance_mod.GlanceClient:
+    """A Glance client acting for Nova's request context.
+
+    Identity: Nova's auth plugin for the context
+    (``service_auth.get_service_user_token_auth_plugin``: the user's
+    token, wrapped with a service token when ``[service_user]
+    send_service_user_token`` is true) and ``context.global_id`` as the
+    global request id.
+
+    Connection, by ``[snapshot_ext_nova] glance_connection``:
+
+    ``nova`` (default)
+        Nova's cached ``[glance]`` keystoneauth session and the endpoint
+        Nova's own ``get_api_servers`` picks (``[glance] api_servers``,
+        else the ``[glance]`` adapter: ``endpoint_override`` or the
+        catalog).
+    ``snapshot_ext_glance``
+        a session and adapter options from ``[snapshot_ext_glance]``.
+
+    :param context: a ``nova.context.RequestContext`` with a token.
+    :param conf: Nova's ``CONF`` with the plugin's options; default the
+        one the hook was installed with, else ``nova.conf.CONF``.
+    :returns: :class:`~nova_snapshot_ext.image.glance.GlanceClient`.
+    :raises GlanceUnavailable: no Glance endpoint could be found.
+    """
+    from nova.image import glance as nova_glance
+    from nova import service_auth
+
+    if conf is None:
+        conf = _state.conf
+    if conf is None:
+        import nova.conf
+        conf = nova.conf.CONF
+    auth = service_auth.get_service_user_token_auth_plugin(context)
+    if conf[conf_mod.GROUP].glance_connection == conf_mod.CONNECTION_PLUGIN:
+        with _lock:
+            if _state.plugin_session is None:
+                _state.plugin_session = glance_mod.load_session(conf)
+            session = _state.plugin_session
+        options = glance_mod.adapter_kwargs(conf)
+    else:
+        session = service_auth.get_service_auth_session('glance')
+        try:
+            endpoint = next(nova_glance.get_api_servers(context))
+        except Exception as err:
+            raise exception.GlanceUnavailable(
+                operation='endpoint discovery',
+                reason='%s: %s' % (type(err).__name__, err)) from err
+        if not endpoint:
+            raise exception.GlanceUnavailable(
+                operation='endpoint discovery',
+                reason='no image endpoint in [glance] or the catalog')
+        options = {'endpoint_override': endpoint}
+        for name in _NOVA_ADAPTER_RETRY_OPTS:
+            value = getattr(conf.glance, name, None)
+            if value is not None:
+                options[name] = value
+    return glance_mod.GlanceClient(session, auth=auth,
+                                   global_request_id=context.global_id,
+                                   **options)
