@@ -153,9 +153,34 @@ class ImageRecord:
         return kwargs
 
 
-def _is_never_inherited(key: str, operator_keys: ty.Collection[str]) -> bool:
+#: Keys Nova keeps in an instance's system metadata that are not image
+#: metadata (``owner_*`` names, the boot roles, the encrypted admin
+#: password of the metadata API, Ironic's counters...).  Nova's
+#: ``get_image_from_system_metadata`` copies them onto snapshots; the
+#: plugin never does.
+NON_IMAGE_SYSTEM_METADATA = frozenset([
+    'owner_user_name', 'owner_project_name', 'boot_roles',
+    'network_allocated', 'clean_attempts', 'old_vm_state'])
+
+#: Prefixes of the same kind: ``password_0``..``password_3`` hold the
+#: server's encrypted password; ``*instance_type_*`` are legacy flavors.
+NON_IMAGE_SYSTEM_METADATA_PREFIXES = ('password_', 'instance_type_',
+                                      'new_instance_type_',
+                                      'old_instance_type_')
+
+
+def is_never_inherited(key: str,
+                       operator_keys: ty.Collection[str] = ()) -> bool:
+    """True if property ``key`` must never be copied onto a snapshot.
+
+    :param key: property name.
+    :param operator_keys: ``[snapshot_ext] non_inheritable_image_
+        properties``.
+    """
     return (key in NEVER_INHERITED or key in operator_keys or
-            key.startswith(NEVER_INHERITED_PREFIXES))
+            key.startswith(NEVER_INHERITED_PREFIXES) or
+            key in NON_IMAGE_SYSTEM_METADATA or
+            key.startswith(NON_IMAGE_SYSTEM_METADATA_PREFIXES))
 
 
 def _to_int(value: ty.Any, field: str) -> int:
@@ -262,7 +287,7 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     properties: dict[str, str] = {}
     dropped = []
     for key, value in inherited.items():
-        if _is_never_inherited(key, non_inheritable):
+        if is_never_inherited(key, non_inheritable):
             dropped.append(key)
             continue
         if key in ('kernel_id', 'ramdisk_id') and (
