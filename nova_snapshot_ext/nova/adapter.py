@@ -93,12 +93,14 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
     :param member: project to share the image with (Nova's
         ``instance_owner``), or ``None``.
     :param non_inheritable: ``[snapshot_ext] non_inheritable_image_
-        properties``.  Keys the plugin never copies onto a snapshot
-        (:func:`~.metadata.is_never_inherited`: secrets such as Nova's
-        ``password_N`` system metadata, owner names, Glance-internal and
-        read-only names) are dropped, so the image matches what the
-        plugin's own builder and the early preflight produce; the mapping
-        keys Nova built are kept.
+        properties``; those keys are dropped, and so are Nova system
+        metadata keys that are not image metadata but that Nova copies
+        onto snapshots (``password_N``, ``owner_user_name``...; see
+        :func:`~.metadata.is_non_image_system_metadata`).  Nova has
+        already dropped the keys it never inherits (``os_glance*``,
+        encryption keys, signatures), so any reserved name left here came
+        from the user's metadata and is refused by the preflight, as the
+        early check refuses it.
     :returns: :class:`~.metadata.ImageRecord`; its id is ``sent['id']``
         or a new UUID; property values are kept exactly as Nova encoded
         them (a non-string value is left for the preflight to refuse).
@@ -110,8 +112,8 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
     for key, value in sent.items():
         if key in RECORD_ATTRIBUTES or value is None:
             continue
-        if (key not in metadata_mod.MAPPING_KEYS and
-                metadata_mod.is_never_inherited(key, non_inheritable)):
+        if (key in non_inheritable or
+                metadata_mod.is_non_image_system_metadata(key)):
             dropped.append(key)
             continue
         properties[key] = value

@@ -169,6 +169,12 @@ NON_IMAGE_SYSTEM_METADATA_PREFIXES = ('password_', 'instance_type_',
                                       'old_instance_type_')
 
 
+def is_non_image_system_metadata(key: str) -> bool:
+    """True for Nova system metadata keys that are not image metadata."""
+    return (key in NON_IMAGE_SYSTEM_METADATA or
+            key.startswith(NON_IMAGE_SYSTEM_METADATA_PREFIXES))
+
+
 def is_never_inherited(key: str,
                        operator_keys: ty.Collection[str] = ()) -> bool:
     """True if property ``key`` must never be copied onto a snapshot.
@@ -179,8 +185,7 @@ def is_never_inherited(key: str,
     """
     return (key in NEVER_INHERITED or key in operator_keys or
             key.startswith(NEVER_INHERITED_PREFIXES) or
-            key in NON_IMAGE_SYSTEM_METADATA or
-            key.startswith(NON_IMAGE_SYSTEM_METADATA_PREFIXES))
+            is_non_image_system_metadata(key))
 
 
 def _to_int(value: ty.Any, field: str) -> int:

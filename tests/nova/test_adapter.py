@@ -45,18 +45,19 @@ class TestRecordFromGlanceMeta(oslotest_base.BaseTestCase):
 
     def test_secrets_and_glance_state_not_copied(self):
         # Nova copies every system metadata key (password_N, owner
-        # names...) and Cinder's bookkeeping onto the image; the plugin
-        # keeps what its own builder would.
+        # names...) onto the image; the plugin does not. Reserved names
+        # can only be the user's here: kept for the preflight to refuse.
         sent = {'name': 'n', 'visibility': 'private',
                 'block_device_mapping': '[]', 'bdm_v2': 'True',
                 'root_device_name': '/dev/vda', 'os_distro': 'x',
                 'password_0': 'c2VjcmV0', 'owner_user_name': 'alice',
                 'owner_project_name': 'demo', 'boot_roles': 'admin',
-                'checksum': 'abc', 'image_id': 'I0', 'site_secret': 's'}
+                'site_secret': 's', 'os_glance_x': 'y'}
         record = adapter.record_from_glance_meta(
             sent, non_inheritable=['site_secret'])
         self.assertEqual(['bdm_v2', 'block_device_mapping', 'os_distro',
-                          'root_device_name'], sorted(record.properties))
+                          'os_glance_x', 'root_device_name'],
+                         sorted(record.properties))
 
     def test_member_and_generated_id(self):
         record = adapter.record_from_glance_meta(
