@@ -36,6 +36,8 @@ class Attempt:
     :ivar reason: why it failed; ``None`` when active.
     :ivar status: HTTP status of the failure, when there was one.
     :ivar cleaned_up: the attempt's image was deleted.
+    :ivar created: this attempt created its image (as opposed to finding
+        one an earlier or concurrent try of the same snapshot made).
     :ivar location_api: for a location: ``'new'`` or ``'legacy'``.
     :ivar url: for a location: the redacted URL.
     """
@@ -49,6 +51,7 @@ class Attempt:
     reason: str | None = None
     status: int | None = None
     cleaned_up: bool = False
+    created: bool = False
     location_api: str | None = None
     url: str | None = None
 

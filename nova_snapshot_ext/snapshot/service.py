@@ -320,6 +320,9 @@ class SnapshotService:
             notes=list(prepared.notes))
         last_error: exception.SnapshotExtException | None = None
         plan = list(prepared.plan)
+        # Set once the first attempt's id turns out burned: later attempts
+        # only look for an image an earlier try of this snapshot left.
+        probe_only = False
         index = -1
         while index + 1 < len(plan):
             index += 1
@@ -332,7 +335,8 @@ class SnapshotService:
                 location_api=planned.location_api, url=planned.url)
             result.attempts.append(attempt)
             try:
-                image = self._run_attempt(glance, record, attempt, result)
+                image = self._run_attempt(glance, record, attempt, result,
+                                          probe_only)
             except exception.SnapshotExtException as err:
                 last_error = err
                 attempt.outcome = 'failed'
@@ -340,14 +344,15 @@ class SnapshotService:
                 attempt.status = err.kwargs.get('status') or getattr(
                     err, 'code', None)
                 if err.kwargs.get('burned'):
-                    # This attempt's id was used by an earlier try of the
-                    # same snapshot and deleted: the next attempt's id may
-                    # hold the image that try left active.
+                    # The id was used by an earlier try of this snapshot
+                    # and deleted: a later attempt's id may hold the image
+                    # that try left active, but nothing new is created.
+                    probe_only = True
                     continue
-                if not (isinstance(err, exception.GlanceConflict) and
-                        err.kwargs.get('operation') == 'create'):
-                    # A 409 on create means the id belongs to an image that
-                    # is not this snapshot: never delete someone else's.
+                if attempt.created or err.kwargs.get('poisoned') or (
+                        err.kwargs.get('create_unknown')):
+                    # Never delete an image this attempt did not make,
+                    # unless Glance poisoned it (nobody can activate it).
                     self._cleanup(glance, attempt, result)
                 if err.kwargs.get('schema_refusal'):
                     # The operator changed Glance's formats since discovery.
@@ -355,13 +360,20 @@ class SnapshotService:
                 if planned.method == 'location':
                     self._after_location_failure(glance, plan, index, err,
                                                  result)
-                if self._next_after(planned, err):
+                if not probe_only and self._next_after(planned, err):
                     LOG.warning('Snapshot %(name)s: %(attempt)s; trying the '
                                 'next attempt', {
                                     'name': record.name,
                                     'attempt': attempt.describe()})
                     continue
                 break
+            except Exception:
+                # Not ours to translate (a bug, a bad option read late...):
+                # still leave nothing behind.
+                attempt.outcome = 'failed'
+                if attempt.created:
+                    self._cleanup(glance, attempt, result)
+                raise
             attempt.outcome = 'active'
             result.image_id = image['id']
             result.status = image['status']
@@ -380,6 +392,9 @@ class SnapshotService:
         result.plan = [p.describe() for p in plan]
         reason = '; '.join('%s %s: %s' % (a.method, a.disk_format, a.reason)
                            for a in result.attempts)
+        if probe_only:
+            reason += ('; no image of an earlier try of this snapshot is '
+                       'left: retry with a new image_id')
         if result.cleaned_up:
             reason += '; deleted image(s) %s' % ', '.join(result.cleaned_up)
         if result.leftover:
@@ -463,80 +478,154 @@ class SnapshotService:
                                       attempt.container_format,
                                       image_id=attempt.image_id)
         try:
-            return glance.create(**kwargs)
+            image = glance.create(**kwargs)
         except exception.GlanceConflict as err:
             existing = self._read_back(glance, record, attempt, err)
-            if existing is None:
-                raise
             result.reused = True
             return existing
+        except exception.SnapshotExtException as err:
+            status = err.kwargs.get('status')
+            if not (isinstance(status, int) and 400 <= status < 500):
+                # The POST may have gone through (lost answer, 5xx after
+                # the insert): the id is ours alone, so delete by id.
+                err.kwargs['create_unknown'] = True
+            raise
+        attempt.created = True
+        return image
 
     def _read_back(self, glance: glance_mod.GlanceClient,
                    record: metadata_mod.ImageRecord,
                    attempt: result_mod.Attempt,
-                   conflict: exception.GlanceConflict
-                   ) -> dict[str, ty.Any] | None:
+                   conflict: exception.GlanceConflict | None
+                   ) -> dict[str, ty.Any]:
         """After a 409 on create: is the image with our id this snapshot?
 
-        A create whose response was lost and that keystoneauth (or the
-        host) retried finds its own image: same id, same name, same
-        mappings.  Anything else is a real conflict.
+        A create whose answer was lost and that keystoneauth (or the host)
+        retried, or a concurrent try of the same snapshot, finds the image:
+        same id, same name, same mappings.
 
-        :raises GlanceConflict: with ``burned=True`` when the id was used
-            and the image deleted (Glance never reuses an id).
+        :returns: the image, to be adopted.
+        :raises GlanceConflict: ``burned=True`` when the id is taken by
+            nothing this caller can see (deleted earlier, or another
+            project's); without it when the image is a different one.
         """
         image_id = attempt.image_id
         assert image_id is not None
         try:
             image = glance.get(image_id)
-        except exception.GlanceNotFound:
+        except exception.GlanceNotFound as err:
             raise exception.GlanceConflict(
                 operation='create', image_id=image_id, status=409,
-                burned=True, reason='image id %s was used before and the '
-                'image deleted; Glance never reuses an id' % image_id
-            ) from conflict
+                burned=True, reason='image id %s is taken by no image this '
+                'caller can see (deleted earlier, or another project\'s); '
+                'Glance never reuses an id' % image_id
+            ) from (conflict or err)
         same = (image.get('name') == record.name and
                 image.get('block_device_mapping') ==
                 record.properties.get('block_device_mapping'))
         if not same:
-            return None
-        LOG.info('Image %s already exists for this snapshot (a retried '
-                 'create); reading it back instead of creating another',
+            raise exception.GlanceConflict(
+                operation='create', image_id=image_id, status=409,
+                reason='image id %s belongs to another image (%r); choose '
+                'another image_id' % (image_id, image.get('name')))
+        LOG.info('Image %s already exists for this snapshot (a retried or '
+                 'concurrent try); adopting it instead of creating another',
                  image_id)
         return image
 
     def _run_attempt(self, glance: glance_mod.GlanceClient,
                      record: metadata_mod.ImageRecord,
                      attempt: result_mod.Attempt,
-                     result: result_mod.SnapshotResult) -> dict[str, ty.Any]:
-        image = self._create(glance, record, attempt, result)
+                     result: result_mod.SnapshotResult,
+                     probe_only: bool = False) -> dict[str, ty.Any]:
+        if probe_only:
+            image = self._read_back(glance, record, attempt, None)
+            result.reused = True
+        else:
+            image = self._create(glance, record, attempt, result)
         attempt.image_id = image['id']
-        if image.get('status') == 'active':
-            self._verify(image, attempt)
-            return image
+        if not attempt.created:
+            return self._adopt(glance, record, attempt, image)
         if record.member:
-            try:
-                glance.add_member(image['id'], record.member)
-            except exception.GlanceConflict:
-                LOG.debug('Project %s is already a member of image %s',
-                          record.member, image['id'])
+            self._add_member(glance, image['id'], record.member)
         if attempt.method == 'location':
             return self._activate_by_location(glance, image, attempt)
-        if image.get('status') == 'queued':
-            payload = payloads.payload(attempt.disk_format)
+        return self._upload(glance, image, attempt)
+
+    @staticmethod
+    def _add_member(glance: glance_mod.GlanceClient, image_id: str,
+                    member: str) -> None:
+        try:
+            glance.add_member(image_id, member)
+        except exception.GlanceConflict:
+            LOG.debug('Project %s is already a member of image %s',
+                      member, image_id)
+
+    def _upload(self, glance: glance_mod.GlanceClient,
+                image: dict[str, ty.Any],
+                attempt: result_mod.Attempt) -> dict[str, ty.Any]:
+        """Upload the honest payload of the image's own disk_format."""
+        payload = payloads.payload(attempt.disk_format)
+        try:
             glance.upload(image['id'], payload,
                           disk_format=attempt.disk_format)
-            # Glance answers 204 only after the data is stored and the image
-            # is active (design rule 6; glance/api/v2/image_data.py), and it
-            # checked the length we declared: no read-back request needed.
-            image = dict(image, status='active', size=len(payload))
-            self._verify(image, attempt)
+        except exception.ImageFormatRejected as err:
+            # A 415 leaves stray data behind: the image can never be
+            # activated again, whoever made it.
+            err.kwargs['poisoned'] = True
+            raise
+        except exception.GlanceConflict:
+            # A concurrent try of this snapshot uploaded first.
+            return self._wait_active(glance, image['id'], attempt)
+        # Glance answers 204 only after the data is stored and the image is
+        # active (design rule 6; glance/api/v2/image_data.py), and it
+        # checked the length we declared: no read-back request needed.
+        image = dict(image, status='active', size=len(payload))
+        self._verify(image, attempt)
+        return image
+
+    def _adopt(self, glance: glance_mod.GlanceClient,
+               record: metadata_mod.ImageRecord,
+               attempt: result_mod.Attempt,
+               image: dict[str, ty.Any]) -> dict[str, ty.Any]:
+        """Finish an image another try of this snapshot made.
+
+        Such an image is never deleted unless Glance poisoned it.  It
+        keeps the format it was created with: its payload is that
+        format's, so nothing is ever uploaded under another label.
+        """
+        status = image.get('status')
+        attempt.disk_format = image.get('disk_format') or attempt.disk_format
+        attempt.container_format = (image.get('container_format') or
+                                    attempt.container_format)
+        if status == 'active':
+            attempt.size = image.get('size') or 0
             return image
-        # A retried create found its image mid-upload: wait for it.
-        return self._wait_active(glance, image['id'], attempt)
+        if status == 'queued':
+            if record.member:
+                self._add_member(glance, image['id'], record.member)
+            if (attempt.disk_format not in payloads.SUPPORTED_FORMATS or
+                    attempt.container_format != plan_mod.CONTAINER_FORMAT):
+                raise exception.GlanceConflict(
+                    operation='adopt', image_id=image['id'], status=409,
+                    reason='image %s of an earlier try is queued as %s/%s, '
+                    'which the plugin cannot activate honestly' % (
+                        image['id'], attempt.disk_format,
+                        attempt.container_format))
+            attempt.method = 'upload'
+            attempt.size = payloads.payload_size(attempt.disk_format)
+            return self._upload(glance, image, attempt)
+        if status in ('saving', 'importing', 'uploading'):
+            return self._wait_active(glance, image['id'], attempt,
+                                     check=False)
+        raise exception.GlanceConflict(
+            operation='adopt', image_id=image['id'], status=409,
+            reason='image %s of an earlier try of this snapshot is %s'
+            % (image['id'], status))
 
     def _wait_active(self, glance: glance_mod.GlanceClient, image_id: str,
-                     attempt: result_mod.Attempt) -> dict[str, ty.Any]:
+                     attempt: result_mod.Attempt,
+                     check: bool = True) -> dict[str, ty.Any]:
         timeout = self.conf.snapshot_ext.activation_timeout
         interval = self.conf.snapshot_ext.activation_poll_interval
         deadline = self._clock() + timeout
@@ -544,7 +633,10 @@ class SnapshotService:
             image = glance.get(image_id)
             status = image.get('status')
             if status == 'active':
-                self._verify(image, attempt)
+                if check:
+                    self._verify(image, attempt)
+                else:
+                    attempt.size = image.get('size') or 0
                 return image
             if status not in ('saving', 'importing', 'uploading'):
                 raise exception.GlanceError(
@@ -727,6 +819,8 @@ class SnapshotService:
             # Never created (the create failed), or already gone.
             return
         except exception.SnapshotExtException as err:
+            if self._gone(glance, image_id):
+                return
             LOG.error('Could not delete image %(id)s after a failed '
                       'snapshot attempt: %(err)s; delete it by hand',
                       {'id': image_id, 'err': err})
@@ -734,3 +828,14 @@ class SnapshotService:
             return
         attempt.cleaned_up = True
         LOG.info('Deleted image %s of a failed snapshot attempt', image_id)
+
+    @staticmethod
+    def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
+        """After a refused delete: is the image gone anyway?"""
+        try:
+            glance.get(image_id)
+        except exception.GlanceNotFound:
+            return True
+        except exception.SnapshotExtException:
+            return False
+        return False

@@ -13,6 +13,7 @@
 """SnapshotService with glanceclient replaced at its boundary."""
 
 import hashlib
+import io
 from unittest import mock
 
 import fixtures
@@ -249,6 +250,16 @@ class TestCleanup(ServiceTestBase):
                                 svc.snapshot, self.make_request())
         self.assertIn('did not become active', err.format_message())
         self.assertEqual([0.5, 0.5], self.sleeps)
+        # Not this call's image: another try may still finish it.
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
+        self.assertEqual([], err.result.cleaned_up)
+
+    def test_unexpected_error_after_create_still_cleans_up(self):
+        svc = self.make_service()
+        with mock.patch.object(svc, '_upload',
+                               side_effect=RuntimeError('bug')):
+            self.assertRaises(RuntimeError, svc.snapshot,
+                              self.make_request())
         self.assertNothingLeft()
 
     def test_reused_image_becomes_active_while_waiting(self):
@@ -622,3 +633,91 @@ class TestTaskFailureReason(ServiceTestBase):
             self.client, 'i'))
         self.assertIsNone(service.SnapshotService.location_task_failure(
             self.client, 'none'))
+
+
+class TestAdoption(ServiceTestBase):
+    """Images another try of the same snapshot made (retries, races)."""
+
+    def _leftover(self, svc, disk_format, status='queued', size=None):
+        record = svc.build_record(self.make_request())
+        self.fake.client().images.create(**record.create_kwargs(
+            disk_format, 'bare'))
+        self.fake.images[IMAGE_ID].update(status=status, size=size)
+
+    def test_queued_leftover_gets_its_own_formats_payload(self):
+        # Never zero bytes under a qcow2 label.
+        svc = self.make_service()
+        self._leftover(svc, 'qcow2')
+        uploads = []
+        real = fake_glanceclient._Images.upload
+
+        def spy(images, image_id, data, image_size=None):
+            body = data.read() if hasattr(data, 'read') else data
+            uploads.append(body)
+            return real(images, image_id, io.BytesIO(body), image_size)
+
+        with mock.patch.object(fake_glanceclient._Images, 'upload', spy):
+            result = svc.snapshot(self.make_request())
+        self.assertEqual(('active', 'qcow2', IMAGE_ID),
+                         (result.status, result.disk_format,
+                          result.image_id))
+        self.assertEqual([payloads.payload('qcow2')], uploads)
+
+    def test_active_image_of_other_format_is_kept(self):
+        # A first try pinned to qcow2 succeeded; the retry without the pin
+        # must return that image, not delete it.
+        svc = self.make_service()
+        self._leftover(svc, 'qcow2', status='active',
+                       size=payloads.payload_size('qcow2'))
+        result = svc.snapshot(self.make_request())
+        self.assertEqual((IMAGE_ID, 'qcow2', True),
+                         (result.image_id, result.disk_format,
+                          result.reused))
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
+
+    def test_concurrent_upload_409_waits_for_active(self):
+        # Two tries of one snapshot: the other one uploaded first.
+        svc = self.make_service()
+        self._leftover(svc, 'raw')
+
+        def other_won(image_id, data, image_size=None):
+            self.fake.images[image_id].update(status='active', size=0)
+            raise gexc.HTTPConflict('Image status transition from active '
+                                    'to saving is not allowed')
+
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               side_effect=other_won):
+            result = svc.snapshot(self.make_request())
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
+
+    def test_poisoned_leftover_is_deleted_and_next_attempt_runs(self):
+        svc = self.make_service()
+        self._leftover(svc, 'raw')
+        self.fake.fail('upload', gexc.HTTPException('HTTP 415 refused'))
+        result = svc.snapshot(self.make_request())
+        self.assertTrue(result.attempts[0].cleaned_up)
+        self.assertEqual('active', result.status)
+        self.assertNotIn(IMAGE_ID, self.fake.images)
+
+    def test_burned_id_only_looks_for_earlier_images(self):
+        # The id was used and the image deleted, and no later attempt's
+        # id holds an image: nothing new is created.
+        self.fake.used_ids.add(IMAGE_ID)
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertNothingLeft()
+        self.assertEqual(1, self.fake.calls.count('create'))
+        self.assertIn('retry with a new image_id', err.format_message())
+
+    def test_foreign_image_message(self):
+        self.fake.client().images.create(id=IMAGE_ID, name='other',
+                                         disk_format='raw',
+                                         container_format='bare')
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertIn('belongs to another image', err.format_message())
+        self.assertEqual('other', self.fake.images[IMAGE_ID]['name'])
