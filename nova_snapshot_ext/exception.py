@@ -135,6 +135,12 @@ class PropertyQuotaExceeded(PreflightError):
                 "(Glance's image_property_quota, default 128)")
 
 
+class UnsupportedCharacter(PreflightError):
+    msg_fmt = _("Image %(what)s '%(property)s' contains %(char)s, a "
+                "character outside the Basic Multilingual Plane (4 bytes "
+                "in UTF-8); Glance refuses such text (400)")
+
+
 class RequiredPropertyMissing(PreflightError):
     msg_fmt = _("This Glance requires image property '%(property)s' "
                 "(image schema 'required' list) and the snapshot does not "

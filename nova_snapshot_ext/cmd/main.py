@@ -25,8 +25,11 @@ Sub-commands:
     print the image as Glance returns it, stop Glance.  ``--location``
     activates through a location served by a local web server.
 
-Each takes ``--format json`` for scripts.  Exit status: 0 success,
-1 the snapshot or probe failed, 2 bad input (usage, request or config).
+Each takes ``--format json`` for scripts.  Exit status: 0 success;
+1 the snapshot or probe failed (Glance refused or failed, or this Glance and
+this driver have no honest format in common); 2 bad input: usage, the
+request (including a preflight refusal of its properties) or the
+configuration.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import locations
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
@@ -78,7 +82,8 @@ def _load_conf(config_files: list[str]) -> cfg.ConfigOpts:
         if not os.path.isfile(path):
             raise exception.ConfigurationError(
                 group='-', option='--config-file',
-                reason='%s does not exist' % path)
+                reason='%s %s' % (path, 'is not a file' if os.path.exists(
+                    path) else 'does not exist'))
     conf(args=[], project='nova-snapshot-ext',
          default_config_files=config_files, default_config_dirs=[])
     logging.setup(conf, 'nova-snapshot-ext')
@@ -101,7 +106,27 @@ def _read_request(path: str) -> request_mod.SnapshotRequest:
     except ValueError as err:
         raise exception.InvalidRequest(field='<file>',
                                        reason='not valid JSON: %s' % err)
+    except RecursionError:
+        raise exception.InvalidRequest(field='<file>',
+                                       reason='JSON nested too deeply')
     return request_mod.SnapshotRequest.from_dict(data)
+
+
+def redact_image(image: dict[str, ty.Any]) -> dict[str, ty.Any]:
+    """The image as Glance returned it, minus URL secrets.
+
+    ``direct_url`` and ``locations[].url`` can carry a location's user
+    info or signed query string (design rule 8).
+    """
+    shown = dict(image)
+    if shown.get('direct_url'):
+        shown['direct_url'] = locations.redact_url(shown['direct_url'])
+    if isinstance(shown.get('locations'), list):
+        shown['locations'] = [
+            dict(loc, url=locations.redact_url(loc.get('url')))
+            if isinstance(loc, dict) else loc
+            for loc in shown['locations']]
+    return shown
 
 
 LEGACY_UNKNOWN = ('the legacy location API cannot be discovered without '
@@ -231,7 +256,7 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
                 'result': failed.to_dict() if failed else None}
         _print(data, 'FAILED: %s' % err.format_message(), fmt)
         return 1, None
-    image = service.glance.get(result.image_id or '')
+    image = redact_image(service.glance.get(result.image_id or ''))
     if fmt == 'json':
         _print({'result': result.to_dict(), 'image': image}, '', fmt)
     else:
@@ -304,9 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except exception.FormatNotAllowed as err:
+        # This Glance and this driver have no honest format in common.
+        print('error: %s' % err.format_message(), file=sys.stderr)
+        return 1
     except (exception.InvalidRequest, exception.InvalidServerState,
             exception.ConfigurationError, exception.DriverNotFound,
-            cfg.Error) as err:
+            exception.PreflightError, cfg.Error) as err:
         message = (err.format_message() if isinstance(
             err, exception.SnapshotExtException) else str(err))
         print('error: %s' % message, file=sys.stderr)

@@ -130,8 +130,28 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     TLS, timeout and the auth plugin (when ``auth_type`` is set) come from
     that group.  Reuse the session for every snapshot: it pools the HTTP
     connections.
+
+    :raises ConfigurationError: unknown ``auth_type``, missing plugin
+        options, or neither an auth plugin nor ``endpoint_override``.
     """
-    auth = ks_loading.load_auth_from_conf_options(conf, opts.GLANCE_GROUP)
+    try:
+        auth = ks_loading.load_auth_from_conf_options(conf,
+                                                      opts.GLANCE_GROUP)
+    except ks_exc.NoMatchingPlugin as err:
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option='auth_type',
+            reason='%s (keystoneauth1 plugins: password, v3password, token, '
+            'admin_token, none, ...)' % err) from err
+    except ks_exc.MissingRequiredOptions as err:
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option=', '.join(
+                o.dest for o in err.options), reason=str(err)) from err
+    if auth is None and not conf[opts.GLANCE_GROUP].endpoint_override:
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option='auth_type',
+            reason='no auth plugin and no endpoint_override: set auth_type '
+            '(e.g. password with auth_url, username, password, project_name, '
+            'or admin_token with endpoint and token)')
     return ks_loading.load_session_from_conf_options(
         conf, opts.GLANCE_GROUP, auth=auth)
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import logging as std_logging
 import re
 import threading
 import time
@@ -134,6 +135,68 @@ def scrub(text: str, url: str | None) -> str:
     text = text.replace(url, redacted)
     quoted = urllib.parse.quote(url, safe='')
     return text.replace(quoted, redacted)
+
+
+#: Libraries that log request lines or bodies at DEBUG (keystoneauth's
+#: request/response logging, urllib3's connection pool, glanceclient).
+SCRUBBED_LOGGERS = (
+    'keystoneauth', 'keystoneauth.session', 'keystoneauth.session.request',
+    'keystoneauth.session.response', 'keystoneauth.session.body',
+    'urllib3.connectionpool', 'glanceclient.common.http')
+
+
+class SecretLogFilter(std_logging.Filter):
+    """Rewrites log records that quote a registered secret URL.
+
+    Attached to :data:`SCRUBBED_LOGGERS`, so even with those libraries at
+    DEBUG (which logs request bodies and request lines) a location URL's
+    credentials and query string never reach a log line (design rule 8).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def add(self, url: str) -> None:
+        """Register ``url`` (and its request-line form) as secret."""
+        redacted = redact_url(url)
+        pairs = {url: redacted,
+                 urllib.parse.quote(url, safe=''): redacted}
+        parts = urllib.parse.urlsplit(url)
+        if parts.query:
+            pairs['%s?%s' % (parts.path, parts.query)] = parts.path + '?***'
+        if parts.password:
+            pairs[parts.password] = '***'
+        with self._lock:
+            self._secrets.update({k: v for k, v in pairs.items()
+                                  if k and k != v})
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        if not self._secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: B902 - never break logging
+            return True
+        scrubbed = message
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            scrubbed = scrubbed.replace(secret, self._secrets[secret])
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        return True
+
+
+_LOG_FILTER = SecretLogFilter()
+
+
+def protect_in_logs(url: str) -> None:
+    """Keep ``url``'s secret parts out of every library log line."""
+    _LOG_FILTER.add(url)
+    for name in SCRUBBED_LOGGERS:
+        logger = std_logging.getLogger(name)
+        if _LOG_FILTER not in logger.filters:
+            logger.addFilter(_LOG_FILTER)
 
 
 def _config_error(reason: str, option: str = OPTION
@@ -417,6 +480,7 @@ class LocationSource:
                  fetcher: ty.Callable[[ty.Any, str], bytes] | None = None):
         self.url = check_url(conf.location_url)
         self.redacted = redact_url(self.url)
+        protect_in_logs(self.url)
         self.disk_format = check_disk_format(conf.location_disk_format)
         self.expected = parse_validation_data(conf.location_validation_data)
         self.hash_algo = conf.location_hash_algo

@@ -196,9 +196,10 @@ def _to_int(value: ty.Any, field: str) -> int:
     except (TypeError, ValueError):
         raise exception.InvalidRequest(
             field=field, reason='must be an integer, got %r' % (value,))
-    if number < 0:
+    if not 0 <= number <= 2 ** 31 - 1:
         raise exception.InvalidRequest(
-            field=field, reason='must be >= 0, got %d' % number)
+            field=field, reason='must be between 0 and 2147483647 (a '
+            'Glance integer attribute), got %d' % number)
     return number
 
 

@@ -88,6 +88,19 @@ def check_property_name(key: str,
                                             length=len(key))
 
 
+#: Glance's integer columns (``min_ram``, ``min_disk``) are 32-bit.
+MAX_INT = 2 ** 31 - 1
+
+
+def _check_bmp(what: str, key: str, text: str) -> None:
+    # Glance refuses 4-byte UTF-8 characters in image attributes and
+    # properties (glance.common.utils.no_4byte_params, for MySQL's utf8).
+    for char in text:
+        if ord(char) > 0xFFFF:
+            raise exception.UnsupportedCharacter(
+                what=what, property=key[:40], char='U+%04X' % ord(char))
+
+
 def _check_schema_constraints(key: str, value: str,
                               definition: ty.Mapping[str, ty.Any]) -> None:
     enum = definition.get('enum')
@@ -115,14 +128,27 @@ def check_image_record(record: metadata_mod.ImageRecord,
     if len(record.name) > MAX_KEY_LENGTH:
         raise exception.PropertyValueTooLong(
             property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
-    custom_names = capabilities.base_attributes - PLUGIN_ATTRIBUTES
+    _check_bmp('name', 'name', record.name)
     schema_props = capabilities.schema_properties
+    for attr in ('min_ram', 'min_disk'):
+        value = getattr(record, attr)
+        limit = (schema_props.get(attr) or {}).get('maximum', MAX_INT)
+        if not 0 <= value <= limit:
+            raise exception.PreflightError(
+                reason='%s is %d; Glance accepts 0 to %d' % (
+                    attr, value, limit))
+    # Every base attribute, including those the plugin sets itself from
+    # the record (name, visibility, min_ram...): such a key among the
+    # properties came from user metadata and would be silently replaced.
+    base_names = (capabilities.base_attributes | PLUGIN_ATTRIBUTES) - (
+        _custom_schema_keys(schema_props))
     for key, value in sorted(record.properties.items()):
-        check_property_name(key, custom_names - _custom_schema_keys(
-            schema_props))
+        check_property_name(key, base_names)
         if not isinstance(value, str):
             raise exception.PropertyValueNotString(
                 property=key, type=type(value).__name__)
+        _check_bmp('property', key, key)
+        _check_bmp('property value of', key, value)
         definition = schema_props.get(key)
         if isinstance(definition, dict):
             _check_schema_constraints(key, value, definition)

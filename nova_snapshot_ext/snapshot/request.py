@@ -91,6 +91,13 @@ def _fail(field: str, reason: str) -> ty.NoReturn:
     raise exception.InvalidRequest(field=field, reason=reason)
 
 
+def _check_text(value: str, field: str) -> None:
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError:
+        _fail(field, 'is not valid Unicode text (it holds a lone surrogate)')
+
+
 def _str(data: dict, key: str, path: str, required: bool = False,
          max_len: int | None = None) -> str | None:
     value = data.get(key)
@@ -100,6 +107,7 @@ def _str(data: dict, key: str, path: str, required: bool = False,
         return None
     if not isinstance(value, str):
         _fail(path + key, 'must be a string, got %s' % type(value).__name__)
+    _check_text(value, path + key)
     if required and not value.strip():
         _fail(path + key, 'must not be empty')
     if max_len is not None and len(value) > max_len:
@@ -148,11 +156,13 @@ def _str_dict(data: dict, key: str, path: str,
     for k, v in value.items():
         if not isinstance(k, str):
             _fail(path + key, 'key %r is not a string' % (k,))
+        _check_text(k, path + key)
         if v is None and allow_none:
             continue
         if not isinstance(v, str):
             _fail('%s%s.%s' % (path, key, k),
                   'must be a string, got %s' % type(v).__name__)
+        _check_text(v, '%s%s.%s' % (path, key, k))
     return dict(value)
 
 

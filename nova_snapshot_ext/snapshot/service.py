@@ -101,6 +101,32 @@ class PreparedSnapshot:
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
+def check_options(conf: cfg.ConfigOpts) -> None:
+    """Read every ``[snapshot_ext]`` option now, before anything exists.
+
+    oslo.config checks a value (type, ``min``, ``choices``) only when it is
+    first read; reading them all here turns a bad value into a clear error
+    at start-up instead of a failure after an image was created.
+
+    :raises ConfigurationError: naming the option and the reason.
+    """
+    group = conf[opts.CORE_GROUP]
+    for opt in opts.core_opts + opts.location_opts:
+        try:
+            getattr(group, opt.dest)
+        except (cfg.Error, ValueError) as err:
+            raise exception.ConfigurationError(
+                group=opts.CORE_GROUP, option=opt.dest,
+                reason=str(err)) from err
+    for fmt in group.disk_formats:
+        if fmt not in payloads.SUPPORTED_FORMATS:
+            raise exception.ConfigurationError(
+                group=opts.CORE_GROUP, option='disk_formats',
+                reason='%r is not a disk format the plugin can make an '
+                'honest payload of (it can: %s)' % (
+                    fmt, ', '.join(payloads.SUPPORTED_FORMATS)))
+
+
 class SnapshotService:
     """Register volume-backed snapshot images in Glance, honestly.
 
@@ -121,6 +147,7 @@ class SnapshotService:
                  clock: ty.Callable[[], float] = time.monotonic):
         opts.register_opts(conf)
         self.conf = conf
+        check_options(conf)
         self.driver = driver or driver_mod.load_driver(conf)
         self._glance = glance
         self._sleep = sleep

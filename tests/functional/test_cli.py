@@ -110,7 +110,7 @@ class TestCLI(fbase.FunctionalTestCase):
         path, name = self.write_request(metadata={'os_glance_x': '1'})
         proc = self.run_cli('snapshot', '--config-file', self.conf_file,
                             path)
-        self.assertEqual(1, proc.returncode)
+        self.assertEqual(2, proc.returncode)
         self.assertIn("'os_glance_x' is reserved", proc.stderr)
         self.assertEqual([], self.list_all_images(filters={'name': name}))
 

@@ -329,3 +329,38 @@ class TestServiceToken(base.TestCase):
                                 mock.Mock())
         self.assertIn('[snapshot_ext_service_user] auth_type',
                       err.format_message())
+
+
+class TestSecretLogFilter(base.TestCase):
+
+    def test_library_debug_lines_are_scrubbed(self):
+        import logging as std_logging
+
+        url = 'http://user:S3cret@objects.test:8080/e.qcow2?token=T0P'
+        locations.protect_in_logs(url)
+        logger = std_logging.getLogger('keystoneauth.session')
+        records = []
+
+        class Keep(std_logging.Handler):
+            def emit(self, record):
+                records.append(record.getMessage())
+
+        handler = Keep()
+        logger.addHandler(handler)
+        old_level = logger.level
+        logger.setLevel(std_logging.DEBUG)
+        self.addCleanup(logger.removeHandler, handler)
+        self.addCleanup(logger.setLevel, old_level)
+        logger.debug('REQ: curl -X POST -d %s', '{"url": "%s"}' % url)
+        urllib3 = std_logging.getLogger('urllib3.connectionpool')
+        urllib3.addHandler(handler)
+        self.addCleanup(urllib3.removeHandler, handler)
+        urllib3.setLevel(std_logging.DEBUG)
+        self.addCleanup(urllib3.setLevel, std_logging.NOTSET)
+        urllib3.debug('%s "%s %s HTTP/1.1" %s', 'http://objects.test:8080',
+                      'GET', '/e.qcow2?token=T0P', 200)
+        self.assertEqual(2, len(records))
+        for line in records:
+            self.assertNotIn('S3cret', line)
+            self.assertNotIn('T0P', line)
+        self.assertIn('http://***@objects.test:8080/e.qcow2?***', records[0])

@@ -113,3 +113,27 @@ class TestPreflight(base.TestCase):
         rec = record()
         rec.name = 'n' * 256
         self.refuse(exception.PropertyValueTooLong, rec)
+
+    def test_plugin_set_attributes_in_user_metadata_refused(self):
+        # They would be silently replaced by the plugin's own values.
+        for name in ('visibility', 'name', 'min_ram', 'disk_format',
+                     'container_format'):
+            err = self.refuse(exception.ReservedProperty,
+                              record(**{name: 'x'}))
+            self.assertEqual(name, err.kwargs['property'])
+
+    def test_four_byte_characters_refused(self):
+        for rec in (record(**{'k\U0001F600': 'v'}),
+                    record(k='v\U0001F600')):
+            err = self.refuse(exception.UnsupportedCharacter, rec)
+            self.assertIn('U+1F600', err.format_message())
+        rec = record()
+        rec.name = 'snap \U0001F600'
+        self.refuse(exception.UnsupportedCharacter, rec)
+        preflight.check_image_record(record(k='caf\u00e9 \u4e2d'), caps())
+
+    def test_min_ram_out_of_range(self):
+        rec = record()
+        rec.min_ram = 2 ** 31
+        err = self.refuse(exception.PreflightError, rec)
+        self.assertIn('min_ram', err.format_message())

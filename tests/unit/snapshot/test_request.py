@@ -178,3 +178,21 @@ class TestSnapshotRequest(base.TestCase):
         req = self._parse(base.sample_request_dict())
         again = request.SnapshotRequest.from_dict(req.to_dict())
         self.assertEqual(req, again)
+
+    def test_lone_surrogate_refused(self):
+        data = base.sample_request_dict()
+        data['name'] = 'bad \ud800'
+        self.assertFieldError(data, 'name')
+        data = base.sample_request_dict()
+        data['metadata'] = {'k': 'v\udfff'}
+        self.assertFieldError(data, 'metadata.k')
+
+    def test_min_ram_beyond_glance_integer(self):
+        from nova_snapshot_ext.snapshot import metadata
+        data = base.sample_request_dict()
+        data['server']['system_metadata']['image_min_ram'] = str(2 ** 31)
+        req = self._parse(data)
+        err = self.assertRaises(exception.InvalidRequest,
+                                metadata.build_image_record, req)
+        self.assertEqual('server.system_metadata.image_min_ram',
+                         err.kwargs['field'])
