@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import typing as ty
 
@@ -81,9 +82,9 @@ def _load_conf(config_files: list[str]) -> cfg.ConfigOpts:
     for path in config_files:
         if not os.path.isfile(path):
             raise exception.ConfigurationError(
-                group='-', option='--config-file',
-                reason='%s %s' % (path, 'is not a file' if os.path.exists(
-                    path) else 'does not exist'))
+                '--config-file %s %s' % (path, 'is not a file' if
+                                         os.path.exists(path) else
+                                         'does not exist'))
     conf(args=[], project='nova-snapshot-ext',
          default_config_files=config_files, default_config_dirs=[])
     logging.setup(conf, 'nova-snapshot-ext')
@@ -272,8 +273,16 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return run_snapshot(conf, request, args.format)[0]
 
 
+def _exit_on_sigterm(signum: int, frame: ty.Any) -> None:
+    # SystemExit unwinds the demo's context managers: Glance is stopped
+    # and its temp dir removed, as on Ctrl-C.
+    raise SystemExit(128 + signum)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from nova_snapshot_ext.embedded import demo
+
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     return demo.run(profile=args.profile, driver=args.driver,
                     request_path=args.request or SAMPLE_REQUEST,
                     fmt=args.format, location=args.location)
@@ -308,8 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('demo', help='run against an embedded real Glance')
     common(p, config=False)
     p.add_argument('--profile', default='default',
-                   help='embedded Glance profile (default, no-raw, '
-                   'vhd-only, vmdk-only, iso-only, no-enforcement, ...)')
+                   help='embedded Glance profile: default, no-raw, '
+                   'vhd-only (vhd,vhdx), vmdk-only, iso-only, '
+                   'no-enforcement, http-store, legacy-locations; with '
+                   '--location, default means http-store')
     p.add_argument('--driver', default='libvirt',
                    help='hypervisor driver: libvirt, vmwareapi, hyperv, '
                    'xenapi, ironic, zvm, fake (default: libvirt)')
@@ -318,31 +329,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--location', action='store_true',
                    help='activate through a location: Glance with the http '
                    'store (profile http-store unless --profile says '
-                   'otherwise) reads a valid empty qcow2 image from a '
-                   'local web server the demo starts')
+                   'otherwise) reads a valid empty image (qcow2, or the '
+                   'first inspectable format the driver reads) from a '
+                   'local web server the demo starts; the API is chosen '
+                   'automatically (the new one where Glance lists 2.17)')
     p.set_defaults(func=cmd_demo)
     return parser
+
+
+def _fail(message: str, code: int, fmt: str) -> int:
+    """Report an error: stderr, and a JSON object on stdout for scripts."""
+    print('error: %s' % message, file=sys.stderr)
+    if fmt == 'json':
+        print(json.dumps({'error': message, 'exit_code': code}, indent=2))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    fmt = getattr(args, 'format', 'text')
     try:
         return int(args.func(args))
     except exception.FormatNotAllowed as err:
         # This Glance and this driver have no honest format in common.
-        print('error: %s' % err.format_message(), file=sys.stderr)
-        return 1
+        return _fail(err.format_message(), 1, fmt)
     except (exception.InvalidRequest, exception.InvalidServerState,
             exception.ConfigurationError, exception.DriverNotFound,
             exception.PreflightError, cfg.Error) as err:
         message = (err.format_message() if isinstance(
             err, exception.SnapshotExtException) else str(err))
-        print('error: %s' % message, file=sys.stderr)
-        return 2
+        return _fail(message, 2, fmt)
     except exception.SnapshotExtException as err:
-        print('error: %s' % err.format_message(), file=sys.stderr)
-        return 1
+        return _fail(err.format_message(), 1, fmt)
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):
             print('interrupted', file=sys.stderr)

@@ -43,7 +43,9 @@ from nova_snapshot_ext.embedded import glance as embedded
 from nova_snapshot_ext.image import payloads
 
 #: Path and disk_format of the object the location demo serves.
-LOCATION_PATH = '/nova-snapshot-ext/empty.qcow2'
+LOCATION_PATH = '/nova-snapshot-ext/empty.%s'
+#: Used when the driver reads it; else the first non-empty format the
+#: driver reads that the plugin checks with the inspector.
 LOCATION_FORMAT = 'qcow2'
 
 LOCATION_CONFIG = """
@@ -151,20 +153,58 @@ endpoint_override = {endpoint}
 
 
 def write_config(path: str, endpoint: str, token: str, driver: str,
-                 location_url: str | None = None) -> None:
+                 location_url: str | None = None,
+                 location_format: str = LOCATION_FORMAT) -> None:
     """Write a nova-snapshot-ext config file for an embedded Glance.
 
     :param location_url: when set, activate through this location
-        (``location-first``, disk_format :data:`LOCATION_FORMAT`).
+        (``location-first``, disk_format ``location_format``).
     """
     text = CONFIG_TEMPLATE.format(endpoint=endpoint, token=token,
                                   driver=driver)
     if location_url:
         head, sep, tail = text.partition('\n\n')
         text = head + LOCATION_CONFIG.format(
-            url=location_url, disk_format=LOCATION_FORMAT) + sep + tail
+            url=location_url, disk_format=location_format) + sep + tail
     with open(path, 'w', encoding='utf-8') as f:
         f.write(text)
+
+
+def location_format_for(driver_name: str) -> str:
+    """The disk format of the demo's location object for this driver.
+
+    :raises DriverNotFound: unknown driver.
+    :raises ConfigurationError: the driver reads no format the plugin can
+        serve honestly as a non-empty location object.
+    """
+    from oslo_config import cfg
+
+    from nova_snapshot_ext import driver as driver_mod
+    from nova_snapshot_ext import exception
+    from nova_snapshot_ext.image import locations
+
+    conf = cfg.ConfigOpts()
+    conf([], default_config_files=[], default_config_dirs=[])
+    readable = driver_mod.load_driver(conf, driver_name).disk_formats
+    usable = [f for f in readable if f in locations.INSPECTABLE_FORMATS and
+              payloads.payload_size(f) > 0]
+    if LOCATION_FORMAT in usable:
+        return LOCATION_FORMAT
+    if not usable:
+        raise exception.ConfigurationError(
+            group='demo', option='--driver', reason='driver %r reads no '
+            'format a location object can honestly hold' % driver_name)
+    return usable[0]
+
+
+def _check_driver(name: str) -> None:
+    from nova_snapshot_ext import driver as driver_mod
+    from nova_snapshot_ext import exception
+
+    names = driver_mod.driver_names()
+    if name not in names:
+        raise exception.DriverNotFound(name=name,
+                                       available=', '.join(names))
 
 
 def run(profile: str = 'default', driver: str = 'libvirt',
@@ -180,6 +220,7 @@ def run(profile: str = 'default', driver: str = 'libvirt',
     """
     from nova_snapshot_ext import exception
 
+    _check_driver(driver)
     if location and profile == 'default':
         profile = 'http-store'
     if profile not in embedded.PROFILES:
@@ -194,21 +235,37 @@ def run(profile: str = 'default', driver: str = 'libvirt',
     log = sys.stderr if fmt == 'text' else open(os.devnull, 'w')
     print('Starting an embedded real Glance (profile %s)...' % profile,
           file=log)
-    objects = ObjectServer({LOCATION_PATH: payloads.payload(
-        LOCATION_FORMAT)})
+    location_format = location_format_for(driver) if location else ''
+    path = LOCATION_PATH % location_format
+    objects = ObjectServer({path: payloads.payload(location_format)}
+                           if location else {})
+    try:
+        return _run(objects, profile, driver, request, request_path, token,
+                    fmt, log, location, location_format, path)
+    finally:
+        print('Glance and the object server stopped; temp dir removed.',
+              file=log)
+        if log is not sys.stderr:
+            log.close()
+
+
+def _run(objects: ObjectServer, profile: str, driver: str,
+         request: ty.Any, request_path: str, token: str, fmt: str,
+         log: ty.Any, location: bool, location_format: str,
+         path: str) -> int:
     with objects, embedded.EmbeddedGlance(
             identity='token', **embedded.PROFILES[profile]) as glance:
-        location_url = objects.url(LOCATION_PATH) if location else None
+        location_url = objects.url(path) if location else None
         if location_url:
             print('Serving the location object %s (%d B of %s)'
-                  % (location_url, len(objects.objects[LOCATION_PATH]),
-                     LOCATION_FORMAT), file=log)
+                  % (location_url, len(objects.objects[path]),
+                     location_format), file=log)
         print('Glance %s is up; snapshotting %s with driver %s'
               % (glance.endpoint, os.path.basename(request_path), driver),
               file=log)
         conf_path = os.path.join(glance.base_dir, 'nova-snapshot-ext.conf')
         write_config(conf_path, glance.endpoint, token, driver,
-                     location_url)
+                     location_url, location_format or LOCATION_FORMAT)
         conf = cli._load_conf([conf_path])
         code, image = cli.run_snapshot(conf, request, fmt)
         if image and fmt == 'text':
@@ -220,8 +277,4 @@ def run(profile: str = 'default', driver: str = 'libvirt',
                 print('Location (direct_url): %s\nGlance computed %s %s'
                       % (image.get('direct_url'), image.get('os_hash_algo'),
                          image.get('os_hash_value')))
-    print('Glance and the object server stopped; temp dir removed.',
-          file=log)
-    if log is not sys.stderr:
-        log.close()
     return code

@@ -16,6 +16,8 @@ import io
 import json
 import os
 
+from unittest import mock
+
 import fixtures
 
 from nova_snapshot_ext.cmd import main
@@ -109,3 +111,21 @@ class TestCheckOptions(base.TestCase):
                           service.SnapshotService, self.conf,
                           glance=glance_mod.GlanceClient.__new__(
                               glance_mod.GlanceClient))
+
+
+class TestDemoChoices(base.TestCase):
+
+    def test_location_object_format_follows_driver(self):
+        from nova_snapshot_ext.embedded import demo
+        self.assertEqual('qcow2', demo.location_format_for('libvirt'))
+        self.assertEqual('vhdx', demo.location_format_for('hyperv'))
+        self.assertEqual('vmdk', demo.location_format_for('vmwareapi'))
+        self.assertRaises(exception.ConfigurationError,
+                          demo.location_format_for, 'zvm')
+
+    def test_unknown_driver_refused_before_glance_starts(self):
+        from nova_snapshot_ext.embedded import demo
+        with mock.patch.object(demo.embedded, 'EmbeddedGlance') as glance:
+            self.assertRaises(exception.DriverNotFound, demo.run,
+                              driver='bogus')
+        glance.assert_not_called()
