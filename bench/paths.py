@@ -41,6 +41,8 @@ The worker spec (a dict, JSON from the orchestrator) has:
                 shipped sample request
 ``request``     the shipped sample request (a dict)
 ``prefix``      image name prefix of this worker, e.g. ``bench-nova-c16-``
+``location_url`` the loopback URL of the valid empty qcow2 the
+                ``plugin-location`` path activates images from
 """
 
 from __future__ import annotations
@@ -145,6 +147,9 @@ class PluginPath(BenchPath):
         conf([], default_config_files=[], default_config_dirs=[])
         for key, value in self.options.items():
             conf.set_override(key, value, group=opts.CORE_GROUP)
+        if self.options.get('activation_method', 'upload') != 'upload':
+            conf.set_override('location_url', self.spec['location_url'],
+                              group=opts.CORE_GROUP)
         session = token_session(self.spec['endpoint'], self.spec['token'])
         client = glance_mod.GlanceClient(
             session, endpoint_override=self.spec['endpoint'])
@@ -266,6 +271,12 @@ class FloorPath(BenchPath):
 PATHS: dict[str, ty.Callable[[ty.Mapping[str, ty.Any]], BenchPath]] = {
     'plugin': functools.partial(PluginPath,
                                 options={'activation_method': 'upload'}),
+    # Location mode: Glance's service location API reads (and hashes) a
+    # valid empty qcow2 served on loopback; its wall time is the time to
+    # active, polled every [snapshot_ext] activation_poll_interval.
+    'plugin-location': functools.partial(
+        PluginPath, options={'activation_method': 'location-first',
+                             'location_disk_format': 'qcow2'}),
     'nova': NovaPath,
     'floor': FloorPath,
 }

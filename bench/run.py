@@ -275,8 +275,10 @@ def count_active(endpoint: str, token: str, prefix: str) -> dict[str, int]:
 def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     """Run the whole benchmark; returns the results document."""
     from nova_snapshot_ext.cmd import main as cli
+    from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
     from nova_snapshot_ext.embedded import tokenauth
+    from nova_snapshot_ext.image import payloads
 
     stamp = datetime.datetime.now(datetime.timezone.utc)
     run_id = stamp.strftime('%Y%m%d-%H%M%S')
@@ -303,7 +305,10 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     glance = embedded.from_profile(args.profile, identity='token',
                                    access_log=True)
     workers: dict[tuple[str, int], WorkerProcess] = {}
-    with glance:
+    objects = demo.ObjectServer({'/bench/empty.qcow2':
+                                 payloads.payload('qcow2')})
+    with objects, glance:
+        location_url = objects.url('/bench/empty.qcow2')
         doc['glance'] = {'endpoint': glance.endpoint,
                          'workers': '1 gunicorn worker, gthread, 8 threads'}
         access = AccessLog(glance.access_log_file, glance.endpoint)
@@ -317,7 +322,7 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
                             'token': token, 'project_id': project,
                             'user_id': user, 'roles': list(_ROLES),
                             'template': template, 'request': request,
-                            'concurrency': c,
+                            'concurrency': c, 'location_url': location_url,
                             'prefix': 'bench-%s-c%d-' % (p, c)}
                     key = '%s/c%d' % (p, c)
                     proc = WorkerProcess(spec, os.path.join(
@@ -379,9 +384,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--paths', nargs='+', default=list(paths.PATHS),
                         choices=list(paths.PATHS),
                         help='paths to run (default: all)')
-    parser.add_argument('--profile', default='default',
+    parser.add_argument('--profile', default='http-store',
                         help='embedded Glance profile (default: '
-                             '%(default)s)')
+                             '%(default)s: Glance defaults plus the http '
+                             'store the plugin-location path needs)')
     parser.add_argument('--output-dir', default='bench-results',
                         help='where the JSON, markdown and PNG go '
                              '(default: %(default)s)')
