@@ -253,7 +253,7 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
         result = service.snapshot(request)
     except exception.ActivationFailed as err:
         failed = getattr(err, 'result', None)
-        data = {'error': err.format_message(),
+        data = {'error': err.format_message(), 'exit_code': 1,
                 'result': failed.to_dict() if failed else None}
         _print(data, 'FAILED: %s' % err.format_message(), fmt)
         return 1, None

@@ -56,6 +56,7 @@ import urllib.parse
 
 from oslo_log import log as logging
 from oslo_utils.imageutils import format_inspector
+from requests import utils as requests_utils
 
 from nova_snapshot_ext import exception
 
@@ -159,15 +160,22 @@ class SecretLogFilter(std_logging.Filter):
         self._lock = threading.Lock()
 
     def add(self, url: str) -> None:
-        """Register ``url`` (and its request-line form) as secret."""
+        """Register ``url`` as secret, in every form a library logs it.
+
+        That is the URL as configured, percent-quoted whole, and as
+        ``requests`` re-quotes it before sending (spaces, ``%``, non-ASCII),
+        each also as the ``path?query`` of urllib3's request line.
+        """
         redacted = redact_url(url)
-        pairs = {url: redacted,
-                 urllib.parse.quote(url, safe=''): redacted}
-        parts = urllib.parse.urlsplit(url)
-        if parts.query:
-            pairs['%s?%s' % (parts.path, parts.query)] = parts.path + '?***'
-        if parts.password:
-            pairs[parts.password] = '***'
+        pairs = {urllib.parse.quote(url, safe=''): redacted}
+        for form in {url, requests_utils.requote_uri(url)}:
+            pairs[form] = redacted
+            parts = urllib.parse.urlsplit(form)
+            if parts.query:
+                pairs['%s?%s' % (parts.path, parts.query)] = (
+                    parts.path + '?***')
+            if parts.password:
+                pairs[parts.password] = '***'
         with self._lock:
             self._secrets.update({k: v for k, v in pairs.items()
                                   if k and k != v})

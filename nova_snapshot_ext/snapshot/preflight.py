@@ -128,7 +128,7 @@ def check_image_record(record: metadata_mod.ImageRecord,
     if len(record.name) > MAX_KEY_LENGTH:
         raise exception.PropertyValueTooLong(
             property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
-    _check_bmp('name', 'name', record.name)
+    _check_bmp('attribute', 'name', record.name)
     schema_props = capabilities.schema_properties
     for attr in ('min_ram', 'min_disk'):
         value = getattr(record, attr)

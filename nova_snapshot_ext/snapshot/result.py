@@ -52,6 +52,7 @@ class Attempt:
     status: int | None = None
     cleaned_up: bool = False
     created: bool = False
+    create_sent: bool = dataclasses.field(default=False, repr=False)
     location_api: str | None = None
     url: str | None = None
 

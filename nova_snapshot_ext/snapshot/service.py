@@ -66,6 +66,12 @@ from nova_snapshot_ext.snapshot import result as result_mod
 
 LOG = logging.getLogger(__name__)
 
+#: Statuses in which an image another try was finishing is being
+#: deleted or was refused; Glance can still return an image while its
+#: delete is in flight.
+_GONE = ('deleted', 'pending_delete', 'killed')
+_GONE_OR_REVERTED = _GONE + ('queued',)
+
 #: Failures that mean "this format is refused here", so the next attempt
 #: (another format, on a fresh image) may succeed.
 FORMAT_REFUSALS = (exception.ImageFormatRejected,)
@@ -149,6 +155,13 @@ class SnapshotService:
         self.conf = conf
         check_options(conf)
         self.driver = driver or driver_mod.load_driver(conf)
+        pinned = conf.snapshot_ext.disk_formats
+        if pinned and not plan_mod.candidate_formats(self.driver, pinned):
+            raise exception.ConfigurationError(
+                group=opts.CORE_GROUP, option='disk_formats',
+                reason='none of %s is raw or a format driver %r reads (%s)'
+                % (', '.join(pinned), self.driver.name,
+                   ', '.join(self.driver.disk_formats)))
         self._glance = glance
         self._sleep = sleep
         self._clock = clock
@@ -362,8 +375,9 @@ class SnapshotService:
                 location_api=planned.location_api, url=planned.url)
             result.attempts.append(attempt)
             try:
-                image = self._run_attempt(glance, record, attempt, result,
-                                          probe_only)
+                image = self._run_attempt(
+                    glance, record, attempt, result, probe_only,
+                    {p.disk_format for p in plan if p.method == 'upload'})
             except exception.SnapshotExtException as err:
                 last_error = err
                 attempt.outcome = 'failed'
@@ -381,6 +395,13 @@ class SnapshotService:
                     # Never delete an image this attempt did not make,
                     # unless Glance poisoned it (nobody can activate it).
                     self._cleanup(glance, attempt, result)
+                if (not attempt.created and not probe_only and
+                        err.kwargs.get('other_try_moved_on')):
+                    # The image of a concurrent try of this snapshot was
+                    # refused or removed under us: that try moves on to
+                    # the next attempt, and so do we (its id holds the
+                    # image that try makes next).
+                    continue
                 if err.kwargs.get('schema_refusal'):
                     # The operator changed Glance's formats since discovery.
                     self.capabilities.invalidate(glance)
@@ -394,11 +415,11 @@ class SnapshotService:
                                     'attempt': attempt.describe()})
                     continue
                 break
-            except Exception:
-                # Not ours to translate (a bug, a bad option read late...):
-                # still leave nothing behind.
+            except BaseException:
+                # Not ours to translate (a bug, Ctrl-C...): still leave
+                # nothing behind that this attempt created or may have.
                 attempt.outcome = 'failed'
-                if attempt.created:
+                if attempt.created or attempt.create_sent:
                     self._cleanup(glance, attempt, result)
                 raise
             attempt.outcome = 'active'
@@ -504,6 +525,7 @@ class SnapshotService:
         kwargs = record.create_kwargs(attempt.disk_format,
                                       attempt.container_format,
                                       image_id=attempt.image_id)
+        attempt.create_sent = True
         try:
             image = glance.create(**kwargs)
         except exception.GlanceConflict as err:
@@ -540,6 +562,10 @@ class SnapshotService:
         assert image_id is not None
         try:
             image = glance.get(image_id)
+            if image.get('status') in _GONE:
+                raise exception.GlanceNotFound(
+                    operation='get', image_id=image_id, status=404,
+                    reason='image is %s' % image.get('status'))
         except exception.GlanceNotFound as err:
             raise exception.GlanceConflict(
                 operation='create', image_id=image_id, status=409,
@@ -564,7 +590,8 @@ class SnapshotService:
                      record: metadata_mod.ImageRecord,
                      attempt: result_mod.Attempt,
                      result: result_mod.SnapshotResult,
-                     probe_only: bool = False) -> dict[str, ty.Any]:
+                     probe_only: bool = False,
+                     allowed: ty.Collection[str] = ()) -> dict[str, ty.Any]:
         if probe_only:
             image = self._read_back(glance, record, attempt, None)
             result.reused = True
@@ -572,7 +599,16 @@ class SnapshotService:
             image = self._create(glance, record, attempt, result)
         attempt.image_id = image['id']
         if not attempt.created:
-            return self._adopt(glance, record, attempt, image)
+            try:
+                return self._adopt(glance, record, attempt, image, allowed)
+            except exception.SnapshotExtException as err:
+                # Gone, refused or reverted to queued: the try that made
+                # it has met a refusal and moves on to its next attempt.
+                err.kwargs['other_try_moved_on'] = (
+                    isinstance(err, exception.ImageFormatRejected) or
+                    err.kwargs.get('status') in (404, 410, 500) or
+                    bool(err.kwargs.get('reverted')))
+                raise
         if record.member:
             self._add_member(glance, image['id'], record.member)
         if attempt.method == 'location':
@@ -604,6 +640,23 @@ class SnapshotService:
         except exception.GlanceConflict:
             # A concurrent try of this snapshot uploaded first.
             return self._wait_active(glance, image['id'], attempt)
+        except exception.SnapshotExtException as err:
+            # Two uploads into one image race: Glance answers the loser 410
+            # ("deleted during the upload") or 500 although the winner left
+            # the image active.  Never fail (and delete) a finished image.
+            try:
+                current = glance.get(image['id'])
+            except exception.SnapshotExtException:
+                raise err from None
+            status = current.get('status')
+            if status == 'active':
+                attempt.size = current.get('size') or 0
+                return current
+            if status in ('saving', 'importing', 'uploading'):
+                # Another try's upload is under way: wait for it.
+                return self._wait_active(glance, image['id'], attempt,
+                                         check=False)
+            raise
         # Glance answers 204 only after the data is stored and the image is
         # active (design rule 6; glance/api/v2/image_data.py), and it
         # checked the length we declared: no read-back request needed.
@@ -614,7 +667,8 @@ class SnapshotService:
     def _adopt(self, glance: glance_mod.GlanceClient,
                record: metadata_mod.ImageRecord,
                attempt: result_mod.Attempt,
-               image: dict[str, ty.Any]) -> dict[str, ty.Any]:
+               image: dict[str, ty.Any],
+               allowed: ty.Collection[str] = ()) -> dict[str, ty.Any]:
         """Finish an image another try of this snapshot made.
 
         Such an image is never deleted unless Glance poisoned it.  It
@@ -631,14 +685,15 @@ class SnapshotService:
         if status == 'queued':
             if record.member:
                 self._add_member(glance, image['id'], record.member)
-            if (attempt.disk_format not in payloads.SUPPORTED_FORMATS or
+            if (attempt.disk_format not in allowed or
                     attempt.container_format != plan_mod.CONTAINER_FORMAT):
                 raise exception.GlanceConflict(
                     operation='adopt', image_id=image['id'], status=409,
                     reason='image %s of an earlier try is queued as %s/%s, '
-                    'which the plugin cannot activate honestly' % (
-                        image['id'], attempt.disk_format,
-                        attempt.container_format))
+                    'which this Glance and driver do not allow the plugin '
+                    'to activate honestly now; delete it, or retry with a '
+                    'new image_id' % (image['id'], attempt.disk_format,
+                                      attempt.container_format))
             attempt.method = 'upload'
             attempt.size = payloads.payload_size(attempt.disk_format)
             return self._upload(glance, image, attempt)
@@ -668,6 +723,7 @@ class SnapshotService:
             if status not in ('saving', 'importing', 'uploading'):
                 raise exception.GlanceError(
                     operation='activation', image_id=image_id,
+                    reverted=status in _GONE_OR_REVERTED,
                     reason='image is %s after its payload was accepted'
                     % status)
             if self._clock() >= deadline:
@@ -860,9 +916,9 @@ class SnapshotService:
     def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
         """After a refused delete: is the image gone anyway?"""
         try:
-            glance.get(image_id)
+            image = glance.get(image_id)
         except exception.GlanceNotFound:
             return True
         except exception.SnapshotExtException:
             return False
-        return False
+        return image.get('status') in _GONE

@@ -364,3 +364,25 @@ class TestSecretLogFilter(base.TestCase):
             self.assertNotIn('S3cret', line)
             self.assertNotIn('T0P', line)
         self.assertIn('http://***@objects.test:8080/e.qcow2?***', records[0])
+
+    def test_requoted_forms_are_scrubbed(self):
+        # requests re-quotes a URL before sending: a space becomes %20.
+        import logging as std_logging
+
+        url = 'http://objects.test/my disk.qcow2?sig=S3CRET x'
+        locations.protect_in_logs(url)
+        logger = std_logging.getLogger('urllib3.connectionpool')
+        records = []
+
+        class Keep(std_logging.Handler):
+            def emit(self, record):
+                records.append(record.getMessage())
+
+        handler = Keep()
+        logger.addHandler(handler)
+        self.addCleanup(logger.removeHandler, handler)
+        logger.setLevel(std_logging.DEBUG)
+        self.addCleanup(logger.setLevel, std_logging.NOTSET)
+        logger.debug('%s "%s %s HTTP/1.1" %s', 'http://objects.test:80',
+                     'GET', '/my%20disk.qcow2?sig=S3CRET%20x', 200)
+        self.assertNotIn('S3CRET', records[0])

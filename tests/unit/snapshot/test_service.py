@@ -721,3 +721,63 @@ class TestAdoption(ServiceTestBase):
                                 self.make_request())
         self.assertIn('belongs to another image', err.format_message())
         self.assertEqual('other', self.fake.images[IMAGE_ID]['name'])
+
+    def test_upload_lost_race_but_image_active_is_kept(self):
+        # Two uploads into one image: Glance answers the loser 410 while
+        # the winner left the image active. The loser must not delete it.
+        svc = self.make_service()
+
+        def other_finished(image_id, data, image_size=None):
+            self.fake.images[image_id].update(status='active', size=0)
+            raise gexc.HTTPException('HTTP 410 Gone: could not be found '
+                                     'after upload')
+
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               side_effect=other_finished):
+            result = svc.snapshot(self.make_request())
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
+
+    def test_adopted_image_refused_under_us_moves_on(self):
+        # The other try's first image was refused (it will delete it and
+        # move on): this call moves on to the next attempt too.
+        svc = self.make_service()
+        self._leftover(svc, 'raw', status='saving')
+        real_get = fake_glanceclient._Images.get
+        calls = []
+
+        def get(images, image_id):
+            calls.append(image_id)
+            if len(calls) == 2:
+                raise gexc.HTTPNotFound('deleted by the other try')
+            return real_get(images, image_id)
+
+        with mock.patch.object(fake_glanceclient._Images, 'get', get):
+            result = svc.snapshot(self.make_request())
+        self.assertEqual('active', result.status)
+        self.assertEqual('qcow2', result.disk_format)
+
+    def test_interrupt_after_create_cleans_up(self):
+        svc = self.make_service()
+        with mock.patch.object(svc, '_upload',
+                               side_effect=KeyboardInterrupt):
+            self.assertRaises(KeyboardInterrupt, svc.snapshot,
+                              self.make_request())
+        self.assertNothingLeft()
+
+    def test_leftover_in_format_not_allowed_is_refused_not_uploaded(self):
+        svc = self.make_service('zvm')
+        self._leftover(svc, 'qcow2')
+        err = self.assertRaises(exception.ActivationFailed, svc.snapshot,
+                                self.make_request())
+        self.assertIn('delete it, or retry with a new image_id',
+                      err.format_message())
+        self.assertNotIn('upload', self.fake.calls)
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+
+    def test_pinned_formats_the_driver_cannot_read(self):
+        self.flags(disk_formats=['ploop'])
+        err = self.assertRaises(exception.ConfigurationError,
+                                self.make_service)
+        self.assertIn('[snapshot_ext] disk_formats', err.format_message())
