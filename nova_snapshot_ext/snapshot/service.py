@@ -395,8 +395,7 @@ class SnapshotService:
                     # Never delete an image this attempt did not make,
                     # unless Glance poisoned it (nobody can activate it).
                     self._cleanup(glance, attempt, result)
-                if (not attempt.created and not probe_only and
-                        err.kwargs.get('other_try_moved_on')):
+                if not probe_only and err.kwargs.get('other_try_moved_on'):
                     # The image of a concurrent try of this snapshot was
                     # refused or removed under us: that try moves on to
                     # the next attempt, and so do we (its id holds the
@@ -593,7 +592,8 @@ class SnapshotService:
                      probe_only: bool = False,
                      allowed: ty.Collection[str] = ()) -> dict[str, ty.Any]:
         if probe_only:
-            image = self._read_back(glance, record, attempt, None)
+            image = self._probe(glance, record, attempt,
+                                first=len(result.attempts) == 2)
             result.reused = True
         else:
             image = self._create(glance, record, attempt, result)
@@ -613,7 +613,35 @@ class SnapshotService:
             self._add_member(glance, image['id'], record.member)
         if attempt.method == 'location':
             return self._activate_by_location(glance, image, attempt)
-        return self._upload(glance, image, attempt)
+        try:
+            return self._upload(glance, image, attempt)
+        except exception.SnapshotExtException as err:
+            # Our image deleted or reverted under us: a concurrent try of
+            # this snapshot had it refused and moved on.
+            if err.kwargs.get('status') in (404, 410) or err.kwargs.get(
+                    'reverted'):
+                err.kwargs['other_try_moved_on'] = True
+            raise
+
+    def _probe(self, glance: glance_mod.GlanceClient,
+               record: metadata_mod.ImageRecord,
+               attempt: result_mod.Attempt,
+               first: bool) -> dict[str, ty.Any]:
+        """Look for the image an earlier or concurrent try made here.
+
+        A concurrent try whose first image was refused is about to create
+        the next attempt's image: the first probe waits for it a little
+        (four poll intervals) before concluding there is none.
+        """
+        polls = 4 if first else 0
+        while True:
+            try:
+                return self._read_back(glance, record, attempt, None)
+            except exception.GlanceConflict as err:
+                if not err.kwargs.get('burned') or polls <= 0:
+                    raise
+            polls -= 1
+            self._sleep(self.conf.snapshot_ext.activation_poll_interval)
 
     @staticmethod
     def _add_member(glance: glance_mod.GlanceClient, image_id: str,
@@ -646,9 +674,17 @@ class SnapshotService:
             # the image active.  Never fail (and delete) a finished image.
             try:
                 current = glance.get(image['id'])
+            except exception.GlanceNotFound:
+                # Deleted under us: another try of this snapshot met a
+                # refusal on this image and moved on; so do we.
+                err.kwargs['other_try_moved_on'] = True
+                raise err from None
             except exception.SnapshotExtException:
                 raise err from None
             status = current.get('status')
+            if status in _GONE:
+                err.kwargs['other_try_moved_on'] = True
+                raise
             if status == 'active':
                 attempt.size = current.get('size') or 0
                 return current

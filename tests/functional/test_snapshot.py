@@ -195,3 +195,60 @@ class TestNoRawGlance(SnapshotTestBase):
                                 glance=self.plugin_client())
         self.assertIn("driver 'zvm' reads raw", err.format_message())
         self.assertEqual([], self.images_named(req.name))
+
+
+class TestConcurrentTries(SnapshotTestBase):
+    """Several tries of one snapshot at once (a host retrying in parallel)."""
+
+    def _run_threads(self, svc, req, count=8):
+        import threading
+
+        results, errors = [], []
+        start = threading.Barrier(count)
+
+        def one():
+            client = self.plugin_client()
+            start.wait()
+            try:
+                results.append(svc.snapshot(req, glance=client))
+            except exception.SnapshotExtException as err:
+                errors.append(err)
+
+        threads = [threading.Thread(target=one) for _ in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        return results, errors
+
+    def test_same_image_id_ends_with_one_active_image(self):
+        req = self.make_request(image_id=uuidutils.generate_uuid())
+        results, errors = self._run_threads(self.make_service(), req)
+        self.assertEqual([], [e.format_message() for e in errors])
+        self.assertEqual({req.image_id}, {r.image_id for r in results})
+        images = self.images_named(req.name)
+        self.assertEqual([(req.image_id, 'active')],
+                         [(i['id'], i['status']) for i in images])
+
+    def test_first_attempt_refused_still_one_image(self):
+        # Every try's first attempt is refused with a real 415 (a payload
+        # that is not what its label says, injected); they all move on to
+        # the next attempt and meet on one image.
+        req = self.make_request(image_id=uuidutils.generate_uuid())
+        svc = self.make_service(disk_formats=['qcow2', 'raw'])
+        real_payload = service.payloads.payload
+
+        def lying_payload(disk_format):
+            if disk_format == 'qcow2':
+                return b'\0' * 1536
+            return real_payload(disk_format)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.snapshot.service.payloads.payload',
+            lying_payload))
+        results, errors = self._run_threads(svc, req)
+        self.assertEqual([], [e.format_message() for e in errors])
+        self.assertEqual(1, len({r.image_id for r in results}))
+        images = self.images_named(req.name)
+        self.assertEqual([('active', 'raw')],
+                         [(i['status'], i['disk_format']) for i in images])
