@@ -177,17 +177,34 @@ class CapabilityCache:
     def __init__(self, ttl: float = 300.0):
         self.ttl = ttl
         self._lock = threading.Lock()
+        self._discovery_lock = threading.Lock()
         self._entries: dict[str, GlanceCapabilities] = {}
 
-    def get(self, client: glance_mod.GlanceClient) -> GlanceCapabilities:
-        key = client.endpoint
+    def _fresh(self, key: str) -> GlanceCapabilities | None:
         with self._lock:
             caps = self._entries.get(key)
-            if caps and time.monotonic() - caps.fetched_at < self.ttl:
+        if caps and time.monotonic() - caps.fetched_at < self.ttl:
+            return caps
+        return None
+
+    def get(self, client: glance_mod.GlanceClient) -> GlanceCapabilities:
+        """The capabilities of ``client``'s Glance, discovered if stale.
+
+        One discovery at a time: threads that find the entry stale while
+        another thread discovers wait for its result instead of all asking
+        Glance at once when the TTL runs out.
+        """
+        key = client.endpoint
+        caps = self._fresh(key)
+        if caps:
+            return caps
+        with self._discovery_lock:
+            caps = self._fresh(key)
+            if caps:
                 return caps
-        caps = discover(client)
-        with self._lock:
-            self._entries[key] = caps
+            caps = discover(client)
+            with self._lock:
+                self._entries[key] = caps
         return caps
 
     def invalidate(self, client: glance_mod.GlanceClient | None = None

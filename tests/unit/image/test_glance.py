@@ -161,3 +161,20 @@ class TestCapabilities(base.TestCase):
         self.assertRaises(exception.GlanceError,
                           capabilities.GlanceCapabilities.from_documents,
                           {'properties': {}})
+
+    def test_one_discovery_when_many_threads_find_it_stale(self):
+        import threading
+
+        cache = capabilities.CapabilityCache(ttl=300)
+        start = threading.Barrier(8)
+
+        def get():
+            start.wait()
+            cache.get(self.client)
+
+        threads = [threading.Thread(target=get) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        self.assertEqual(1, self.fake.calls.count('schema'))
