@@ -13,6 +13,7 @@
 """URL safety, redaction and object checks for location activation."""
 
 import hashlib
+import logging as std_logging
 from unittest import mock
 
 from glanceclient import exc as gexc
@@ -333,32 +334,27 @@ class TestServiceToken(base.TestCase):
 
 class TestSecretLogFilter(base.TestCase):
 
-    def test_library_debug_lines_are_scrubbed(self):
-        import logging as std_logging
+    def capture(self, name):
+        """Lines that logger ``name`` emits at DEBUG during the test."""
+        logger = std_logging.getLogger(name)
+        records = []
+        handler = std_logging.Handler()
+        handler.emit = lambda record: records.append(record.getMessage())
+        logger.addHandler(handler)
+        self.addCleanup(logger.removeHandler, handler)
+        self.addCleanup(logger.setLevel, logger.level)
+        logger.setLevel(std_logging.DEBUG)
+        return logger, records
 
+    def test_library_debug_lines_are_scrubbed(self):
         url = 'http://user:S3cret@objects.test:8080/e.qcow2?token=T0P'
         locations.protect_in_logs(url)
-        logger = std_logging.getLogger('keystoneauth.session')
-        records = []
-
-        class Keep(std_logging.Handler):
-            def emit(self, record):
-                records.append(record.getMessage())
-
-        handler = Keep()
-        logger.addHandler(handler)
-        old_level = logger.level
-        logger.setLevel(std_logging.DEBUG)
-        self.addCleanup(logger.removeHandler, handler)
-        self.addCleanup(logger.setLevel, old_level)
-        logger.debug('REQ: curl -X POST -d %s', '{"url": "%s"}' % url)
-        urllib3 = std_logging.getLogger('urllib3.connectionpool')
-        urllib3.addHandler(handler)
-        self.addCleanup(urllib3.removeHandler, handler)
-        urllib3.setLevel(std_logging.DEBUG)
-        self.addCleanup(urllib3.setLevel, std_logging.NOTSET)
+        ksa, records = self.capture('keystoneauth.session')
+        urllib3, more = self.capture('urllib3.connectionpool')
+        ksa.debug('REQ: curl -X POST -d %s', '{"url": "%s"}' % url)
         urllib3.debug('%s "%s %s HTTP/1.1" %s', 'http://objects.test:8080',
                       'GET', '/e.qcow2?token=T0P', 200)
+        records += more
         self.assertEqual(2, len(records))
         for line in records:
             self.assertNotIn('S3cret', line)
@@ -367,22 +363,10 @@ class TestSecretLogFilter(base.TestCase):
 
     def test_requoted_forms_are_scrubbed(self):
         # requests re-quotes a URL before sending: a space becomes %20.
-        import logging as std_logging
-
         url = 'http://objects.test/my disk.qcow2?sig=S3CRET x'
         locations.protect_in_logs(url)
-        logger = std_logging.getLogger('urllib3.connectionpool')
-        records = []
-
-        class Keep(std_logging.Handler):
-            def emit(self, record):
-                records.append(record.getMessage())
-
-        handler = Keep()
-        logger.addHandler(handler)
-        self.addCleanup(logger.removeHandler, handler)
-        logger.setLevel(std_logging.DEBUG)
-        self.addCleanup(logger.setLevel, std_logging.NOTSET)
-        logger.debug('%s "%s %s HTTP/1.1" %s', 'http://objects.test:80',
-                     'GET', '/my%20disk.qcow2?sig=S3CRET%20x', 200)
+        urllib3, records = self.capture('urllib3.connectionpool')
+        urllib3.debug('%s "%s %s HTTP/1.1" %s', 'http://objects.test:80',
+                      'GET', '/my%20disk.qcow2?sig=S3CRET%20x', 200)
+        self.assertEqual(1, len(records))
         self.assertNotIn('S3CRET', records[0])
