@@ -533,11 +533,25 @@ class SnapshotService:
             return existing
         except exception.SnapshotExtException as err:
             status = err.kwargs.get('status')
-            if not (isinstance(status, int) and 400 <= status < 500):
-                # The POST may have gone through (lost answer, 5xx after
-                # the insert): the id is ours alone, so delete by id.
+            if isinstance(status, int) and 400 <= status < 500:
+                raise
+            # The POST may have gone through (a lost answer, a 5xx after
+            # the insert), ours or a concurrent try's of this snapshot: if
+            # the image exists it is this snapshot's, so finish it rather
+            # than delete it; if not, nothing was made.
+            try:
+                existing = self._read_back(glance, record, attempt, None)
+            except exception.GlanceConflict:
+                raise err from None
+            except exception.SnapshotExtException:
+                # Glance cannot even be read: try to delete by id (the
+                # result lists the id if that fails too).
                 err.kwargs['create_unknown'] = True
-            raise
+                raise err from None
+            LOG.info('Create of image %s failed (%s) but the image exists: '
+                     'finishing it', attempt.image_id, status)
+            result.reused = True
+            return existing
         attempt.created = True
         return image
 
@@ -683,6 +697,13 @@ class SnapshotService:
                 raise err from None
             status = current.get('status')
             if status in _GONE:
+                err.kwargs['other_try_moved_on'] = True
+                raise
+            if status == 'queued' and err.kwargs.get('status') == 500:
+                # Glance's store already holds data for this image (a
+                # concurrent try's refused upload left it): the image can
+                # never be activated; delete it and go on, as after a 415.
+                err.kwargs['poisoned'] = True
                 err.kwargs['other_try_moved_on'] = True
                 raise
             if status == 'active':

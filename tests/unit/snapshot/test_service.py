@@ -214,13 +214,23 @@ class TestCleanup(ServiceTestBase):
         self.assertNothingLeft()
         self.assertEqual([IMAGE_ID], err.result.cleaned_up)
 
-    def test_upload_server_error(self):
-        err = self._fails('upload', gexc.HTTPInternalServerError('boom'))
+    def test_upload_unavailable(self):
+        err = self._fails('upload', gexc.HTTPServiceUnavailable('busy'))
         self.assertEqual([IMAGE_ID], err.result.cleaned_up)
         self.assertIn('deleted image(s) %s' % IMAGE_ID,
                       err.format_message())
         # A non-format failure does not try the other formats.
         self.assertEqual(1, len(err.result.attempts))
+
+    def test_upload_500_on_queued_image_is_a_poisoned_image(self):
+        # Glance's store already holds data for the image (a concurrent
+        # try's refused upload): delete it and go on, as after a 415.
+        self.fake.fail('upload', gexc.HTTPInternalServerError('Duplicate'))
+        result = self.make_service().snapshot(self.make_request())
+        self.assertEqual(['failed', 'active'],
+                         [a.outcome for a in result.attempts])
+        self.assertTrue(result.attempts[0].cleaned_up)
+        self.assertEqual([result.image_id], list(self.fake.images))
 
     def _existing_image(self, svc, status):
         # What a first try left: our record, mid-upload.
@@ -284,7 +294,7 @@ class TestCleanup(ServiceTestBase):
         self.assertEqual([0.5], self.sleeps)
 
     def test_delete_failure_reported_as_leftover(self):
-        self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'))
         err = self.assertRaises(exception.ActivationFailed,
                                 self.make_service().snapshot,
@@ -781,3 +791,23 @@ class TestAdoption(ServiceTestBase):
         err = self.assertRaises(exception.ConfigurationError,
                                 self.make_service)
         self.assertIn('[snapshot_ext] disk_formats', err.format_message())
+
+    def test_create_5xx_but_image_exists_is_finished_not_deleted(self):
+        # A concurrent try's POST landed; ours got a 500.
+        svc = self.make_service()
+        self._leftover(svc, 'raw')
+        self.fake.used_ids.discard(IMAGE_ID)
+        self.fake.fail('create', gexc.HTTPInternalServerError('db'))
+        result = svc.snapshot(self.make_request())
+        self.assertEqual(('active', IMAGE_ID, True),
+                         (result.status, result.image_id, result.reused))
+        self.assertNotIn('delete', self.fake.calls)
+
+    def test_create_5xx_and_glance_unreadable_reports_leftover(self):
+        svc = self.make_service()
+        self.fake.lose_create_response = True
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('down'), times=2)
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'))
+        err = self.assertRaises(exception.ActivationFailed, svc.snapshot,
+                                self.make_request())
+        self.assertEqual([IMAGE_ID], err.result.leftover)
