@@ -141,7 +141,7 @@ class SnapshotDriver(abc.ABC):
 
     #: oslo.config options of group ``[snapshot_ext_<name>]``.  Read from
     #: the class by ``opts.list_opts``; must not need an instance.
-    CONFIG_OPTS: ty.ClassVar[list[cfg.Opt]] = []
+    CONFIG_OPTS: ty.ClassVar[ty.Sequence[cfg.Opt]] = []
 
     #: Option named in the error when :attr:`disk_formats` is invalid.
     #: ``None`` means the list is fixed in code (a driver bug).

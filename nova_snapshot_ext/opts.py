@@ -358,7 +358,7 @@ def _driver_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     # Imported here so that importing opts.py scans no entry points.
     from nova_snapshot_ext import driver as driver_mod
 
-    return [(cls.opt_group(), cls.CONFIG_OPTS)
+    return [(cls.opt_group(), list(cls.CONFIG_OPTS))
             for cls in driver_mod.driver_classes().values()
             if cls.CONFIG_OPTS]
 

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import typing as ty
 import urllib.error
 import urllib.request
 
@@ -59,7 +60,7 @@ DEFAULT_ROLES = ('admin', 'member', 'reader')
 IDENTITY_MODES = ('headers', 'token')
 
 #: Named settings for :class:`EmbeddedGlance` (keyword arguments).
-PROFILES = {
+PROFILES: dict[str, dict[str, ty.Any]] = {
     'default': {},
     'no-raw': {'disk_formats': ('qcow2', 'vmdk', 'vhd', 'vhdx', 'iso')},
     'vhd-only': {'disk_formats': ('vhd', 'vhdx')},
@@ -191,7 +192,7 @@ _FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth'}
 # python executable that ran db_sync.
 _template_lock = threading.Lock()
 _template_dir = None
-_templates = {}
+_templates: dict[str, str] = {}
 _tmp_root_lock = threading.Lock()
 _tmp_root = None
 

@@ -108,8 +108,8 @@ def translate(err: BaseException, operation: str,
     """
     status = _status_of(err)
     reason = locations.scrub(_reason(err), secret_url)
-    kwargs = dict(operation=operation, reason=reason, image_id=image_id,
-                  status=status)
+    kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
+                                     image_id=image_id, status=status)
     if isinstance(err, TypeError):
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400

@@ -130,7 +130,7 @@ def _crc32c_table() -> tuple[int, ...]:
 _CRC32C_TABLE = _crc32c_table()
 
 
-def crc32c(data: bytes) -> int:
+def crc32c(data: bytes | bytearray) -> int:
     """CRC-32C (reflected polynomial 0x82F63B78) of ``data``.
 
     ``crc32c(b'123456789') == 0xE3069283`` (the standard check value).
@@ -190,7 +190,7 @@ def _qcow2() -> bytes:
 
 # --- vhd ------------------------------------------------------------------
 
-def _ones_complement_checksum(data: bytes) -> int:
+def _ones_complement_checksum(data: bytes | bytearray) -> int:
     return (~sum(data)) & 0xFFFFFFFF
 
 

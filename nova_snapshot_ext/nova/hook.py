@@ -134,7 +134,8 @@ def check_nova() -> str | None:
                         (service_auth,
                          'get_service_user_token_auth_plugin')):
         if not callable(getattr(owner, name, None)):
-            return '%s.%s is missing' % (owner.__name__, name)
+            return '%s.%s is missing' % (
+                getattr(owner, '__name__', owner), name)
     return None
 
 
