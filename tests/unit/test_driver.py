@@ -26,7 +26,6 @@ import logging
 
 import fixtures
 from oslo_config import cfg
-from oslo_config import fixture as config_fixture
 from stevedore import driver as sd_driver
 from stevedore import exception as sd_exception
 from stevedore import extension as sd_extension
@@ -41,6 +40,7 @@ from nova_snapshot_ext.drivers import vmwareapi
 from nova_snapshot_ext.drivers import xenapi
 from nova_snapshot_ext.drivers import zvm
 from nova_snapshot_ext import exception
+from tests.unit.drivers import contract
 
 #: The entry points of setup.cfg, by name.
 IN_TREE = {
@@ -111,10 +111,7 @@ class _Base(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
-        self.conf = cfg.ConfigOpts()
-        self.conf_fixture = self.useFixture(config_fixture.Config(self.conf))
+        contract.use_private_conf(self)
 
     def register_compute_driver(self, value: str | None) -> None:
         # Nova registers [DEFAULT] compute_driver (no default).

@@ -39,6 +39,17 @@ else:
     _Base = object
 
 
+def use_private_conf(test: ty.Any) -> None:
+    """Give ``test`` a private ``ConfigOpts`` as ``test.conf``.
+
+    Exception message-format errors are made fatal too.
+    """
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
+    test.conf = cfg.ConfigOpts()
+    test.conf_fixture = test.useFixture(config_fixture.Config(test.conf))
+
+
 class DriverContractMixin(_Base):
     """Tests that hold for every :class:`SnapshotDriver` subclass."""
 
@@ -47,10 +58,7 @@ class DriverContractMixin(_Base):
 
     def setUp(self) -> None:
         super().setUp()
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
-        self.conf = cfg.ConfigOpts()
-        self.conf_fixture = self.useFixture(config_fixture.Config(self.conf))
+        use_private_conf(self)
 
     def flags(self, group: str | None = None, **kw: ty.Any) -> None:
         """Override options; ``group`` defaults to the driver's group.

@@ -685,15 +685,14 @@ class TestAdoption(ServiceTestBase):
                           result.reused))
         self.assertEqual([IMAGE_ID], list(self.fake.images))
 
-    def test_concurrent_upload_409_waits_for_active(self):
-        # Two tries of one snapshot: the other one uploaded first.
-        svc = self.make_service()
-        self._leftover(svc, 'raw')
+    def assertOtherTryFinishesFirst(self, svc, error):
+        """Another try's upload wins; ours then fails with ``error``.
 
+        The call must return that active image and delete nothing.
+        """
         def other_won(image_id, data, image_size=None):
             self.fake.images[image_id].update(status='active', size=0)
-            raise gexc.HTTPConflict('Image status transition from active '
-                                    'to saving is not allowed')
+            raise error
 
         with mock.patch.object(fake_glanceclient._Images, 'upload',
                                side_effect=other_won):
@@ -701,6 +700,13 @@ class TestAdoption(ServiceTestBase):
         self.assertEqual(('active', IMAGE_ID), (result.status,
                                                 result.image_id))
         self.assertEqual([IMAGE_ID], list(self.fake.images))
+
+    def test_concurrent_upload_409_waits_for_active(self):
+        # Two tries of one snapshot: the other one uploaded first.
+        svc = self.make_service()
+        self._leftover(svc, 'raw')
+        self.assertOtherTryFinishesFirst(svc, gexc.HTTPConflict(
+            'Image status transition from active to saving is not allowed'))
 
     def test_poisoned_leftover_is_deleted_and_next_attempt_runs(self):
         svc = self.make_service()
@@ -735,19 +741,9 @@ class TestAdoption(ServiceTestBase):
     def test_upload_lost_race_but_image_active_is_kept(self):
         # Two uploads into one image: Glance answers the loser 410 while
         # the winner left the image active. The loser must not delete it.
-        svc = self.make_service()
-
-        def other_finished(image_id, data, image_size=None):
-            self.fake.images[image_id].update(status='active', size=0)
-            raise gexc.HTTPException('HTTP 410 Gone: could not be found '
-                                     'after upload')
-
-        with mock.patch.object(fake_glanceclient._Images, 'upload',
-                               side_effect=other_finished):
-            result = svc.snapshot(self.make_request())
-        self.assertEqual(('active', IMAGE_ID), (result.status,
-                                                result.image_id))
-        self.assertEqual([IMAGE_ID], list(self.fake.images))
+        self.assertOtherTryFinishesFirst(
+            self.make_service(), gexc.HTTPException(
+                'HTTP 410 Gone: could not be found after upload'))
 
     def test_adopted_image_refused_under_us_moves_on(self):
         # The other try's first image was refused (it will delete it and
