@@ -334,6 +334,8 @@ class FaultProxy(object):
         self._threads: list[threading.Thread] = []
         self._socks: set = set()
         self._stopping = threading.Event()
+        self._idle = threading.Condition(self._lock)
+        self._inflight = 0
         self.port = None
 
     # ------------------------------------------------------------------
@@ -414,6 +416,18 @@ class FaultProxy(object):
                 continue
             n += 1
         return n
+
+    def wait_idle(self, timeout=60.0):
+        """Wait until no request is inside the proxy (late ones included).
+
+        A ``delay`` or ``restart`` fault keeps forwarding after the client
+        gave up; call this before judging what Glance holds.
+
+        :param timeout: seconds to wait at most.
+        :returns: True when idle, False on timeout.
+        """
+        with self._idle:
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout)
 
     def faults(self):
         """Return the recorded requests that were faulted.
@@ -532,10 +546,16 @@ class FaultProxy(object):
                     request = reader.read_message()
                 except (EOFError, OSError, ProxyError, ValueError):
                     return
+                with self._lock:
+                    self._inflight += 1
                 try:
                     keep = self._handle(client, request, upstream)
                 except _Reset:
                     return
+                finally:
+                    with self._idle:
+                        self._inflight -= 1
+                        self._idle.notify_all()
                 if not keep:
                     return
         finally:

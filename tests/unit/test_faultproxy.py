@@ -184,10 +184,7 @@ class TestFaultProxy(testtools.TestCase):
         self.assertRaises(requests.Timeout, self.http.post,
                           self.url('/late'), data=b'x', timeout=0.3)
         self.assertEqual([], self.server.log)
-        for _ in range(100):
-            if self.server.log:
-                break
-            threading.Event().wait(0.05)
+        self.assertTrue(self.proxy.wait_idle(30))
         self.assertEqual([('POST', '/late')], self.server.log)
 
     def test_delay_after_answer_lost(self):
