@@ -277,6 +277,7 @@ class _Versions:
         self.g = glance
 
     def list(self):
+        self.g._maybe_fail('versions')
         return list(self.g.versions)
 
 
