@@ -401,7 +401,7 @@ class SnapshotService:
                     # the next attempt, and so do we (its id holds the
                     # image that try makes next).
                     continue
-                if err.kwargs.get('schema_refusal'):
+                if isinstance(err, exception.GlanceSchemaRefusal):
                     # The operator changed Glance's formats since discovery.
                     self.capabilities.invalidate(glance)
                 if planned.method == 'location':
@@ -457,8 +457,8 @@ class SnapshotService:
     def _next_after(planned: plan_mod.PlannedAttempt,
                     err: exception.SnapshotExtException) -> bool:
         """May the next planned attempt succeed after ``err``?"""
-        if isinstance(err, FORMAT_REFUSALS) or err.kwargs.get(
-                'schema_refusal'):
+        if isinstance(err, FORMAT_REFUSALS + (
+                exception.GlanceSchemaRefusal,)):
             return True
         if planned.method != 'location':
             return False
