@@ -62,6 +62,8 @@ CLIENT_TIMEOUT = 3.0
 DELAY = CLIENT_TIMEOUT + 2.0
 #: Environment variable that opts in to the whole matrix.
 ALL_ENV = 'NOVA_SNAPSHOT_EXT_FAULTS'
+#: Environment variable naming a file to append one JSON line per cell to.
+LOG_ENV = 'NOVA_SNAPSHOT_EXT_FAULTS_LOG'
 #: Allowed exit codes when a fault is injected (3: cannot reach Glance).
 FAULT_EXIT_CODES = (0, 1, 3)
 
@@ -196,10 +198,6 @@ class FaultTestBase(fbase.FunctionalTestCase):
                 image_id = None
         return proc, image_id
 
-    def assertNoTraceback(self, stderr, detail):
-        if 'Traceback' in stderr:
-            self.fail('traceback in stderr; ' + detail)
-
     def settle(self):
         """Let late (delayed, held) requests reach Glance first."""
         self.assertTrue(self.proxy.wait_idle(120),
@@ -222,50 +220,80 @@ class CellMixin(object):
             # Tasks are read when a location attempt fails: the location
             # names an object the object server does not have.
             mode = 'location-missing'
-        self.proxy.add_rule(method, path, times=times, **FAULTS[fault])
+        if fault is not None:
+            self.proxy.add_rule(method, path, times=times, **FAULTS[fault])
 
         proc, image_id = self.run_cli(mode, request_path)
         self.settle()
-        fired = self.proxy.count(method, path, fault=FAULTS[fault]['action'])
+        fired = self.proxy.count(method, path, fault=FAULTS[fault]['action']
+                                 ) if fault is not None else 0
         self.proxy.clear()
         output = proc.stdout + proc.stderr
-        detail = ('cell %s/%s/%s: exit %s, fault fired %d time(s)\n'
-                  'stdout:\n%s\nstderr:\n%s' % (
-                      kind, fault, times, proc.returncode, fired,
-                      proc.stdout[-3000:], proc.stderr[-3000:]))
-        self.assertNoTraceback(proc.stderr, detail)
-        self.assertIn(proc.returncode, FAULT_EXIT_CODES, detail)
-        images = self.glance_view()
-        summary = [(i['id'], i['status']) for i in images]
+        first = self.glance_view()
+        active = [i['id'] for i in first if i['status'] == 'active']
+        cell = {'cell': ('%s/%s/%s' % (kind, fault, times) if fault
+                         else 'no-fault'),
+                'fired': fired, 'exit': proc.returncode,
+                'image_id': image_id,
+                'images': [(i['id'], i['status']) for i in first]}
+        problems = []
+        if 'Traceback' in proc.stderr:
+            problems.append('traceback')
+        if proc.returncode not in FAULT_EXIT_CODES:
+            problems.append('exit_code_%s' % proc.returncode)
         if proc.returncode == 0:
-            self.assertEqual([(image_id, 'active')], summary, detail)
+            if [(i['id'], i['status']) for i in first] != [(image_id,
+                                                            'active')]:
+                problems.append('success_not_exactly_the_reported_image')
         else:
-            unnamed = [i for i in images if i['id'] not in output]
-            self.assertEqual([], [(i['id'], i['status']) for i in unnamed],
-                             'leftover images not named in the output; '
-                             + detail)
+            if active:
+                problems.append('error_while_active')
+            if [i for i in first if i['id'] not in output]:
+                problems.append('unnamed_leftover')
 
         # The operator's retry: same request, no faults.
         retry, retry_id = self.run_cli(mode, request_path)
         self.settle()
-        rdetail = ('%s\nretry: exit %s\nstdout:\n%s\nstderr:\n%s' % (
-            detail, retry.returncode, retry.stdout[-3000:],
-            retry.stderr[-3000:]))
-        self.assertNoTraceback(retry.stderr, rdetail)
-        self.assertEqual(0, retry.returncode, rdetail)
+        routput = retry.stdout + retry.stderr
         images = self.glance_view()
         active = [i['id'] for i in images if i['status'] == 'active']
-        self.assertEqual([retry_id], active,
-                         'duplicates or a lost image after the retry; '
-                         + rdetail)
-        if image_id is not None:
-            self.assertEqual(image_id, retry_id,
-                             'the retry did not converge on the image the '
-                             'first run reported; ' + rdetail)
-        others = [(i['id'], i['status']) for i in images
-                  if i['id'] != retry_id and i['id'] not in output]
-        self.assertEqual([], others, 'unnamed leftovers after the retry; '
-                         + rdetail)
+        cell.update({'retry_exit': retry.returncode, 'retry_id': retry_id,
+                     'after_retry': [(i['id'], i['status'])
+                                     for i in images]})
+        if 'Traceback' in retry.stderr:
+            problems.append('retry_traceback')
+        if retry.returncode != 0:
+            problems.append('retry_failed')
+        if len(active) > 1:
+            problems.append('duplicates_%d' % (len(active) - 1))
+        if retry_id is not None and active != [retry_id]:
+            problems.append('retry_not_the_active_image')
+        if image_id is not None and image_id not in active:
+            problems.append('deleted_good_image')
+        if image_id is not None and retry_id is not None \
+                and image_id != retry_id:
+            problems.append('retry_did_not_converge')
+        if [i for i in images if i['status'] != 'active'
+                and i['id'] not in output + routput]:
+            problems.append('unnamed_leftover_after_retry')
+        cell['problems'] = problems
+        self._log_cell(cell)
+        if problems:
+            self.fail('FAULTS cell %s: %s\n%s\nfirst run stdout (tail):\n%s'
+                      '\nstderr (tail):\n%s\nretry stdout (tail):\n%s\n'
+                      'retry stderr (tail):\n%s' % (
+                          cell['cell'], ', '.join(problems),
+                          json.dumps(cell), proc.stdout[-1500:],
+                          proc.stderr[-1500:], retry.stdout[-1500:],
+                          retry.stderr[-1500:]))
+
+    @staticmethod
+    def _log_cell(cell):
+        """Append the cell's outcome to ``$NOVA_SNAPSHOT_EXT_FAULTS_LOG``."""
+        path = os.environ.get(LOG_ENV)
+        if path:
+            with open(path, 'a', encoding='utf-8') as f:
+                f.write(json.dumps(cell) + '\n')
 
 
 def _cell_test(kind, fault, times):
@@ -279,6 +307,10 @@ def _cell_test(kind, fault, times):
 
 class TestFaultCore(FaultTestBase, CellMixin):
     """The core cells, run in CI."""
+
+    def test_no_fault_then_retry(self):
+        """Without any fault, the retry converges on the first image."""
+        self.run_cell('create', None, None)
 
 
 class TestFaultMatrix(FaultTestBase, CellMixin):
@@ -366,6 +398,7 @@ class TestConcurrentTries(FaultTestBase):
             self.setUp_confs()
             counts, outcomes = self.run_round(seed=9000 + n)
             results.append(counts)
+            CellMixin._log_cell(dict(counts, round=n))
             unexpected = [repr(o.unexpected) for o in outcomes
                           if o.unexpected]
             self.addDetail('round-%d' % n, content.text_content(
