@@ -328,6 +328,8 @@ class FaultProxy(object):
         self.restart = restart
         self.rules: list[Rule] = []
         self.seen: list[Seen] = []
+        #: (method, path) of every request as it arrives, before any fault
+        self.arrivals: list[tuple[str, str]] = []
         self._random: ty.Optional[tuple] = None
         self._lock = threading.Lock()
         self._listener = None
@@ -366,6 +368,7 @@ class FaultProxy(object):
         with self._lock:
             self.rules = []
             self.seen = []
+            self.arrivals = []
             self._random = None
 
     def random_faults(self, seed, probability, actions=RANDOM_ACTIONS,
@@ -428,6 +431,23 @@ class FaultProxy(object):
         """
         with self._idle:
             return self._idle.wait_for(lambda: self._inflight == 0, timeout)
+
+    def wait_arrival(self, method='*', path='', n=1, timeout=60.0):
+        """Wait until ``n`` matching requests have arrived at the proxy.
+
+        Counts requests when they arrive, before a fault or the upstream
+        handles them (e.g. to interrupt a client while its request is
+        held by a ``delay`` rule).
+
+        :returns: True when they arrived, False on timeout.
+        """
+        rule = Rule(method, path, 'status')
+
+        def arrived():
+            return sum(1 for m, p in self.arrivals
+                       if rule.matches_request(m, p)) >= n
+        with self._idle:
+            return self._idle.wait_for(arrived, timeout)
 
     def faults(self):
         """Return the recorded requests that were faulted.
@@ -546,8 +566,12 @@ class FaultProxy(object):
                     request = reader.read_message()
                 except (EOFError, OSError, ProxyError, ValueError):
                     return
-                with self._lock:
+                parts = request.start_line.split(' ')
+                with self._idle:
                     self._inflight += 1
+                    self.arrivals.append((parts[0], parts[1].split('?', 1)[0]
+                                          if len(parts) > 1 else ''))
+                    self._idle.notify_all()
                 try:
                     keep = self._handle(client, request, upstream)
                 except _Reset:

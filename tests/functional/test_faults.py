@@ -38,9 +38,12 @@ image, no unnamed leftover, no exception other than the product's.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
+import traceback
 import uuid
 
 import fixtures
@@ -94,17 +97,26 @@ FAULTS = {
 TIMES = ('once', 'always')
 
 #: Cells run by ``tox -e functional`` (each one a kind of the inputs
-#: issue 9 names): (kind, fault, times).
+#: issue 9 names): (kind, fault, times, via).  ``via`` is ``'cli'`` (the
+#: console script in a subprocess, as in the full matrix) or
+#: ``'library'`` (``SnapshotService.snapshot`` in this process: the same
+#: judgement, without a Python start per run).
 CORE = (
-    ('create', 'reset_after', 'once'),
-    ('create', 'delay', 'once'),
-    ('upload', '503', 'once'),
-    ('get', '503', 'once'),
-    ('schema', 'truncate', 'once'),
-    ('delete', '503', 'once'),
-    ('versions', '503', 'once'),
-    ('location', 'reset_after', 'once'),
+    ('create', 'reset_after', 'once', 'cli'),
+    ('create', 'delay', 'once', 'library'),
+    ('upload', '503', 'once', 'library'),
+    ('get', '503', 'once', 'library'),
+    ('schema', 'truncate', 'once', 'cli'),
+    ('delete', '503', 'once', 'library'),
+    ('versions', '503', 'once', 'library'),
+    ('location', 'reset_after', 'once', 'library'),
 )
+
+#: Kinds of request the CLI is interrupted in (SIGINT, SIGTERM), while
+#: the request is held in flight by the proxy.
+SIGNAL_KINDS = ('create', 'upload')
+#: Signal cells run in CI.
+CORE_SIGNALS = (('create', signal.SIGINT),)
 
 #: Concurrency: tries per round, rounds in the full run, fault share.
 TRIES = 16
@@ -184,12 +196,29 @@ class FaultTestBase(fbase.FunctionalTestCase):
             json.dump(data, f)
         return path
 
-    def run_cli(self, mode, request_path):
-        proc = subprocess.run(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
-             '--config-file', self.conf_files[mode], '--format', 'json',
-             request_path],
-            capture_output=True, text=True, timeout=600, check=False)
+    def run_cli(self, mode, request_path, interrupt=None):
+        """Run ``nova-snapshot-ext snapshot --format json``.
+
+        :param interrupt: ``(method, path regex, signal)``: send the signal
+            once such a request arrived at the proxy (held there by a
+            ``delay`` rule, so it is in flight).
+        :returns: (CompletedProcess, the reported image id or None)
+        """
+        cmd = [sys.executable, '-m', 'nova_snapshot_ext.cmd.main',
+               'snapshot', '--config-file', self.conf_files[mode],
+               '--format', 'json', request_path]
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) as popen:
+            if interrupt is not None:
+                method, path, signum = interrupt
+                if self.proxy.wait_arrival(method, path, 1, 120):
+                    popen.send_signal(signum)
+            try:
+                out, err = popen.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                out, err = popen.communicate()
+        proc = subprocess.CompletedProcess(cmd, popen.returncode, out, err)
         image_id = None
         if proc.returncode == 0:
             try:
@@ -207,7 +236,34 @@ class FaultTestBase(fbase.FunctionalTestCase):
 class CellMixin(object):
     """One cell: fault one request kind, run, judge, retry, judge."""
 
-    def run_cell(self, kind, fault, times):
+    def run_library(self, mode, request_path):
+        """``SnapshotService.snapshot`` in-process, shaped like a CLI run.
+
+        :returns: (CompletedProcess, the image id or None); exit status 0
+            on success, 1 for a product error; a traceback in ``stderr``
+            for any other exception.
+        """
+        out, err, code, image_id = '', '', 0, None
+        try:
+            conf = cli._load_conf([self.conf_files[mode]])
+            with open(request_path, encoding='utf-8') as f:
+                req = request_mod.SnapshotRequest.from_dict(json.load(f))
+            result = service_mod.SnapshotService(conf).snapshot(req)
+            image_id = result.image_id
+            out = json.dumps({'result': result.to_dict()}, default=str)
+        except exception.SnapshotExtException as exc:
+            failed = getattr(exc, 'result', None)
+            code = 1
+            out = json.dumps({'error': exc.format_message(),
+                              'result': failed.to_dict() if failed
+                              else None}, default=str)
+        except Exception:
+            code = 1
+            err = traceback.format_exc()
+        return subprocess.CompletedProcess(['library'], code, out,
+                                           err), image_id
+
+    def run_cell(self, kind, fault, times, signum=None, via='cli'):
         method, path, mode = KINDS[kind]
         data = fresh_request_dict(self.project_id, self.user_id)
         request_path = self.write_request(data)
@@ -223,23 +279,37 @@ class CellMixin(object):
         if fault is not None:
             self.proxy.add_rule(method, path, times=times, **FAULTS[fault])
 
-        proc, image_id = self.run_cli(mode, request_path)
+        started = time.monotonic()
+        if via == 'library':
+            proc, image_id = self.run_library(mode, request_path)
+        else:
+            proc, image_id = self.run_cli(
+                mode, request_path,
+                (method, path, signum) if signum is not None else None)
+        ran = time.monotonic()
         self.settle()
+        settled = time.monotonic()
         fired = self.proxy.count(method, path, fault=FAULTS[fault]['action']
                                  ) if fault is not None else 0
         self.proxy.clear()
         output = proc.stdout + proc.stderr
         first = self.glance_view()
         active = [i['id'] for i in first if i['status'] == 'active']
-        cell = {'cell': ('%s/%s/%s' % (kind, fault, times) if fault
-                         else 'no-fault'),
+        name = ('%s/%s/%s' % (kind, fault, times) if fault
+                else 'no-fault')
+        if signum is not None:
+            name = '%s/%s-in-flight' % (kind, signal.Signals(signum).name)
+        if via != 'cli':
+            name += '/' + via
+        cell = {'cell': name,
                 'fired': fired, 'exit': proc.returncode,
                 'image_id': image_id,
                 'images': [(i['id'], i['status']) for i in first]}
         problems = []
         if 'Traceback' in proc.stderr:
             problems.append('traceback')
-        if proc.returncode not in FAULT_EXIT_CODES:
+        if proc.returncode not in FAULT_EXIT_CODES + (
+                (128 + signum,) if signum else ()):
             problems.append('exit_code_%s' % proc.returncode)
         if proc.returncode == 0:
             if [(i['id'], i['status']) for i in first] != [(image_id,
@@ -252,8 +322,13 @@ class CellMixin(object):
                 problems.append('unnamed_leftover')
 
         # The operator's retry: same request, no faults.
-        retry, retry_id = self.run_cli(mode, request_path)
+        retry_started = time.monotonic()
+        run = self.run_library if via == 'library' else self.run_cli
+        retry, retry_id = run(mode, request_path)
         self.settle()
+        # durations, for the report only (nothing asserts on them)
+        cell['seconds'] = [round(ran - started, 1), round(settled - ran, 1),
+                           round(time.monotonic() - retry_started, 1)]
         routput = retry.stdout + retry.stderr
         images = self.glance_view()
         active = [i['id'] for i in images if i['status'] == 'active']
@@ -296,12 +371,23 @@ class CellMixin(object):
                 f.write(json.dumps(cell) + '\n')
 
 
-def _cell_test(kind, fault, times):
+def _signal_test(kind, signum):
     def test(self):
-        self.run_cell(kind, fault, times)
-    test.__name__ = 'test_%s_%s_%s' % (kind, fault, times)
-    test.__doc__ = '%s fault on %s requests, %s, then a clean retry.' % (
-        fault, kind, times)
+        self.run_cell(kind, 'delay', 'once', signum=signum)
+    test.__name__ = 'test_%s_%s_in_flight' % (
+        kind, signal.Signals(signum).name.lower())
+    test.__doc__ = '%s while a %s request is in flight, then a retry.' % (
+        signal.Signals(signum).name, kind)
+    return test
+
+
+def _cell_test(kind, fault, times, via='cli'):
+    def test(self):
+        self.run_cell(kind, fault, times, via=via)
+    test.__name__ = 'test_%s_%s_%s%s' % (kind, fault, times,
+                                         '' if via == 'cli' else '_' + via)
+    test.__doc__ = '%s fault on %s requests, %s, then a clean retry (%s).' % (
+        fault, kind, times, via)
     return test
 
 
@@ -310,21 +396,26 @@ class TestFaultCore(FaultTestBase, CellMixin):
 
     def test_no_fault_then_retry(self):
         """Without any fault, the retry converges on the first image."""
-        self.run_cell('create', None, None)
+        self.run_cell('create', None, None, via='library')
 
 
 class TestFaultMatrix(FaultTestBase, CellMixin):
-    """Every cell; loaded only with ``NOVA_SNAPSHOT_EXT_FAULTS=all``."""
+    """Every cell (CLI); loaded only with ``NOVA_SNAPSHOT_EXT_FAULTS=all``."""
 
 
 for _kind in KINDS:
     for _fault in FAULTS:
         for _times in TIMES:
             _test = _cell_test(_kind, _fault, _times)
-            if (_kind, _fault, _times) in CORE:
-                setattr(TestFaultCore, _test.__name__, _test)
-            else:
-                setattr(TestFaultMatrix, _test.__name__, _test)
+            setattr(TestFaultMatrix, _test.__name__, _test)
+for _cell in CORE:
+    _test = _cell_test(*_cell)
+    setattr(TestFaultCore, _test.__name__, _test)
+for _kind in SIGNAL_KINDS:
+    for _signum in (signal.SIGINT, signal.SIGTERM):
+        _test = _signal_test(_kind, _signum)
+        setattr(TestFaultCore if (_kind, _signum) in CORE_SIGNALS
+                else TestFaultMatrix, _test.__name__, _test)
 
 
 class _Outcome(object):

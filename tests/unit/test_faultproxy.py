@@ -183,7 +183,9 @@ class TestFaultProxy(testtools.TestCase):
         self.proxy.add_rule('POST', '^/late$', 'delay', seconds=1.0)
         self.assertRaises(requests.Timeout, self.http.post,
                           self.url('/late'), data=b'x', timeout=0.3)
+        self.assertTrue(self.proxy.wait_arrival('POST', '^/late$', 1, 5))
         self.assertEqual([], self.server.log)
+        self.assertFalse(self.proxy.wait_arrival('POST', '^/late$', 2, 0.1))
         self.assertTrue(self.proxy.wait_idle(30))
         self.assertEqual([('POST', '/late')], self.server.log)
 
