@@ -33,6 +33,8 @@ truncate       the upstream answers; the client gets the headers and only
                the first half of the body, then the connection closes
 restart        the request is held while ``restart`` (a callable, e.g.
                :meth:`EmbeddedGlance.restart`) runs, then forwarded
+hook           ``hook`` (a callable) runs, then the request is forwarded
+               (e.g. to change the world just before Glance acts)
 ============== ==========================================================
 
 ``once`` rules fire one time and then stay inert; ``always`` rules fire
@@ -62,7 +64,7 @@ import typing as ty
 import fixtures
 
 ACTIONS = ('reset_before', 'reset_after', 'status', 'delay', 'truncate',
-           'restart')
+           'restart', 'hook')
 #: Faults the random mode picks from by default.
 RANDOM_ACTIONS = ('reset_before', 'reset_after', 'status', 'truncate')
 _MAX_HEADER = 65536
@@ -103,11 +105,12 @@ class Rule(object):
         ``'after'`` (the answer comes late).
     :param restart: for ``restart``: callable run while the request is
         held; the proxy's own ``restart`` callable if None.
+    :param hook: for ``hook``: callable run before forwarding.
     """
 
     def __init__(self, method, path, action, times='once', nth=None,
                  status=503, forward=False, seconds=6.0, when='before',
-                 restart=None):
+                 restart=None, hook=None):
         if action not in ACTIONS:
             raise ValueError('action must be one of %s, not %r' %
                              (', '.join(ACTIONS), action))
@@ -128,6 +131,9 @@ class Rule(object):
         self.seconds = float(seconds)
         self.when = when
         self.restart = restart
+        if action == 'hook' and not callable(hook):
+            raise ValueError('a hook rule needs a callable hook')
+        self.hook = hook
         #: matching requests seen so far
         self.matches = 0
         #: times this rule fired
@@ -387,7 +393,7 @@ class FaultProxy(object):
         :returns: None
         """
         for action in actions:
-            if action not in ACTIONS or action == 'restart':
+            if action not in ACTIONS or action in ('restart', 'hook'):
                 raise ValueError('random mode cannot apply %r' % action)
         with self._lock:
             self._random = (random.Random(seed), float(probability),
@@ -644,6 +650,8 @@ class FaultProxy(object):
             return self._send_status(client, rule.status, request)
         if action == 'delay' and rule.when == 'before':
             self._stopping.wait(rule.seconds)
+        if action == 'hook':
+            rule.hook()
         if action == 'restart':
             restart = rule.restart or self.restart
             if restart is None:

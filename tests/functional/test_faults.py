@@ -174,9 +174,7 @@ class FaultTestBase(fbase.FunctionalTestCase):
         token = self.glance.token(self.project_id, self.user_id,
                                   roles=fbase.MEMBER_ROLES)
         self.conf_files = {}
-        urls = {'upload': None, 'location': self.location_url,
-                'location-missing': self.objects.url('/missing.%s' %
-                                                     self.location_format)}
+        urls = {'upload': None, 'location': self.location_url}
         for mode, url in urls.items():
             path = os.path.join(self.tmp, '%s.conf' % mode)
             demo.write_config(path, self.proxy.endpoint, token, self.DRIVER,
@@ -274,9 +272,14 @@ class CellMixin(object):
             self.proxy.add_rule('PUT', KINDS['upload'][1], 'status',
                                 status=500)
         if kind == 'tasks':
-            # Tasks are read when a location attempt fails: the location
-            # names an object the object server does not have.
-            mode = 'location-missing'
+            # Tasks are read when a location attempt fails: the object
+            # vanishes from the object server just before Glance is asked
+            # to read it (the plugin's own check of the URL passed).
+            objects = dict(self.objects.objects)
+            self.addCleanup(self.objects.objects.update, objects)
+            self.proxy.add_rule('POST', KINDS['location'][1], 'hook',
+                                times='always',
+                                hook=self.objects.objects.clear)
         if fault is not None:
             self.proxy.add_rule(method, path, times=times, **FAULTS[fault])
 
@@ -327,6 +330,8 @@ class CellMixin(object):
 
         # The operator's retry: same request, no faults.
         retry_started = time.monotonic()
+        if kind == 'tasks':
+            self.objects.objects.update(objects)
         run = self.run_library if via == 'library' else self.run_cli
         retry, retry_id = run(mode, request_path)
         self.settle()

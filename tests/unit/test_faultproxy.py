@@ -212,6 +212,17 @@ class TestFaultProxy(testtools.TestCase):
         self.assertEqual([True], self.restarts)
         self.assertEqual([('GET', '/r')], self.server.log)
 
+    def test_hook_runs_before_forwarding(self):
+        calls = []
+        self.proxy.add_rule('GET', '^/h$', 'hook', times='always',
+                            hook=lambda: calls.append(len(self.server.log)))
+        for _ in range(2):
+            self.assertEqual(200, self.http.get(self.url('/h'),
+                                                timeout=10).status_code)
+        self.assertEqual([0, 1], calls)
+        self.assertRaises(ValueError, self.proxy.add_rule, 'GET', '/',
+                          'hook')
+
     def test_random_faults_are_seeded(self):
         def run():
             self.proxy.clear()
