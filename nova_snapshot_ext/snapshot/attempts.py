@@ -331,8 +331,13 @@ class AttemptEngine:
             status = err.kwargs.get('status')
             if isinstance(status, int) and 400 <= status < 500:
                 # A refusal of the record: nothing was made, and no other
-                # attempt (same record) would fare better.
+                # attempt (same record) would fare better -- except after
+                # a location attempt, whose refusals (policy, 400) the
+                # next attempt may not meet.
                 attempt.state = State.PLANNED
+                if attempt.method == 'location' and isinstance(
+                        err, location.REFUSALS):
+                    return Outcome.fail(Step.NEXT, err, cleanup=False)
                 return Outcome.fail(Step.STOP, err, cleanup=False)
             return self._resolve_create(run, attempt, err)
         attempt.state = State.CREATED

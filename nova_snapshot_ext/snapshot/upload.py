@@ -99,11 +99,11 @@ def after_lost_answer(ctx: Context, image_id: str,
         # this image and moved on; so do we.
         return Outcome.fail(Step.NEXT, err, cleanup=False)
     except exception.SnapshotExtException as read_err:
-        # Unknown: the image may be active.  Never delete it blind; the
-        # engine names it.
+        # Unknown: the image may be active.  The cleanup reads it again
+        # before it decides, and names it if it still cannot.
         LOG.warning('Cannot read image %s after its upload failed: %s',
                     image_id, read_err)
-        return Outcome.fail(Step.STOP, err, cleanup=False)
+        return Outcome.fail(Step.STOP, err)
     status = current.get('status')
     if status == 'active':
         attempt.size = current.get('size') or 0
@@ -117,6 +117,10 @@ def after_lost_answer(ctx: Context, image_id: str,
         # Glance's store already holds data for this image (a concurrent
         # try's refused upload left it): it can never be activated.
         return Outcome.fail(Step.NEXT, err, poisoned=True)
+    if err.kwargs.get('status') in (404, 410):
+        # Glance lost the image under the upload: another try of this
+        # snapshot met a refusal on it and is deleting it; move on too.
+        return Outcome.fail(Step.NEXT, err)
     return Outcome.fail(Step.STOP, err)
 
 
@@ -134,7 +138,9 @@ def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
         except exception.GlanceNotFound as err:
             return Outcome.fail(Step.NEXT, err, cleanup=False)
         except exception.SnapshotExtException as err:
-            return Outcome.fail(Step.STOP, err, cleanup=False)
+            # The cleanup reads it again: active is the success, in
+            # progress is named, queued is deleted.
+            return Outcome.fail(Step.STOP, err)
         status = image.get('status')
         if status == 'active':
             if check:
