@@ -54,13 +54,17 @@ def summarise(lines):
             cell['retry_exit']))
     bad_rounds = 0
     for r in rounds:
+        r.setdefault('via', 'library')
+        r.setdefault('retry_converged', None)
         bad = (r['duplicates'] or r['deleted_good'] or
-               r['unnamed_leftovers'] or r['tracebacks'])
+               r['unnamed_leftovers'] or r['tracebacks'] or
+               r['retry_converged'] is False)
         bad_rounds += bool(bad)
-        out.append('round %(round)d (seed %(seed)d): %(faults)d faults, '
-                   '%(ok)d ok, %(failed)d failed, duplicates %(duplicates)d, '
-                   'deleted good %(deleted_good)d, unnamed leftovers '
-                   '%(unnamed_leftovers)d, tracebacks %(tracebacks)d' % r)
+        out.append('round %(round)d %(via)s (seed %(seed)d): %(faults)d '
+                   'faults, %(ok)d ok, %(failed)d failed, duplicates '
+                   '%(duplicates)d, deleted good %(deleted_good)d, unnamed '
+                   'leftovers %(unnamed_leftovers)d, tracebacks '
+                   '%(tracebacks)d, retry converged %(retry_converged)s' % r)
     return '\n'.join(out), bool(failing) or bool(bad_rounds)
 
 

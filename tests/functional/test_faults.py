@@ -124,6 +124,8 @@ CORE_SIGNALS = (('create', signal.SIGINT),)
 TRIES = 16
 ROUNDS = 5
 CORE_ROUNDS = 1
+#: Rounds of 16 concurrent CLI processes (full run only).
+CLI_ROUNDS = 2
 RANDOM_PROBABILITY = 0.07
 
 
@@ -459,13 +461,27 @@ class TestConcurrentTries(FaultTestBase):
             outcome.unexpected = err
             outcome.text = repr(err)
 
-    def run_round(self, seed):
+    def one_cli_try(self, conf_file, data, outcome):
+        """One try as a separate ``nova-snapshot-ext snapshot`` process."""
+        proc, image_id = self.run_cli('upload', self._request_file)
+        outcome.image_id = image_id
+        outcome.text = proc.stdout + proc.stderr
+        if 'Traceback' in proc.stderr or proc.returncode not in (
+                FAULT_EXIT_CODES):
+            outcome.unexpected = 'exit %s: %s' % (proc.returncode,
+                                                  proc.stderr[-2000:])
+        elif proc.returncode:
+            outcome.error = proc.returncode
+
+    def run_round(self, seed, try_=None):
+        try_ = try_ or self.one_try
         data = fresh_request_dict(self.project_id, self.user_id)
+        self._request_file = self.write_request(data)
         self.proxy.random_faults(seed, RANDOM_PROBABILITY,
                                  actions=('reset_before', 'reset_after',
                                           'status', 'truncate'))
         outcomes = [_Outcome() for _ in range(TRIES)]
-        threads = [threading.Thread(target=self.one_try, args=(
+        threads = [threading.Thread(target=try_, args=(
             self.conf_files['upload'], data, outcome)) for outcome in outcomes]
         for thread in threads:
             thread.start()
@@ -474,10 +490,14 @@ class TestConcurrentTries(FaultTestBase):
         self.settle()
         faults = len(self.proxy.faults())
         self.proxy.clear()
+        # The operator's retry, without faults, must converge.
+        retry = _Outcome()
+        self.one_try(self.conf_files['upload'], data, retry)
+        self.settle()
         images = {i['id']: i for i in self.glance_view()}
         active = [i for i in images.values() if i['status'] == 'active']
         good = {o.image_id for o in outcomes if o.image_id}
-        text = ' '.join(o.text for o in outcomes)
+        text = ' '.join(o.text for o in outcomes + [retry])
         counts = {
             'seed': seed,
             'faults': faults,
@@ -491,19 +511,33 @@ class TestConcurrentTries(FaultTestBase):
                                       and i['id'] not in text]),
             'tracebacks': sum(1 for o in outcomes if o.unexpected),
             'distinct_reported': len(good),
+            'retry_converged': bool(
+                retry.image_id and [i['id'] for i in active] ==
+                [retry.image_id] and good <= {retry.image_id}),
         }
         return counts, outcomes
 
     def test_concurrent_tries_random_faults(self):
-        rounds = ROUNDS if _full_run() else CORE_ROUNDS
+        self.run_rounds(ROUNDS if _full_run() else CORE_ROUNDS, 9000,
+                        'library', self.one_try)
+
+    def setUp_confs(self):
+        token = self.glance.token(self.project_id, self.user_id,
+                                  roles=fbase.MEMBER_ROLES)
+        path = self.conf_files['upload']
+        demo.write_config(path, self.proxy.endpoint, token, self.DRIVER)
+        with open(path, 'a', encoding='utf-8') as f:
+            f.write('timeout = %s\n' % CLIENT_TIMEOUT)
+
+    def run_rounds(self, rounds, seed, via, try_):
         results = []
         for n in range(rounds):
             # a fresh project per round: Glance's view is per round
             self.project_id = self.new_project()
             self.setUp_confs()
-            counts, outcomes = self.run_round(seed=9000 + n)
+            counts, outcomes = self.run_round(seed + n, try_)
             results.append(counts)
-            CellMixin._log_cell(dict(counts, round=n))
+            CellMixin._log_cell(dict(counts, round=n, via=via))
             unexpected = [repr(o.unexpected) for o in outcomes
                           if o.unexpected]
             self.addDetail('round-%d' % n, content.text_content(
@@ -517,14 +551,14 @@ class TestConcurrentTries(FaultTestBase):
                 json.dumps(results))
             self.assertLessEqual(counts['distinct_reported'], 1,
                                  json.dumps(results))
+            self.assertTrue(counts['retry_converged'], json.dumps(results))
 
-    def setUp_confs(self):
-        token = self.glance.token(self.project_id, self.user_id,
-                                  roles=fbase.MEMBER_ROLES)
-        path = self.conf_files['upload']
-        demo.write_config(path, self.proxy.endpoint, token, self.DRIVER)
-        with open(path, 'a', encoding='utf-8') as f:
-            f.write('timeout = %s\n' % CLIENT_TIMEOUT)
+
+class TestConcurrentProcesses(TestConcurrentTries):
+    """16 CLI processes at once; only with ``NOVA_SNAPSHOT_EXT_FAULTS``."""
+
+    def test_concurrent_tries_random_faults(self):
+        self.run_rounds(CLI_ROUNDS, 9100, 'cli', self.one_cli_try)
 
 
 def load_tests(loader, standard_tests, pattern):
@@ -534,4 +568,5 @@ def load_tests(loader, standard_tests, pattern):
         suite.addTests(loader.loadTestsFromTestCase(cls))
     if _full_run():
         suite.addTests(loader.loadTestsFromTestCase(TestFaultMatrix))
+        suite.addTests(loader.loadTestsFromTestCase(TestConcurrentProcesses))
     return suite
