@@ -104,21 +104,26 @@ class TestIssue9Inputs(ExactlyOnceBase):
         self.assertOnlyActive(result.image_id)
 
     def test_input_2_member_create_always_late(self):
-        # Every create times out: the error names the id; once Glance
-        # holds the late image, the retry adopts it: one image in all.
+        # Every create times out (keystoneauth sends it 4 times).  Right
+        # value: the engine reads the id back; it finishes the image that
+        # landed late, or names the id and the retry adopts it -- one
+        # image in all, never an unnamed one.
         self.proxy.add_rule('POST', IMAGES, 'delay',
                             seconds=test_faults.DELAY, times='always')
         svc = self.service()
         data = self.request_dict()
-        err = self.assertRaises(exception.ActivationFailed, self.snapshot,
-                                svc, data)
-        image_id = err.result.attempts[0].image_id
-        self.assertIn(image_id, err.format_message())
+        try:
+            result = self.snapshot(svc, data)
+        except exception.ActivationFailed as err:
+            image_id = err.result.attempts[0].image_id
+            self.assertIn(image_id, err.format_message())
+            self.proxy.clear()
+            result = self.snapshot(svc, data)
+            self.assertEqual(image_id, result.image_id)
         self.proxy.clear()
-        self.assertEqual([image_id], [i for i, _ in self.images()])
-        result = self.snapshot(svc, data)
-        self.assertEqual(image_id, result.image_id)
-        self.assertOnlyActive(image_id)
+        self.assertOnlyActive(result.image_id)
+        again = self.snapshot(svc, data)
+        self.assertEqual(result.image_id, again.image_id)
 
     def test_input_2_member_ctrl_c_while_create_in_flight(self):
         # The CLI interrupted while its create is held in the proxy: any
