@@ -273,6 +273,29 @@ class TestCleanupRetried(AttemptTestBase):
         self.assertEqual([IMAGE_ID], err.result.leftover)
 
 
+class TestRetryAfterUndeletableLeftover(AttemptTestBase):
+    """A first try whose cleanup failed for good, then a retry.
+
+    The first try names the queued leftover and succeeds on the next
+    attempt's id; the retry meets the leftover first and must return the
+    active image (not finish the leftover: a duplicate), and it removes
+    the leftover.
+    """
+
+    def test_retry_prefers_the_active_image(self):
+        svc = self.make_service()
+        self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
+                       times=attempts.CLEANUP_TRIES)
+        first = self.snapshot(svc=svc)
+        self.assertEqual([IMAGE_ID], first.leftover)
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        again = self.snapshot(svc=svc)
+        self.assertEqual((first.image_id, True), (again.image_id,
+                                                  again.reused))
+        self.assertEqual([first.image_id], list(self.fake.images))
+
+
 class TestInterruptDuringUpload(AttemptTestBase):
     """Input 5 kind: SIGTERM (the CLI raises SystemExit) / Ctrl-C."""
 
