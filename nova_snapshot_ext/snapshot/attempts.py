@@ -446,7 +446,7 @@ class AttemptEngine:
             best = self._scan(run)
             if best is not None and best.get('status') == 'active' and (
                     best.get('id') != image_id):
-                self._drop_leftover(run, attempt, image_id)
+                self._drop_leftover(run, attempt, str(image_id))
                 return self._adopt_or_refuse(run, attempt, best, err)
         LOG.info('Image %s already exists for this snapshot (a retried or '
                  'concurrent try); adopting it instead of creating another',
