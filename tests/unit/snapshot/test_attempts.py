@@ -502,6 +502,32 @@ class TestRecordRefused(AttemptTestBase):
         self.assertEqual(State.FAILED, err.result.attempts[0].state)
 
 
+class TestLocationAnswerLost(AttemptTestBase, test_service.LocationTestBase):
+    """The location POST's answer is lost: follow the image."""
+
+    def test_post_landed_answer_lost_goes_active(self):
+        real = fake_glanceclient._Images.add_image_location
+
+        def landed_then_reset(images, image_id, url, validation_data={}):
+            real(images, image_id, url, validation_data)
+            raise gexc.CommunicationError('timed out')
+
+        with mock.patch.object(fake_glanceclient._Images,
+                               'add_image_location', landed_then_reset):
+            result = self.snapshot()
+        self.assertEqual(('active', 'location'),
+                         (result.status, result.attempts[0].method))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+    def test_post_never_landed_stops_and_cleans(self):
+        self.fake.fail('add_image_location',
+                       gexc.CommunicationError('reset before'))
+        err = self.fails()
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertEqual(503, err.code)
+        self.assertNothingLeft()
+
+
 class TestVersionsTransient(AttemptTestBase):
     """Input 10 kind: a transient /versions failure is not a config error."""
 
