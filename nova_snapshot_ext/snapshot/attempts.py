@@ -392,9 +392,9 @@ class AttemptEngine:
                     operation='get', image_id=image_id, status=404,
                     reason='image is %s' % image.get('status'))
         except exception.GlanceNotFound:
-            found = self._scan(run, attempt)
+            found = self._scan(run)
             if found is not None:
-                return found
+                return self._adopt_or_refuse(run, attempt, found, conflict)
             LOG.info('Image id %s is burned (used by an earlier try and '
                      'deleted, or another project\'s): trying the next '
                      'id of this attempt', image_id)
@@ -439,6 +439,15 @@ class AttemptEngine:
                 'retry with the earlier record or a new image_id'
                 % (image_id, image.get('status'), ', '.join(diffs))),
                 cleanup=False)
+        if image.get('status') != 'active':
+            # Not finished: an earlier try may have finished this snapshot
+            # on another id meanwhile (this one's cleanup failed).  Prefer
+            # that image; the unfinished one is this snapshot's leftover.
+            best = self._scan(run)
+            if best is not None and best.get('status') == 'active' and (
+                    best.get('id') != image_id):
+                self._drop_leftover(run, attempt, str(image_id))
+                return self._adopt_or_refuse(run, attempt, best, err)
         LOG.info('Image %s already exists for this snapshot (a retried or '
                  'concurrent try); adopting it instead of creating another',
                  image_id)
@@ -447,14 +456,17 @@ class AttemptEngine:
         run.result.reused = True
         return image
 
-    def _scan(self, run: _Run, attempt: result_mod.Attempt
-              ) -> dict[str, ty.Any] | Outcome | None:
-        """Once per call, after a burned id: an image of this snapshot?
+    def _scan(self, run: _Run) -> dict[str, ty.Any] | None:
+        """Once per call: the best image of this snapshot Glance holds.
 
         An earlier try may have finished on another attempt's id (after a
         refusal) or another generation's: list the images of this name
-        and recognise this snapshot's by fingerprint and mappings.
-        Best effort: ``None`` when nothing is found or listing fails.
+        and recognise this snapshot's by fingerprint and mappings.  Best
+        effort: ``None`` when nothing is found, listing fails, or the scan
+        already ran.
+
+        :returns: an active image first, else one in progress, else a
+            queued one.
         """
         if run.scanned:
             return None
@@ -473,8 +485,7 @@ class AttemptEngine:
                       identity.Match.FOREIGN]
         if not candidates:
             return None
-        image = min(candidates, key=lambda i: order[i['status']])
-        return self._adopt_or_refuse(run, attempt, image, None)  # type: ignore
+        return min(candidates, key=lambda i: order[i['status']])
 
     def _finish(self, run: _Run, attempt: result_mod.Attempt,
                 image: dict[str, ty.Any]) -> Outcome:
@@ -587,6 +598,22 @@ class AttemptEngine:
                   {'id': image_id, 'err': error})
         run.result.leftover.append(image_id)
         return None
+
+    def _drop_leftover(self, run: _Run, attempt: result_mod.Attempt,
+                       image_id: str) -> None:
+        """Delete an unfinished image of this snapshot left by a try.
+
+        Another image of the snapshot is active, so this one is a leftover
+        (cleaned as any: status re-read first, queued only, never active).
+        Best effort: named in ``result.leftover`` when it stays.
+        """
+        stale = dataclasses.replace(attempt, image_id=image_id,
+                                    state=State.FOUND, cleaned_up=False,
+                                    created=False)
+        self._cleanup(run, stale, tries=2)
+        if stale.cleaned_up:
+            LOG.info('Deleted image %s, a leftover of an earlier try of '
+                     'this snapshot', image_id)
 
     def _interrupted(self, run: _Run, attempt: result_mod.Attempt,
                      err: BaseException) -> None:

@@ -51,10 +51,23 @@ REFUSALS = (exception.GlanceForbidden, exception.GlanceBadRequest,
 PENDING = ('queued', 'importing', 'saving')
 
 
+#: Polls of a queued image after a location POST whose answer was lost,
+#: before concluding that the POST never reached Glance (no task).
+UNCERTAIN_POLLS = 3
+
+
 def _refused(err: exception.SnapshotExtException) -> Outcome:
     if isinstance(err, REFUSALS):
         return Outcome.fail(Step.NEXT, err)
     return Outcome.fail(Step.STOP, err)
+
+
+def _lost(err: exception.SnapshotExtException) -> bool:
+    """The answer was lost: the request may have reached Glance."""
+    status = err.kwargs.get('status')
+    return isinstance(err, (exception.GlanceUnavailable,
+                            exception.GlanceMalformedAnswer)) or (
+        isinstance(status, int) and status >= 500) or status is None
 
 
 def activate(ctx: Context, source: locations.LocationSource,
@@ -84,7 +97,15 @@ def activate(ctx: Context, source: locations.LocationSource,
                 status=409, reason='%s (image status now: %s)' % (
                     err.kwargs.get('reason'), status_of(glance, image_id))))
         except exception.SnapshotExtException as err:
-            return _refused(err)
+            if isinstance(err, REFUSALS) or not _lost(err):
+                return _refused(err)
+            # The PATCH may have gone through (synchronous: then active).
+            try:
+                image = glance.get(image_id)
+            except exception.SnapshotExtException:
+                return Outcome.fail(Step.STOP, err)
+            if image.get('status') != 'active':
+                return Outcome.fail(Step.STOP, err)
         if image.get('status') == 'active':
             failure = upload.verify(image, attempt, obj.validation_data)
             if failure:
@@ -108,7 +129,13 @@ def activate(ctx: Context, source: locations.LocationSource,
                 "read the image; act as the owner's member and add a "
                 'service token, see [snapshot_ext_service_user])'))
         except exception.SnapshotExtException as err:
-            return _refused(err)
+            if isinstance(err, REFUSALS) or not _lost(err):
+                return _refused(err)
+            # The POST may have been accepted (202) and its task be
+            # running: follow the image; give up when no task shows.
+            LOG.warning('The answer to the location POST for image %s was '
+                        'lost (%s); following the image', image_id, err)
+            return wait(ctx, image_id, attempt, obj, lost=err)
     return wait(ctx, image_id, attempt, obj)
 
 
@@ -123,9 +150,17 @@ def status_of(glance: ty.Any, image_id: str) -> str:
 
 
 def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
-         obj: locations.LocationObject) -> Outcome:
-    """Poll until active, the task failed, or the timeout."""
+         obj: locations.LocationObject,
+         lost: exception.SnapshotExtException | None = None) -> Outcome:
+    """Poll until active, the task failed, or the timeout.
+
+    :param lost: the error of a location POST whose answer was lost: the
+        image is followed, and when it stays queued with no
+        ``location_import`` task for :data:`UNCERTAIN_POLLS` polls the
+        POST did not reach Glance: ``STOP`` with that error.
+    """
     deadline = ctx.clock() + ctx.timeout
+    polls = 0
     while True:
         try:
             image = ctx.glance.get(image_id)
@@ -153,10 +188,27 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
             if task:
                 return Outcome.fail(Step.NEXT, exception.LocationTaskFailed(
                     image_id=image_id, url=obj.redacted, reason=task))
+            if lost is not None:
+                polls += 1
+                if polls >= UNCERTAIN_POLLS and not has_task(
+                        ctx.glance, image_id):
+                    return Outcome.fail(Step.STOP, lost)
         if ctx.clock() >= deadline:
             return Outcome.fail(Step.STOP, exception.ActivationTimeout(
                 image_id=image_id, timeout=ctx.timeout, status=status))
         ctx.sleep(ctx.interval)
+
+
+def has_task(glance: ty.Any, image_id: str) -> bool:
+    """Does the image have a ``location_import`` task (any status)?
+
+    ``True`` when the tasks cannot be read (the poll goes on).
+    """
+    try:
+        tasks = glance.image_tasks(image_id)
+    except exception.GlanceError:
+        return True
+    return any(t.get('type') in (None, 'location_import') for t in tasks)
 
 
 def task_failure(glance: ty.Any, image_id: str) -> str | None:

@@ -88,8 +88,9 @@ class TestRawActivation(SnapshotTestBase):
         # Read back as Nova's consumers parse them (_convert_from_string,
         # _get_image_defined_bdms: bdm_v2 truthy, JSON list).
         mappings = jsonutils.loads(image['block_device_mapping'])
-        snapshot_ids = {b.device_name: b.snapshot_id
-                        for b in req.block_device_mappings}
+        volume_snapshots = [b.snapshot_id for b in req.block_device_mappings
+                            if b.snapshot_id]
+        snapshot_ids = dict(zip(['/dev/vda', '/dev/vdb'], volume_snapshots))
         self.assertTrue(image['bdm_v2'])
         self.assertEqual('True', image['bdm_v2'])
         self.assertEqual('/dev/vda', image['root_device_name'])

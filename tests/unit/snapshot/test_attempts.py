@@ -273,6 +273,29 @@ class TestCleanupRetried(AttemptTestBase):
         self.assertEqual([IMAGE_ID], err.result.leftover)
 
 
+class TestRetryAfterUndeletableLeftover(AttemptTestBase):
+    """A first try whose cleanup failed for good, then a retry.
+
+    The first try names the queued leftover and succeeds on the next
+    attempt's id; the retry meets the leftover first and must return the
+    active image (not finish the leftover: a duplicate), and it removes
+    the leftover.
+    """
+
+    def test_retry_prefers_the_active_image(self):
+        svc = self.make_service()
+        self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
+                       times=attempts.CLEANUP_TRIES)
+        first = self.snapshot(svc=svc)
+        self.assertEqual([IMAGE_ID], first.leftover)
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        again = self.snapshot(svc=svc)
+        self.assertEqual((first.image_id, True), (again.image_id,
+                                                  again.reused))
+        self.assertEqual([first.image_id], list(self.fake.images))
+
+
 class TestInterruptDuringUpload(AttemptTestBase):
     """Input 5 kind: SIGTERM (the CLI raises SystemExit) / Ctrl-C."""
 
@@ -477,6 +500,32 @@ class TestRecordRefused(AttemptTestBase):
         self.assertEqual(1, len(err.result.attempts))
         self.assertFalse(err.result.attempts[0].created)
         self.assertEqual(State.FAILED, err.result.attempts[0].state)
+
+
+class TestLocationAnswerLost(AttemptTestBase, test_service.LocationTestBase):
+    """The location POST's answer is lost: follow the image."""
+
+    def test_post_landed_answer_lost_goes_active(self):
+        real = fake_glanceclient._Images.add_image_location
+
+        def landed_then_reset(images, image_id, url, validation_data={}):
+            real(images, image_id, url, validation_data)
+            raise gexc.CommunicationError('timed out')
+
+        with mock.patch.object(fake_glanceclient._Images,
+                               'add_image_location', landed_then_reset):
+            result = self.snapshot()
+        self.assertEqual(('active', 'location'),
+                         (result.status, result.attempts[0].method))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+    def test_post_never_landed_stops_and_cleans(self):
+        self.fake.fail('add_image_location',
+                       gexc.CommunicationError('reset before'))
+        err = self.fails()
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertEqual(503, err.code)
+        self.assertNothingLeft()
 
 
 class TestVersionsTransient(AttemptTestBase):
