@@ -122,7 +122,7 @@ CORE_SIGNALS = (('create', signal.SIGINT),)
 
 #: Concurrency: tries per round, rounds in the full run, fault share.
 TRIES = 16
-ROUNDS = 5
+ROUNDS = 10
 CORE_ROUNDS = 1
 #: Rounds of 16 concurrent CLI processes (full run only).
 CLI_ROUNDS = 2
@@ -511,6 +511,10 @@ class TestConcurrentTries(FaultTestBase):
                                       and i['id'] not in text]),
             'tracebacks': sum(1 for o in outcomes if o.unexpected),
             'distinct_reported': len(good),
+            'images': sorted((i['id'], i['status'])
+                             for i in images.values()),
+            'tries': [o.image_id or 'error: %.300s' % (
+                o.error or o.unexpected) for o in outcomes],
             'retry_converged': bool(
                 retry.image_id and [i['id'] for i in active] ==
                 [retry.image_id] and good <= {retry.image_id}),
