@@ -49,12 +49,13 @@ import traceback
 import uuid
 
 import fixtures
+from oslo_config import cfg
 from testtools import content
 
-from nova_snapshot_ext.cmd import main as cli
 from nova_snapshot_ext.embedded import demo
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 from tests import base
@@ -131,6 +132,19 @@ RANDOM_PROBABILITY = 0.07
 
 def _full_run():
     return os.environ.get(ALL_ENV, '').lower() in ('1', 'all', 'yes', 'true')
+
+
+def load_conf(config_files):
+    """A private ConfigOpts from these files only, as the CLI reads them.
+
+    :param config_files: paths of oslo.config ini files.
+    :returns: a :class:`oslo_config.cfg.ConfigOpts`.
+    """
+    conf = cfg.ConfigOpts()
+    opts.register_opts(conf)
+    conf(args=[], project='nova-snapshot-ext',
+         default_config_files=list(config_files), default_config_dirs=[])
+    return conf
 
 
 def fresh_request_dict(project_id, user_id):
@@ -247,7 +261,7 @@ class CellMixin(object):
         """
         out, err, code, image_id = '', '', 0, None
         try:
-            conf = cli._load_conf([self.conf_files[mode]])
+            conf = load_conf([self.conf_files[mode]])
             with open(request_path, encoding='utf-8') as f:
                 req = request_mod.SnapshotRequest.from_dict(json.load(f))
             result = service_mod.SnapshotService(conf).snapshot(req)
@@ -447,7 +461,7 @@ class TestConcurrentTries(FaultTestBase):
 
     def one_try(self, conf_file, data, outcome):
         try:
-            conf = cli._load_conf([conf_file])
+            conf = load_conf([conf_file])
             req = request_mod.SnapshotRequest.from_dict(data)
             result = service_mod.SnapshotService(conf).snapshot(req)
             outcome.image_id = result.image_id
