@@ -332,9 +332,10 @@ class SnapshotRequest:
         over inherited properties.
     :ivar requester: the caller; when its project differs from the
         server's, the image is shared with the server's project.
-    :ivar image_id: optional id for the image.  A host that retries the
-        same snapshot passes the same id, so the retry finds the image
-        instead of making a second one.
+    :ivar image_id: optional id for the image.  Without it the id is
+        derived from the volume snapshot ids (one snapshot, one id: a retry
+        finds the image instead of making a second one); a host that
+        passes one must pass the same id on every retry.
     """
 
     name: str
