@@ -194,7 +194,7 @@ def root_mapping(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
         if entry.get('no_device'):
             continue
         try:
-            index = int(entry.get('boot_index'))  # type: ignore[arg-type]
+            index = int(entry.get('boot_index'))
         except (TypeError, ValueError):
             continue
         if index == 0:
@@ -220,7 +220,7 @@ def max_min_disk(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
     if root is None or root.get('destination_type') != 'volume':
         return None
     try:
-        size = int(root.get('volume_size'))  # type: ignore[arg-type]
+        size = int(root.get('volume_size'))
     except (TypeError, ValueError):
         return None
     return size if size >= 0 else None
@@ -240,7 +240,8 @@ MAPPING_FIELDS = (
     'encryption_format', 'encryption_options')
 
 #: Fields a volume entry copies from the server's mapping (Nova's
-#: ``snapshot_from_bdm``); every other field is ``None``.
+#: ``snapshot_from_bdm``); ``volume_type`` is copied too
+#: (:func:`mapping_entries`); every other field is ``None``.
 SNAPSHOT_COPIED_FIELDS = ('disk_bus', 'device_type', 'boot_index',
                           'delete_on_termination', 'volume_size',
                           'device_name')
@@ -259,6 +260,13 @@ class ImageRecord:
     :ivar member: project id to add as an image member, or ``None``.
     :ivar mappings: the decoded ``block_device_mapping`` list, for callers
         and tests (the same data as ``properties['block_device_mapping']``).
+    :ivar optional: property names the record can do without (the
+        snapshot's self-description and the driver's stamped keys, in the
+        order to drop them): the preflight leaves them out, with a
+        warning, rather than refuse a record that only they push over
+        ``image_property_quota``.
+    :ivar notes: what the builder changed and why (e.g. ``min_disk``
+        lowered to the root volume), one sentence each.
     """
 
     image_id: str
@@ -270,6 +278,23 @@ class ImageRecord:
     member: str | None = None
     mappings: list[dict[str, ty.Any]] = dataclasses.field(
         default_factory=list)
+    optional: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def drop_optional(self, count: int) -> list[str]:
+        """Leave out up to ``count`` optional properties.
+
+        :returns: the names left out, in order.
+        """
+        dropped = []
+        for key in list(self.optional):
+            if len(dropped) >= count:
+                break
+            if key in self.properties:
+                del self.properties[key]
+                dropped.append(key)
+            self.optional.remove(key)
+        return dropped
 
     def create_kwargs(self, disk_format: str, container_format: str,
                       image_id: str | None = None) -> dict[str, ty.Any]:
@@ -373,8 +398,13 @@ def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
         if bdm.is_volume:
             entry: dict[str, ty.Any] = dict.fromkeys(MAPPING_FIELDS)
             entry.update({f: getattr(bdm, f) for f in SNAPSHOT_COPIED_FIELDS})
+            # volume_type: what a later boot needs to recreate the volume
+            # with the same (e.g. encrypted) type (Nova LP#1853495; a Nova
+            # without that fix reads it from here).  The encryption fields
+            # stay None: they describe the source volume's secret.
             entry.update(source_type='snapshot', destination_type='volume',
-                         snapshot_id=bdm.snapshot_id)
+                         snapshot_id=bdm.snapshot_id,
+                         volume_type=bdm.volume_type)
             volumes.append(entry)
         else:
             entry = {f: getattr(bdm, f) for f in MAPPING_FIELDS}
@@ -395,18 +425,78 @@ def _encode(value: ty.Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+#: Keys the hypervisor driver may stamp (``SnapshotDriver.
+#: image_properties``).
+STAMPED_KEYS = ('hypervisor_type', 'vm_mode')
+
+
+def self_description(snapshot: request_mod.SnapshotRequest
+                     ) -> dict[str, str]:
+    """What a volume-backed snapshot says about itself.
+
+    As Nova writes on image-backed snapshots (``compute.api.API.
+    _create_image``): ``image_type`` (``snapshot``, or ``backup`` with
+    ``backup_type`` for a backup request), ``instance_uuid`` (this
+    server) and ``user_id`` (the requester).  Nova's own volume-backed
+    path writes none of these (it only passes on what the server
+    inherited); the plugin writes them on both of its paths so that backup
+    rotation of another server never counts this image, the rotation of
+    this server does count its backups, and Horizon lists it as a
+    snapshot.
+
+    :returns: property name -> str value.
+    """
+    own = {'image_type': 'backup' if snapshot.backup_type else 'snapshot',
+           'instance_uuid': snapshot.server.uuid}
+    if snapshot.backup_type:
+        own['backup_type'] = snapshot.backup_type
+    user_id = snapshot.requester.user_id or snapshot.server.user_id
+    if user_id:
+        own['user_id'] = user_id
+    return own
+
+
+def cap_min_disk(min_disk: int, mappings: ty.Sequence[ty.Mapping[str, ty.Any]]
+                 ) -> tuple[int, str | None]:
+    """``min_disk`` lowered to what the root volume can boot.
+
+    :returns: ``(min_disk, note)``; ``note`` is ``None`` when unchanged.
+    """
+    limit = max_min_disk(mappings)
+    if limit is None or min_disk <= limit:
+        return min_disk, None
+    return limit, ('min_disk %d GiB (inherited) lowered to %d GiB, the '
+                   'root volume size: Nova refuses to boot an image whose '
+                   'min_disk exceeds its root volume' % (min_disk, limit))
+
+
 def build_image_record(snapshot: request_mod.SnapshotRequest,
                        non_inheritable: ty.Collection[str] = (),
                        driver_properties: ty.Mapping[str, str] | None = None,
                        image_id: str | None = None) -> ImageRecord:
     """Build the image record for ``snapshot``.
 
+    The one builder of the plugin: the standalone path, the early refusal
+    inside nova-api and Nova's activation hook all judge and create the
+    record it returns.  Layers, later ones winning:
+
+    1. the server's image metadata, minus every never-inherited kind
+       (:func:`never_inherited_kind`);
+    2. the snapshot's self-description (:func:`self_description`);
+    3. the driver's stamped keys (:data:`STAMPED_KEYS`), unless the
+       operator lists them in ``non_inheritable_image_properties``;
+    4. user metadata (Nova: ``properties.update(extra_properties)``),
+       except the mapping keys;
+    5. ``block_device_mapping`` / ``bdm_v2`` / ``root_device_name`` from
+       the server.
+
+    ``min_disk`` never exceeds the root volume (:func:`cap_min_disk`).
+
     :param snapshot: a validated :class:`SnapshotRequest`.
     :param non_inheritable: the operator's extra never-inherited keys
         (``[snapshot_ext] non_inheritable_image_properties``).
     :param driver_properties: properties the hypervisor driver stamps
-        (``hypervisor_type``, ``vm_mode``); they override inherited values
-        and are overridden by user metadata.
+        (``hypervisor_type``, ``vm_mode``).
     :param image_id: the image id to use; default ``snapshot.image_id``.
     :returns: :class:`ImageRecord`.
     :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers.
@@ -414,29 +504,38 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     server = snapshot.server
     base, inherited = inherited_metadata(server)
     properties: dict[str, str] = {}
-    dropped = []
+    dropped: dict[str, list[str]] = {}
     for key, value in inherited.items():
-        if is_never_inherited(key, non_inheritable):
-            dropped.append(key)
+        kind = never_inherited_kind(key, non_inheritable)
+        if kind is not None:
+            dropped.setdefault(kind, []).append(key)
             continue
         if key in ('kernel_id', 'ramdisk_id') and (
                 str(value).strip().lower() in ('', 'none')):
             # Nova's _convert_to_v2 omits empty kernel/ramdisk ids.
-            dropped.append(key)
             continue
         properties[key] = _encode(value)
     if dropped:
-        LOG.debug('Snapshot of server %(server)s does not inherit '
-                  '%(keys)s', {'server': server.uuid,
-                               'keys': ', '.join(sorted(dropped))})
+        LOG.debug('Snapshot of server %(server)s does not inherit %(keys)s',
+                  {'server': server.uuid,
+                   'keys': '; '.join('%s: %s' % (k, ', '.join(sorted(v)))
+                                     for k, v in sorted(dropped.items()))})
+    own = self_description(snapshot)
+    properties.update(own)
+    stamped = []
     for key, value in (driver_properties or {}).items():
+        if key in non_inheritable:
+            continue
         properties[key] = _encode(value)
+        stamped.append(key)
     # User metadata wins (Nova), except the mapping keys Nova pops after
     # the merge; whatever else is wrong with it (reserved names...) is a
     # preflight refusal, not a silent drop.
     for key, value in snapshot.metadata.items():
         if key not in MAPPING_KEYS:
             properties[key] = _encode(value)
+    optional = [k for k in stamped + sorted(own)
+                if k not in snapshot.metadata]
 
     mappings = mapping_entries(snapshot.block_device_mappings)
     if server.root_device_name:
@@ -453,14 +552,21 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
         visibility = 'shared'
         member = server.project_id
 
-    min_ram = base.get('min_ram', (None, ''))
-    min_disk = base.get('min_disk', (None, ''))
+    notes = []
+    min_disk, note = cap_min_disk(_to_int(*base.get('min_disk', (None, ''))),
+                                  mappings)
+    if note:
+        notes.append(note)
+        LOG.warning('Snapshot of server %(server)s: %(note)s',
+                    {'server': server.uuid, 'note': note})
     return ImageRecord(
         image_id=image_id or snapshot.image_id or '',
         name=snapshot.name,
         visibility=visibility,
-        min_ram=_to_int(*min_ram),
-        min_disk=_to_int(*min_disk),
+        min_ram=_to_int(*base.get('min_ram', (None, ''))),
+        min_disk=min_disk,
         properties=properties,
         member=member,
-        mappings=mappings)
+        mappings=mappings,
+        optional=optional,
+        notes=notes)
