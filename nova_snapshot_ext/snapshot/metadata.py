@@ -193,8 +193,11 @@ def root_mapping(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
     for entry in mappings:
         if entry.get('no_device'):
             continue
+        value = entry.get('boot_index')
+        if value is None:
+            continue
         try:
-            index = int(entry.get('boot_index'))
+            index = int(value)
         except (TypeError, ValueError):
             continue
         if index == 0:
@@ -219,8 +222,11 @@ def max_min_disk(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
     root = root_mapping(mappings)
     if root is None or root.get('destination_type') != 'volume':
         return None
+    value = root.get('volume_size')
+    if value is None:
+        return None
     try:
-        size = int(root.get('volume_size'))
+        size = int(value)
     except (TypeError, ValueError):
         return None
     return size if size >= 0 else None
@@ -286,7 +292,7 @@ class ImageRecord:
 
         :returns: the names left out, in order.
         """
-        dropped = []
+        dropped: list[str] = []
         for key in list(self.optional):
             if len(dropped) >= count:
                 break

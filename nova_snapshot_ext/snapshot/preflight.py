@@ -147,10 +147,10 @@ def check_schema_value(key: str, value: ty.Any,
         why = 'must match the pattern %s' % error.validator_value
     else:
         why = '%s %s' % (error.validator, _short(error.validator_value))
+    what = 'attribute' if key in GLANCE_BASE_ATTRIBUTES else 'property'
     raise exception.PreflightError(
         reason="image %s '%s' = %s is refused by this Glance's image "
-        "schema (%s)" % ('attribute' if key in GLANCE_BASE_ATTRIBUTES
-                          else 'property', key, _short(value), why))
+        "schema (%s)" % (what, key, _short(value), why))
 
 
 def check_image_record(record: metadata_mod.ImageRecord,
