@@ -436,6 +436,12 @@ def _encode(value: ty.Any) -> str:
 STAMPED_KEYS = ('hypervisor_type', 'vm_mode')
 
 
+#: The order in which the self-description gives way to a full property
+#: quota: ``image_type`` (Horizon, backup rotation) goes last.
+SELF_DESCRIPTION_DROP_ORDER = ('user_id', 'instance_uuid', 'backup_type',
+                               'image_type')
+
+
 def self_description(snapshot: request_mod.SnapshotRequest
                      ) -> dict[str, str]:
     """What a volume-backed snapshot says about itself.
@@ -540,7 +546,8 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     for key, value in snapshot.metadata.items():
         if key not in MAPPING_KEYS:
             properties[key] = _encode(value)
-    optional = [k for k in stamped + sorted(own)
+    optional = [k for k in stamped + [k for k in SELF_DESCRIPTION_DROP_ORDER
+                                      if k in own]
                 if k not in snapshot.metadata]
 
     mappings = mapping_entries(snapshot.block_device_mappings)

@@ -98,3 +98,142 @@ class TestMaxMinDisk(base.TestCase):
                 [{'destination_type': 'volume', 'boot_index': 0,
                   'volume_size': 5, 'no_device': True}]):
             self.assertIsNone(metadata.max_min_disk(mappings), mappings)
+
+
+SERVER = '6e2b6c1e-8f4a-4a51-9c3e-2f1d0b7a9c11'
+OTHER_SERVER = '0b5f1f4e-0000-4000-8000-00000000a001'
+
+
+def _request(sysmeta=None, metadata_=None, bdms=None, backup_type=None,
+             requester=('p1', 'u9')):
+    from nova_snapshot_ext.snapshot import request
+
+    data = {
+        'name': 'snap',
+        'server': {'uuid': SERVER, 'project_id': 'p1', 'user_id': 'u1',
+                   'root_device_name': '/dev/vda',
+                   'system_metadata': sysmeta or {}},
+        'block_device_mappings': bdms or [
+            {'source_type': 'blank', 'destination_type': 'local',
+             'boot_index': -1, 'guest_format': 'swap', 'volume_size': 1,
+             'device_name': '/dev/vdb'},
+            {'source_type': 'volume', 'destination_type': 'volume',
+             'boot_index': 0, 'device_name': '/dev/vda', 'volume_id': 'V1',
+             'snapshot_id': 'S1', 'volume_size': 8,
+             'volume_type': 'LUKS-T', 'encrypted': True,
+             'encryption_secret_uuid': 'sec-1',
+             'encryption_format': 'luks'}],
+        'metadata': metadata_ or {},
+        'requester': {'project_id': requester[0], 'user_id': requester[1]},
+    }
+    if backup_type:
+        data['backup_type'] = backup_type
+    return request.SnapshotRequest.from_dict(data)
+
+
+class TestImageRecord(base.TestCase):
+    """The issue's inputs, each with its right value."""
+
+    def build(self, *args, non_inheritable=(), driver_properties=None,
+              **kwargs):
+        return metadata.build_image_record(
+            _request(*args, **kwargs), non_inheritable=non_inheritable,
+            driver_properties=driver_properties, image_id='id-1')
+
+    def test_borrowed_identity_replaced_by_own(self):
+        rec = self.build(sysmeta={
+            'image_image_type': 'backup', 'image_backup_type': 'daily',
+            'image_instance_uuid': OTHER_SERVER, 'image_user_id': 'other',
+            'image_signature_verified': 'True'})
+        self.assertEqual('snapshot', rec.properties['image_type'])
+        self.assertEqual(SERVER, rec.properties['instance_uuid'])
+        self.assertEqual('u9', rec.properties['user_id'])
+        self.assertNotIn('backup_type', rec.properties)
+        self.assertNotIn('signature_verified', rec.properties)
+
+    def test_base_image_type_not_inherited(self):
+        rec = self.build(sysmeta={'image_image_type': 'base'})
+        self.assertEqual('snapshot', rec.properties['image_type'])
+
+    def test_backup_request_describes_backup(self):
+        rec = self.build(backup_type='weekly',
+                         sysmeta={'image_backup_type': 'daily'})
+        self.assertEqual(('backup', 'weekly', SERVER),
+                         (rec.properties['image_type'],
+                          rec.properties['backup_type'],
+                          rec.properties['instance_uuid']))
+
+    def test_user_metadata_wins_as_in_nova(self):
+        rec = self.build(metadata_={'image_type': 'golden'})
+        self.assertEqual('golden', rec.properties['image_type'])
+        self.assertNotIn('image_type', rec.optional)
+
+    def test_min_disk_capped_at_root_volume(self):
+        rec = self.build(sysmeta={'image_min_disk': '160'})
+        self.assertEqual(8, rec.min_disk)
+        self.assertEqual(1, len(rec.notes))
+        self.assertIn('160', rec.notes[0])
+        self.assertEqual(8, metadata.max_min_disk(rec.mappings))
+
+    def test_min_disk_below_root_kept(self):
+        rec = self.build(sysmeta={'image_min_disk': '5'})
+        self.assertEqual((5, []), (rec.min_disk, rec.notes))
+
+    def test_volume_type_kept_encryption_not(self):
+        rec = self.build(sysmeta={
+            'image_cinder_encryption_key_id': 'k1',
+            'image_cinder_encryption_key_deletion_policy': 'do_not_delete'})
+        root = [m for m in rec.mappings if m['boot_index'] == 0][0]
+        self.assertEqual('LUKS-T', root['volume_type'])
+        for field in ('encrypted', 'encryption_secret_uuid',
+                      'encryption_format', 'encryption_options'):
+            self.assertIsNone(root[field], field)
+        for key in ('cinder_encryption_key_id',
+                    'cinder_encryption_key_deletion_policy'):
+            self.assertNotIn(key, rec.properties)
+        self.assertIn('"volume_type": "LUKS-T"',
+                      rec.properties['block_device_mapping'])
+
+    def test_horizon_sees_a_snapshot_with_swap_first(self):
+        rec = self.build()
+        self.assertEqual('blank', rec.mappings[0]['source_type'])
+        self.assertEqual('snapshot', rec.properties['image_type'])
+
+    def test_ownership_and_secrets_not_inherited(self):
+        rec = self.build(sysmeta={'image_owner': 'p0', 'image_is_public':
+                                  'True', 'image_vtpm_secret_uuid': 's1',
+                                  'vtpm_secret_uuid': 's1',
+                                  'image_password_0': 'pw'})
+        for key in ('owner', 'is_public', 'vtpm_secret_uuid',
+                    'password_0'):
+            self.assertNotIn(key, rec.properties)
+
+    def test_stamped_keys_honour_operator_list(self):
+        stamps = {'hypervisor_type': 'kvm', 'vm_mode': 'hvm'}
+        rec = self.build(driver_properties=stamps)
+        self.assertEqual('kvm', rec.properties['hypervisor_type'])
+        rec = self.build(driver_properties=stamps,
+                         non_inheritable=['hypervisor_type', 'vm_mode'])
+        self.assertNotIn('hypervisor_type', rec.properties)
+        self.assertNotIn('vm_mode', rec.properties)
+
+    def test_optional_keys_in_drop_order(self):
+        rec = self.build(driver_properties={'hypervisor_type': 'kvm',
+                                            'vm_mode': 'hvm'})
+        self.assertEqual(['hypervisor_type', 'vm_mode', 'user_id',
+                          'instance_uuid', 'image_type'], rec.optional)
+        self.assertEqual(['hypervisor_type', 'vm_mode', 'user_id'],
+                         rec.drop_optional(3))
+        self.assertEqual('snapshot', rec.properties['image_type'])
+        self.assertNotIn('user_id', rec.properties)
+
+    def test_every_kind_dropped_from_sysmeta(self):
+        sysmeta = {'image_os_distro': 'ubuntu'}
+        for keys in TestNeverInheritedKind.CASES.values():
+            for key in keys:
+                sysmeta['image_' + key] = 'x'
+        rec = self.build(sysmeta=sysmeta)
+        own = {'image_type', 'instance_uuid', 'user_id',
+               'block_device_mapping', 'bdm_v2', 'root_device_name'}
+        self.assertEqual({'os_distro'}, set(rec.properties) - own)
+        self.assertEqual('/dev/vda', rec.properties['root_device_name'])
