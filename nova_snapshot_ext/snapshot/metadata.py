@@ -482,6 +482,18 @@ def cap_min_disk(min_disk: int, mappings: ty.Sequence[ty.Mapping[str, ty.Any]]
                    'min_disk exceeds its root volume' % (min_disk, limit))
 
 
+def _check_instance_owner(snapshot: request_mod.SnapshotRequest,
+                          value: str) -> None:
+    # Nova reads user metadata instance_owner as "share the image with
+    # this project" and adds it as a member; Glance refuses members on a
+    # private image (403) after Nova snapshotted the volumes.  The
+    # server's or the caller's own project needs no sharing: not a
+    # property, dropped (as the hook drops it).
+    if value in (snapshot.server.project_id, snapshot.requester.project_id):
+        return
+    raise exception.SharingNotAllowed(project=value)
+
+
 def build_image_record(snapshot: request_mod.SnapshotRequest,
                        non_inheritable: ty.Collection[str] = (),
                        driver_properties: ty.Mapping[str, str] | None = None,
@@ -512,6 +524,8 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     :param image_id: the image id to use; default ``snapshot.image_id``.
     :returns: :class:`ImageRecord`.
     :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers.
+    :raises SharingNotAllowed: user metadata ``instance_owner`` names a
+        project other than the server's or the caller's.
     """
     server = snapshot.server
     base, inherited = inherited_metadata(server)
@@ -544,7 +558,9 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     # the merge; whatever else is wrong with it (reserved names...) is a
     # preflight refusal, not a silent drop.
     for key, value in snapshot.metadata.items():
-        if key not in MAPPING_KEYS:
+        if key == 'instance_owner':
+            _check_instance_owner(snapshot, value)
+        elif key not in MAPPING_KEYS:
             properties[key] = _encode(value)
     optional = [k for k in stamped + [k for k in SELF_DESCRIPTION_DROP_ORDER
                                       if k in own]

@@ -237,3 +237,27 @@ class TestImageRecord(base.TestCase):
                'block_device_mapping', 'bdm_v2', 'root_device_name'}
         self.assertEqual({'os_distro'}, set(rec.properties) - own)
         self.assertEqual('/dev/vda', rec.properties['root_device_name'])
+
+
+class TestInstanceOwner(base.TestCase):
+
+    def test_own_project_is_not_a_property(self):
+        rec = metadata.build_image_record(
+            _request(metadata_={'instance_owner': 'p1'}))
+        self.assertNotIn('instance_owner', rec.properties)
+        self.assertEqual(('private', None), (rec.visibility, rec.member))
+
+    def test_other_project_refused(self):
+        from nova_snapshot_ext import exception
+
+        err = self.assertRaises(
+            exception.SharingNotAllowed, metadata.build_image_record,
+            _request(metadata_={'instance_owner': 'p7'}))
+        self.assertEqual(403, err.code)
+        self.assertIn("'instance_owner' = 'p7'", err.format_message())
+
+    def test_admin_of_other_project_shares_with_owner(self):
+        rec = metadata.build_image_record(
+            _request(requester=('admin-p', 'admin-u')))
+        self.assertEqual(('shared', 'p1'), (rec.visibility, rec.member))
+        self.assertEqual('admin-u', rec.properties['user_id'])
