@@ -66,6 +66,12 @@ PROFILES: dict[str, dict[str, ty.Any]] = {
     'vhd-only': {'disk_formats': ('vhd', 'vhdx')},
     'vmdk-only': {'disk_formats': ('vmdk',)},
     'iso-only': {'disk_formats': ('iso',)},
+    # Format sets of real deployments (field reports, issue 10).
+    'qcow2-only': {'disk_formats': ('qcow2',)},
+    'vdi-only': {'disk_formats': ('vdi',)},
+    'vhdx-only': {'disk_formats': ('vhdx',)},
+    'ploop-only': {'disk_formats': ('ploop',)},
+    'vmdk-iso': {'disk_formats': ('vmdk', 'iso')},
     'no-enforcement': {'require_image_format_match': False},
     'http-store': {'http_store': True, 'allowed_hosts': ('127.0.0.1',)},
     'legacy-locations': {'http_store': True,
