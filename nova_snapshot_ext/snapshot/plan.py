@@ -54,12 +54,15 @@ import dataclasses
 import typing as ty
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from nova_snapshot_ext.image import payloads
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext import driver as driver_mod
     from nova_snapshot_ext.image import capabilities as caps_mod
+
+LOG = logging.getLogger(__name__)
 
 CONTAINER_FORMAT = 'bare'
 
@@ -185,9 +188,11 @@ def build_plan(capabilities: caps_mod.GlanceCapabilities,
         turns an empty plan into
         :class:`~nova_snapshot_ext.exception.FormatNotAllowed`.
     """
-    return place_location(
-        upload_plan(capabilities, driver, pinned, driver_formats_only),
-        location, method)
+    uploads = upload_plan(capabilities, driver, pinned, driver_formats_only)
+    if uploads and uploads[0].fallback and not (
+            location is not None and method == 'location-first'):
+        LOG.warning('%s', uploads[0].fallback_note())
+    return place_location(uploads, location, method)
 
 
 def _formats_only(driver: driver_mod.SnapshotDriver,

@@ -12,6 +12,7 @@
 
 """The plan after the driver's formats: every other honest format."""
 
+import fixtures
 from oslo_config import cfg
 
 from nova_snapshot_ext import driver as driver_mod
@@ -97,3 +98,12 @@ class TestFallbackFormats(base.TestCase):
         self.assertEqual([], plan.build_plan(caps(['aki', 'ari']), drv))
         self.assertIn('no other format',
                       plan.explain_empty_plan(caps(['aki', 'ari']), drv))
+
+    def test_warning_when_no_driver_format_is_possible(self):
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_snapshot_ext.snapshot.plan'))
+        plan.build_plan(caps(['qcow2']), self.driver('vmwareapi'))
+        self.assertIn('activated as qcow2, a format the driver does not '
+                      'read', log.output)
+        plan.build_plan(caps(['qcow2', 'vmdk']), self.driver('vmwareapi'))
+        self.assertEqual(1, log.output.count('activated as'))
