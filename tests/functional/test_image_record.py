@@ -81,6 +81,26 @@ class TestImageRecord(test_snapshot.SnapshotTestBase):
             'instance_uuid': OTHER_SERVER}))
         self.assertEqual([], rotation)
 
+    def test_user_metadata_up_to_glance_quota(self):
+        # The plugin's own keys give way to user metadata at Glance's
+        # default image_property_quota (128); one key more is refused
+        # before anything is created.
+        svc = self.make_service()
+        base_record = svc.build_record(self.make_request(metadata={}))
+        fixed = len(set(base_record.properties) - set(base_record.optional))
+        fill = {'k%03d' % i: 'v' for i in range(128 - fixed)}
+        client = self.plugin_client()
+        result = svc.snapshot(self.make_request(metadata=fill),
+                              glance=client)
+        image = client.get(result.image_id)
+        self.assertEqual('v', image['k%03d' % (127 - fixed)])
+        self.assertNotIn('image_type', image)
+        fill['one_more'] = 'v'
+        req = self.make_request(metadata=fill)
+        self.assertRaises(exception.PropertyQuotaExceeded, svc.snapshot,
+                          req, glance=client)
+        self.assertEqual([], self.images_named(req.name))
+
     def test_backup_request(self):
         req, result, image = self.snapshot(backup_type='daily')
         self.assertEqual(('backup', 'daily', req.server.uuid),
