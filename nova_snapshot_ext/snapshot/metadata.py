@@ -91,7 +91,8 @@ BASE_ATTRIBUTE_KEYS = frozenset(['min_ram', 'min_disk', 'disk_format',
 #: ``borrowed-identity``
 #:     what an image says it *is*: ``image_type``, ``backup_type``,
 #:     ``instance_uuid``, ``user_id`` (Nova LP#1031079: a copied backup
-#:     identity puts the snapshot in another server's backup rotation).
+#:     identity puts the snapshot in another server's backup rotation),
+#:     ``snapshot_ext_fingerprint`` (the plugin's id of another snapshot).
 #:     The snapshot writes its own (:func:`self_description`).
 #: ``status-marker``
 #:     the state another service keeps about another object: Cinder's
@@ -126,7 +127,7 @@ NEVER_INHERITED_KINDS: dict[str, frozenset[str]] = {
         'image_id', 'image_name']),
     'borrowed-identity': frozenset([
         'image_type', 'backup_type', 'instance_uuid', 'user_id',
-        'image_location', 'image_state']),
+        'image_location', 'image_state', 'snapshot_ext_fingerprint']),
     'status-marker': frozenset([
         'signature_verified', 'network_allocated', 'clean_attempts',
         'old_vm_state']),

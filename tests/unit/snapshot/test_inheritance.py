@@ -35,7 +35,7 @@ class TestNeverInheritedKind(base.TestCase):
         'provenance': ['img_signature', 'img_signature_certificate_uuid',
                        'image_id', 'image_name'],
         'borrowed-identity': ['image_type', 'backup_type', 'instance_uuid',
-                              'user_id'],
+                              'user_id', 'snapshot_ext_fingerprint'],
         'status-marker': ['signature_verified', 'network_allocated',
                           'clean_attempts', 'old_vm_state'],
         'server-record': ['boot_roles', 'instance_type_memory_mb',
