@@ -437,6 +437,12 @@ def _encode(value: ty.Any) -> str:
 STAMPED_KEYS = ('hypervisor_type', 'vm_mode')
 
 
+#: Properties the plugin writes for its own bookkeeping (the engine's
+#: snapshot fingerprint).  Like the self-description they give way to a
+#: full property quota rather than refuse a snapshot Nova would take; they
+#: go last.
+BOOKKEEPING_KEYS = ('snapshot_ext_fingerprint',)
+
 #: The order in which the self-description gives way to a full property
 #: quota: ``image_type`` (Horizon, backup rotation) goes last.
 SELF_DESCRIPTION_DROP_ORDER = ('user_id', 'instance_uuid', 'backup_type',

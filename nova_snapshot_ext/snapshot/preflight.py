@@ -48,9 +48,10 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
 
+from nova_snapshot_ext.snapshot import metadata as metadata_mod
+
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.image import capabilities as caps_mod
-    from nova_snapshot_ext.snapshot import metadata as metadata_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -168,6 +169,9 @@ def check_image_record(record: metadata_mod.ImageRecord,
         raise exception.PropertyValueTooLong(
             property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
     _check_bmp('attribute', 'name', record.name)
+    for key in metadata_mod.BOOKKEEPING_KEYS:
+        if key in record.properties and key not in record.optional:
+            record.optional.append(key)
     schema_props = capabilities.schema_properties
     for attr in ('min_ram', 'min_disk'):
         value = getattr(record, attr)

@@ -225,3 +225,16 @@ class TestSchemaKeywords(base.TestCase):
                                 preflight.check_image_record, rec, caps(),
                                 128)
         self.assertIn('129', err.format_message())
+
+    def test_bookkeeping_key_gives_way_last(self):
+        rec = record(**{'k%d' % i: 'v' for i in range(127)})
+        rec.properties.update(snapshot_ext_fingerprint='f', user_id='u')
+        rec.optional = ['user_id']
+        preflight.check_image_record(rec, caps(), 128)
+        self.assertEqual('f', rec.properties['snapshot_ext_fingerprint'])
+        self.assertNotIn('user_id', rec.properties)
+        rec = record(**{'k%d' % i: 'v' for i in range(128)})
+        rec.properties['snapshot_ext_fingerprint'] = 'f'
+        preflight.check_image_record(rec, caps(), 128)
+        self.assertNotIn('snapshot_ext_fingerprint', rec.properties)
+        self.assertIn('snapshot_ext_fingerprint', rec.notes[0])
