@@ -276,3 +276,38 @@ class TestRecordWithoutNamedRequest(base.NovaGlanceTestCase):
                          sorted(record.properties))
         self.assertEqual(8, record.min_disk)
         self.assertEqual(['s1'], adapter.snapshot_ids_from_glance_meta(sent))
+
+
+class TestNamedRequest(NovaApiTestCase):
+    """The hook's one-record path and its guards."""
+
+    def test_snapshot_ids_must_match_volume_mappings(self):
+        from nova import context as nova_context
+        from nova_snapshot_ext import exception
+        from nova_snapshot_ext.nova import adapter
+
+        server = self.server()
+        loaded = adapter.load_server(nova_context.get_admin_context(),
+                                     server.uuid)
+        self.assertIsNotNone(loaded)
+        instance, bdms = loaded
+        req = adapter.request_from_nova(self.context, instance, bdms, 'n',
+                                        {}, snapshot_ids=['snap-1'])
+        volume = [b for b in req.block_device_mappings if b.is_volume]
+        self.assertEqual(['snap-1'], [b.snapshot_id for b in volume])
+        self.assertRaises(exception.InvalidRequest,
+                          adapter.request_from_nova, self.context, instance,
+                          bdms, 'n', {}, snapshot_ids=['a', 'b'])
+        self.assertIsNone(adapter.load_server(self.context,
+                                              OTHER_SERVER))
+
+    def test_pending_request_is_per_context_and_name(self):
+        from nova_snapshot_ext.nova import hook
+
+        other = object()
+        with hook.pending_create_image(self.context, 'sid', 'n', {'a': 'b'}):
+            self.assertEqual(('sid', {'a': 'b'}),
+                             hook._pending_for(self.context, 'n'))
+            self.assertIsNone(hook._pending_for(other, 'n'))
+            self.assertIsNone(hook._pending_for(self.context, 'm'))
+        self.assertIsNone(hook._pending_for(self.context, 'n'))
