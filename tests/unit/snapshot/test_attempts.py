@@ -511,6 +511,7 @@ class TestPayloadTooLarge(AttemptTestBase):
         self.assertEqual(['qcow2', 'vdi'],
                          [a.disk_format for a in result.attempts])
         self.assertIn('storage quota', result.attempts[0].reason)
+        self.assertEqual(1, result.attempts[0].reason.count('Glance upload'))
         self.assertTrue(result.attempts[0].cleaned_up)
         self.assertEqual([result.image_id], self.active_ids())
 
