@@ -191,6 +191,63 @@ def build_template(request: dict[str, ty.Any]) -> dict[str, ty.Any]:
             'properties': dict(record.properties)}
 
 
+def _device_name(index: int) -> str:
+    """``/dev/vdb``, ..., ``/dev/vdz``, ``/dev/vdaa``... (index >= 1)."""
+    letters = ''
+    while True:
+        letters = chr(ord('a') + index % 26) + letters
+        index = index // 26 - 1
+        if index < 0:
+            return '/dev/vd' + letters
+
+
+def scale_request(request: dict[str, ty.Any], mappings: int | None = None,
+                  properties: int | None = None) -> dict[str, ty.Any]:
+    """The sample request grown (or shrunk) to a workload.
+
+    :param request: the shipped sample request (not modified).
+    :param mappings: number of block device mappings: the sample's root
+        volume mapping plus ``mappings - 1`` data-volume mappings (each
+        with its own volume, snapshot and device name); ``None`` keeps the
+        sample's three.
+    :param properties: number of image properties the record carries: the
+        sample's user metadata is replaced by ``bench_property_NNN`` keys
+        so that the record has exactly this many (it cannot go below the
+        properties the server and the mappings give, about 10); ``None``
+        keeps the sample's.
+    :returns: a new request dict.
+    :raises ValueError: ``mappings < 1``, or fewer ``properties`` than the
+        record needs anyway.
+    """
+    out = json.loads(json.dumps(request))
+    if mappings is not None:
+        if mappings < 1:
+            raise ValueError('at least one (root) mapping')
+        root = next(b for b in out['block_device_mappings']
+                    if b.get('boot_index') == 0)
+        bdms = [root]
+        for i in range(1, mappings):
+            bdms.append({
+                'id': 100 + i, 'source_type': 'volume',
+                'destination_type': 'volume', 'boot_index': None,
+                'device_name': _device_name(i), 'disk_bus': 'virtio',
+                'device_type': 'disk',
+                'volume_id': str(uuid.UUID(int=(1 << 64) + i)),
+                'snapshot_id': str(uuid.UUID(int=(2 << 64) + i)),
+                'volume_size': 10 + i, 'delete_on_termination': False})
+        out['block_device_mappings'] = bdms
+    if properties is not None:
+        out['metadata'] = {}
+        base = len(build_template(out)['properties'])
+        if properties < base:
+            raise ValueError('the record has %d properties without user '
+                             'metadata; cannot shrink it to %d'
+                             % (base, properties))
+        out['metadata'] = {'bench_property_%03d' % i: 'value-%03d' % i
+                           for i in range(properties - base)}
+    return out
+
+
 def schedule(names: ty.Sequence[str], concurrencies: ty.Sequence[int],
              n: int, batch: int) -> list[tuple[str, int, int, str]]:
     """The interleaved batch order.

@@ -34,6 +34,7 @@ every image record the target Glance would refuse.  Rules and sources
 
 from __future__ import annotations
 
+import re
 import typing as ty
 
 from nova_snapshot_ext import exception
@@ -92,13 +93,17 @@ def check_property_name(key: str,
 MAX_INT = 2 ** 31 - 1
 
 
+#: Characters outside the Basic Multilingual Plane (4 bytes in UTF-8).
+_NON_BMP_RE = re.compile('[\U00010000-\U0010FFFF]')
+
+
 def _check_bmp(what: str, key: str, text: str) -> None:
     # Glance refuses 4-byte UTF-8 characters in image attributes and
     # properties (glance.common.utils.no_4byte_params, for MySQL's utf8).
-    for char in text:
-        if ord(char) > 0xFFFF:
-            raise exception.UnsupportedCharacter(
-                what=what, property=key[:40], char='U+%04X' % ord(char))
+    match = _NON_BMP_RE.search(text)
+    if match:
+        raise exception.UnsupportedCharacter(
+            what=what, property=key[:40], char='U+%04X' % ord(match.group()))
 
 
 def _check_schema_constraints(key: str, value: str,

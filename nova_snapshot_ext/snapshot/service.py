@@ -864,18 +864,30 @@ class SnapshotService:
                        attempt: result_mod.Attempt,
                        obj: locations.LocationObject) -> dict[str, ty.Any]:
         timeout = self.conf.snapshot_ext.activation_timeout
-        interval = self.conf.snapshot_ext.activation_poll_interval
+        assert self._location_source is not None
+        # When to read the image and its tasks: locations.ImportWait.
+        wait = locations.ImportWait(
+            self._location_source.import_estimate, timeout,
+            longest=self.conf.snapshot_ext.activation_poll_interval)
         deadline = self._clock() + timeout
-        while True:
+        status = 'queued'
+        for delay in wait:
+            self._sleep(delay)
             try:
                 image = glance.get(image_id)
             except exception.GlanceNotFound as err:
                 raise exception.LocationTaskFailed(
                     image_id=image_id, url=obj.redacted, status=404,
-                    stop=True, reason='the image was deleted while Glance '
-                    'was adding its location') from err
+                    stop=True, reason='the image is not visible after its '
+                    'location was accepted: it was deleted while Glance '
+                    'was adding its location, or this identity has only '
+                    "the 'service' role (Glance lets it add a location but "
+                    "not read the image; act as the owner's member and add "
+                    'a service token, see [snapshot_ext_service_user])'
+                ) from err
             status = image.get('status')
             if status == 'active':
+                wait.active()
                 self._verify(image, attempt, obj.validation_data)
                 return image
             if status not in _LOCATION_PENDING:
@@ -883,15 +895,15 @@ class SnapshotService:
                     image_id=image_id, url=obj.redacted,
                     reason='image is %s after its location was accepted'
                     % status)
-            if status == 'queued':
+            if wait.saw(status):
                 failure = self.location_task_failure(glance, image_id)
                 if failure:
                     raise exception.LocationTaskFailed(
                         image_id=image_id, url=obj.redacted, reason=failure)
             if self._clock() >= deadline:
-                raise exception.ActivationTimeout(
-                    image_id=image_id, timeout=timeout, status=status)
-            self._sleep(interval)
+                break
+        raise exception.ActivationTimeout(
+            image_id=image_id, timeout=timeout, status=status)
 
     @staticmethod
     def location_task_failure(glance: glance_mod.GlanceClient,
