@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--n', type=int, default=40)
     parser.add_argument('--concurrency', type=int, nargs='+',
                         default=[1, 16])
+    parser.add_argument('--no-validation-data', action='store_true',
+                        help='send no validation_data ([snapshot_ext] '
+                             'location_hash_algo = none)')
     parser.add_argument('--every-ms', type=float, nargs='+', default=[5.0],
                         help='read the image every this many ms (each '
                              'value measured in turn)')
@@ -114,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     data = payloads.payload('qcow2')
     validation = {'os_hash_algo': 'sha512',
                   'os_hash_value': hashlib.sha512(data).hexdigest()}
+    if args.no_validation_data:
+        validation = {}
     project, user = uuid.uuid4().hex, uuid.uuid4().hex
     token = tokenauth.make_token(user, project, ('member', 'reader'))
     objects = demo.ObjectServer({'/t/empty.qcow2': data})

@@ -273,10 +273,16 @@ PATHS: dict[str, ty.Callable[[ty.Mapping[str, ty.Any]], BenchPath]] = {
                                 options={'activation_method': 'upload'}),
     # Location mode: Glance's service location API reads (and hashes) a
     # valid empty qcow2 served on loopback; its wall time is the time to
-    # active, polled every [snapshot_ext] activation_poll_interval.
+    # active, the image read when locations.ImportWait says.
     'plugin-location': functools.partial(
         PluginPath, options={'activation_method': 'location-first',
                              'location_disk_format': 'qcow2'}),
+    # The same without validation data (location_hash_algo = none):
+    # Glance activates the image before it hashes the object.
+    'plugin-location-nohash': functools.partial(
+        PluginPath, options={'activation_method': 'location-first',
+                             'location_disk_format': 'qcow2',
+                             'location_hash_algo': 'none'}),
     'nova': NovaPath,
     'floor': FloorPath,
 }

@@ -564,7 +564,7 @@ FIRST_READ_HIT_RATE = 0.6
 
 #: Step of :class:`ImportEstimate` (natural log of the factor per
 #: observation).
-_ESTIMATE_STEP = 0.1
+_ESTIMATE_STEP = 0.2
 
 
 def poll_delays(timeout: float, first: float = FIRST_POLL_S,

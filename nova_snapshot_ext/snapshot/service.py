@@ -866,9 +866,8 @@ class SnapshotService:
         timeout = self.conf.snapshot_ext.activation_timeout
         assert self._location_source is not None
         # When to read the image and its tasks: locations.ImportWait.
-        wait = locations.ImportWait(
-            self._location_source.import_estimate, timeout,
-            longest=self.conf.snapshot_ext.activation_poll_interval)
+        wait = locations.ImportWait(self._location_source.import_estimate,
+                                    timeout)
         deadline = self._clock() + timeout
         status = 'queued'
         for delay in wait:
