@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""How long Glance's ``location_import`` takes: ``python -m bench.location_timing``.
+"""How long Glance's ``location_import`` takes (``bench.location_timing``).
 
 Measures what the location-mode poll schedule
 (:func:`nova_snapshot_ext.image.locations.poll_delays`) is fitted to: on

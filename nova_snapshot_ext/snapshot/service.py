@@ -884,7 +884,7 @@ class SnapshotService:
                     "not read the image; act as the owner's member and add "
                     'a service token, see [snapshot_ext_service_user])'
                 ) from err
-            status = image.get('status')
+            status = str(image.get('status'))
             if status == 'active':
                 wait.active()
                 self._verify(image, attempt, obj.validation_data)

@@ -106,14 +106,6 @@ class _Images:
     def __init__(self, glance):
         self.g = glance
 
-    def model(self, **kwargs):
-        """The schema check of glanceclient's warlock model (ValueError)."""
-        try:
-            self._check(kwargs)
-        except TypeError as err:
-            raise ValueError(str(err))
-        return dict(kwargs)
-
     def _check(self, kwargs):
         if kwargs.get('disk_format') not in [None] + self.g.disk_formats:
             raise TypeError("Unable to set 'disk_format' to '%s'"
@@ -297,8 +289,9 @@ class _HTTPClient:
 
     ``post``/``get`` answer ``(response, body)`` like glanceclient's
     ``SessionClient``; each route runs the matching controller method
-    above (same failure injection names).  Without v2.17 Glance has no
-    ``/locations`` route: 404, as its router answers.
+    above (same failure injection names).  A body Glance's schema refuses
+    is a 400 here (``images.create`` refuses it client-side).  Without
+    v2.17 Glance has no ``/locations`` route: 404, as its router answers.
     """
 
     def __init__(self, glance, images):
@@ -311,7 +304,10 @@ class _HTTPClient:
     def post(self, url, data=None, headers=None):
         parts = url.strip('/').split('/')
         if parts == ['v2', 'images']:
-            return None, self.images.create(**data)
+            try:
+                return None, self.images.create(**data)
+            except TypeError as err:  # Glance's own schema check: 400
+                raise exc.HTTPBadRequest(str(err))
         if parts[:2] == ['v2', 'images'] and parts[3:] == ['locations']:
             if not any(v['id'] == 'v2.17' for v in self.g.versions):
                 raise exc.HTTPNotFound('The resource could not be found.')
