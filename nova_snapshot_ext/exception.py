@@ -182,8 +182,40 @@ class GlanceBadRequest(GlanceError):
     code = 400
 
 
+class GlanceSchemaRefusal(GlanceBadRequest):
+    """glanceclient refused the record against Glance's image schema.
+
+    Raised client-side, before anything is sent: the operator changed
+    Glance's formats or properties since the capabilities were read.
+    """
+
+
+class GlanceMalformedAnswer(GlanceError):
+    """Glance's answer could not be read as the document expected.
+
+    A body cut mid-answer by a proxy, not JSON, or JSON of another shape.
+    Nothing is known about the outcome of the request.
+    """
+
+    msg_fmt = _("Glance %(operation)s failed: %(reason)s")
+
+
 class GlanceOverLimit(GlanceError):
+    """413: payload too large, or a quota (storage, image count) reached."""
+
     code = 413
+
+
+class SnapshotImageConflict(GlanceConflict):
+    """The image with this snapshot's id is not (or no longer) its image.
+
+    Another image holds the id, or a retry of the snapshot brings a record
+    (name, properties) that differs from the image an earlier try made.
+    Nothing was changed or deleted; ``image_id`` names the image.
+    """
+
+    msg_fmt = _("Image %(image_id)s cannot be used for this snapshot: "
+                "%(reason)s")
 
 
 class ImageFormatRejected(GlanceError):

@@ -57,9 +57,24 @@ core_group = cfg.OptGroup(
 glance_group = cfg.OptGroup(
     GLANCE_GROUP,
     title='Glance connection for nova-snapshot-ext',
-    help='keystoneauth1 session, adapter and auth options used to reach '
-         'the image service. With no auth_type set, requests carry the '
-         'caller\'s token (inside Nova: the user\'s request context).')
+    help="""
+keystoneauth1 session, adapter and auth options used to reach the image
+service. With no auth_type set, requests carry the caller's token (inside
+Nova: the user's request context).
+
+Defaults chosen for a snapshot (keystoneauth1's own options, not a loop of
+the plugin):
+
+* ``timeout = 60``: seconds to wait for an answer; without it a Glance that
+  accepts the connection and never answers hangs a snapshot forever.
+* ``connect_retries = 3``, ``status_code_retries = 3``,
+  ``retriable_status_codes = 502,503,504``: a connection failure or one of
+  those statuses is re-sent with exponential backoff, for the requests a
+  second send cannot harm only (GET, HEAD, DELETE; and the image create,
+  which carries the snapshot's own image id so a second send meets 409 and
+  is read back). An upload or a location POST is sent once; when its answer
+  is lost the plugin reads the image back before it decides.
+""")
 
 service_user_group = cfg.OptGroup(
     SERVICE_USER_GROUP,
@@ -309,13 +324,33 @@ Related options:
 ]
 
 
+#: The plugin's defaults for keystoneauth1 options of
+#: ``[snapshot_ext_glance]`` (see the group help).
+GLANCE_DEFAULTS: dict[str, ty.Any] = {
+    'service_type': 'image',
+    'valid_interfaces': ['internal', 'public'],
+    'timeout': 60,
+    'connect_retries': 3,
+    'status_code_retries': 3,
+    'retriable_status_codes': [502, 503, 504],
+}
+
+
 def _ks_opts() -> list[cfg.Opt]:
-    """keystoneauth1 session + adapter + auth options, deduplicated."""
+    """keystoneauth1 session + adapter + auth options, deduplicated.
+
+    keystoneauth1 builds new option objects on every call; the plugin's
+    defaults (:data:`GLANCE_DEFAULTS`) are set on these copies so the
+    sample configuration shows them.
+    """
     opts: dict[str, cfg.Opt] = {}
     for opt in (ks_loading.get_session_conf_options() +
                 ks_loading.get_adapter_conf_options(include_deprecated=False) +
                 ks_loading.get_auth_common_conf_options()):
         opts.setdefault(opt.dest, opt)
+    for name, value in GLANCE_DEFAULTS.items():
+        if name in opts:
+            opts[name].default = value
     return list(opts.values())
 
 
@@ -349,9 +384,8 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     ks_loading.register_adapter_conf_options(
         conf, GLANCE_GROUP, include_deprecated=False)
     ks_loading.register_auth_conf_options(conf, GLANCE_GROUP)
-    conf.set_default('service_type', 'image', group=GLANCE_GROUP)
-    conf.set_default('valid_interfaces', ['internal', 'public'],
-                     group=GLANCE_GROUP)
+    for name, value in GLANCE_DEFAULTS.items():
+        conf.set_default(name, value, group=GLANCE_GROUP)
 
 
 def _driver_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:

@@ -477,6 +477,48 @@ class EmbeddedGlance(object):
                 self._owns_base_dir = False
             self.port = None
 
+    def restart(self, down_seconds=0.0):
+        """Stop glance-api and start it again on the same port and database.
+
+        The base directory (config, SQLite database, image store, logs) is
+        kept, so images created before the restart are still there; only
+        the server process is replaced.  Used to hold a request while
+        Glance is down (see ``tests/functional/faultproxy.py``).
+
+        :param down_seconds: how long to stay down between stop and start.
+        :returns: self
+        :raises EmbeddedGlanceError: if the server is not running, the port
+            was taken meanwhile, or the new process is not healthy within
+            :data:`START_TIMEOUT` seconds.
+        """
+        with self._lock:
+            if self._process is None or self.port is None:
+                raise EmbeddedGlanceError('embedded glance is not started')
+            process, self._process = self._process, None
+            self._terminate(process)
+            if down_seconds:
+                time.sleep(down_seconds)
+            started = time.monotonic()
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind(('127.0.0.1', self.port))
+                except OSError as exc:
+                    raise EmbeddedGlanceError(
+                        'cannot restart glance-api on port %d: %s' %
+                        (self.port, exc))
+                sock.listen(128)
+                self._launch(sock)
+            finally:
+                sock.close()
+            self._wait_healthy(started + START_TIMEOUT)
+            LOG.info('Embedded glance-api %(endpoint)s restarted (pid '
+                     '%(pid)s) in %(secs).2f s',
+                     {'endpoint': self.endpoint, 'pid': self.pid,
+                      'secs': time.monotonic() - started})
+            return self
+
     @staticmethod
     def _terminate(process):
         """Stop a gunicorn master and its worker.

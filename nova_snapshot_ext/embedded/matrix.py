@@ -92,6 +92,11 @@ def _request(project_id: str) -> request_mod.SnapshotRequest:
     with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
         data = copy.deepcopy(json.load(f))
     data['name'] = 'matrix-%s' % uuid.uuid4().hex[:8]
+    # One snapshot per cell: new volume snapshot ids (the snapshot's
+    # idempotency key when no image_id is given).
+    for mapping in data['block_device_mappings']:
+        if mapping.get('snapshot_id'):
+            mapping['snapshot_id'] = str(uuid.uuid4())
     data['server']['project_id'] = project_id
     data['requester']['project_id'] = project_id
     return request_mod.SnapshotRequest.from_dict(data)

@@ -144,22 +144,41 @@ class GlanceCapabilities:
         }
 
 
+def _transient(err: exception.GlanceError) -> bool:
+    """A failure that says nothing about what this Glance allows."""
+    status = err.kwargs.get('status')
+    return (isinstance(err, (exception.GlanceUnavailable,
+                             exception.GlanceMalformedAnswer)) or
+            not isinstance(status, int) or status >= 500)
+
+
 def discover(client: glance_mod.GlanceClient) -> GlanceCapabilities:
     """Ask ``client``'s Glance for its capabilities (3 GET requests).
 
-    :raises GlanceError: translated failures of the schema request.
-        Failures of ``/versions`` or ``/v2/info/stores`` are logged and
-        read as "no location API" / "not multi-store".
+    keystoneauth re-sends each GET on a connection failure or a 502/503/504
+    (``[snapshot_ext_glance] connect_retries``, ``status_code_retries``).
+
+    :raises GlanceError: translated failures of the schema request, and
+        a transient failure (transport, 5xx, unreadable answer) of
+        ``/versions`` or ``/v2/info/stores`` that outlived those retries:
+        a Glance that cannot answer now is never taken for a Glance
+        without the location API or without stores.  A 4xx of those two
+        is Glance's answer: logged and read as "no location API" / "not
+        multi-store".
     """
     schema = client.image_schema()
     try:
         versions = client.api_versions()
     except exception.GlanceError as err:
+        if _transient(err):
+            raise
         LOG.warning('Could not list Glance API versions: %s', err)
         versions = []
     try:
         stores = client.stores()
     except exception.GlanceError as err:
+        if _transient(err):
+            raise
         LOG.warning('Could not list Glance stores: %s', err)
         stores = None
     return GlanceCapabilities.from_documents(schema, versions, stores)
@@ -169,7 +188,9 @@ class CapabilityCache:
     """Capabilities per Glance endpoint, reused for ``ttl`` seconds.
 
     Thread-safe.  :meth:`invalidate` drops an entry at once (called after a
-    refusal that shows the operator reconfigured Glance).
+    refusal that shows the operator reconfigured Glance).  Only a complete
+    discovery is kept: a failed one raises and leaves nothing behind, so
+    the next call asks Glance again.
 
     :param ttl: seconds; 0 means always discover.
     """

@@ -14,10 +14,15 @@
 
 Every call goes through python-glanceclient v2 over a keystoneauth1
 session.  Transport retries are keystoneauth's (``[snapshot_ext_glance]
-connect_retries`` / ``status_code_retries``), never a loop here.  Every
-glanceclient or keystoneauth error is translated into a
+connect_retries`` / ``status_code_retries``), never a loop here, and only
+where a second send cannot do harm (:data:`IDEMPOTENT_METHODS`; a create
+with the plugin's own image id may be re-sent after a connection failure,
+its 409 is read back by the engine).  Every glanceclient, keystoneauth1,
+requests or urllib3 error -- and an answer whose body cannot be read or
+decoded -- is translated into a
 :class:`~nova_snapshot_ext.exception.GlanceError` subclass carrying
-``operation``, ``image_id`` and ``status`` kwargs.
+``operation``, ``image_id`` and ``status`` kwargs: no transport error
+leaves this module untranslated.
 
 glanceclient has no class for HTTP 415 (Glance's format-inspection
 refusal): it raises the bare ``glanceclient.exc.HTTPException`` whose text
@@ -27,6 +32,7 @@ starts ``HTTP 415``; :func:`translate` recognises it as
 
 from __future__ import annotations
 
+import http.client
 import io
 import re
 import typing as ty
@@ -39,6 +45,8 @@ from keystoneauth1 import service_token
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 from oslo_log import log as logging
+import requests
+import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import locations
@@ -65,7 +73,30 @@ _CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
     (ks_exc.ServiceUnavailable, exception.GlanceUnavailable),
     (ks_exc.Unauthorized, exception.GlanceForbidden),
     (ks_exc.Forbidden, exception.GlanceForbidden),
+    # Below glanceclient and keystoneauth: a body cut mid-answer, a reset
+    # while reading, a socket error.
+    (ks_exc.ConnectionError, exception.GlanceUnavailable),
+    (requests.exceptions.ConnectionError, exception.GlanceUnavailable),
+    (requests.exceptions.Timeout, exception.GlanceUnavailable),
+    (requests.exceptions.ChunkedEncodingError, exception.GlanceUnavailable),
+    (requests.exceptions.ContentDecodingError, exception.GlanceUnavailable),
+    (urllib3.exceptions.HTTPError, exception.GlanceUnavailable),
+    (http.client.HTTPException, exception.GlanceUnavailable),
+    (OSError, exception.GlanceUnavailable),
 ]
+
+#: Errors a Glance call may raise that :func:`translate` turns into ours.
+TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
+              ks_exc.ClientException, requests.exceptions.RequestException,
+              urllib3.exceptions.HTTPError, http.client.HTTPException,
+              OSError, ValueError, TypeError, KeyError)
+
+#: HTTP methods keystoneauth may re-send on a retriable status code or a
+#: connection failure: a second send changes nothing.  A POST, PATCH or
+#: an upload PUT is sent once (its body may be a consumed stream, and a
+#: second location POST is refused); the engine resolves an uncertain
+#: answer by reading the image back.
+IDEMPOTENT_METHODS = frozenset(['GET', 'HEAD', 'DELETE', 'OPTIONS'])
 
 
 def _status_of(err: BaseException) -> int | None:
@@ -102,19 +133,29 @@ def translate(err: BaseException, operation: str,
         schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
         ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
         ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 503 and
-        transport failures, ``GlanceNotImplemented`` 501 (also raised by
+        transport failures (connection refused or reset, timeout, a body
+        cut mid-answer), ``GlanceNotImplemented`` 501 (also raised by
         glanceclient itself when Glance lacks the API version a call
-        needs), ``GlanceError`` otherwise.
+        needs), ``GlanceMalformedAnswer`` for an answer whose body is not
+        the JSON document expected, ``GlanceError`` otherwise.
     """
     status = _status_of(err)
     reason = locations.scrub(_reason(err), secret_url)
     kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
                                      image_id=image_id, status=status)
-    if isinstance(err, TypeError):
+    if isinstance(err, TypeError) and operation == 'create':
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400
-        kwargs['schema_refusal'] = True
-        return exception.GlanceBadRequest(**kwargs)
+        return exception.GlanceSchemaRefusal(**kwargs)
+    if isinstance(err, (TypeError, KeyError,
+                        requests.exceptions.JSONDecodeError)) or (
+            isinstance(err, ValueError) and not isinstance(
+                err, requests.exceptions.RequestException)):
+        # json.JSONDecodeError, a document of the wrong shape.
+        kwargs['status'] = None
+        kwargs['reason'] = 'unreadable answer (%s: %s)' % (
+            err.__class__.__name__, reason)
+        return exception.GlanceMalformedAnswer(**kwargs)
     if type(err) is glance_exc.HTTPException and status == 415:
         return exception.ImageFormatRejected(disk_format=disk_format,
                                              **kwargs)
@@ -226,6 +267,33 @@ def adapter_kwargs(conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
     return {k: v for k, v in kwargs.items() if v is not None}
 
 
+def _send_once_unless_idempotent(http_client: ty.Any) -> None:
+    """Let keystoneauth re-send only what a second send cannot harm.
+
+    glanceclient's ``SessionClient`` is a keystoneauth1 ``Adapter`` whose
+    ``connect_retries`` / ``status_code_retries`` apply to every method.
+    keystoneauth reads a timeout or a reset *after* the request was sent
+    as a connection failure too, so a POST or an upload would go twice.
+    Each request outside :data:`IDEMPOTENT_METHODS` is sent with both set
+    to 0, except the image create (its body is the JSON record with the
+    plugin's own id: a second send meets 409, which the engine reads
+    back), which keeps ``connect_retries``.
+    """
+    request = getattr(http_client, 'request', None)
+    if request is None:
+        return
+
+    def send(url: str, method: str, **kwargs: ty.Any) -> ty.Any:
+        if method.upper() not in IDEMPOTENT_METHODS:
+            kwargs.setdefault('status_code_retries', 0)
+            if not (method.upper() == 'POST' and
+                    url.rstrip('/').endswith('/v2/images')):
+                kwargs.setdefault('connect_retries', 0)
+        return request(url, method, **kwargs)
+
+    http_client.request = send
+
+
 class GlanceClient:
     """The plugin's view of one Glance, for one identity.
 
@@ -247,6 +315,7 @@ class GlanceClient:
             kwargs['global_request_id'] = global_request_id
         self._client = glanceclient.Client('2', session=session, **kwargs)
         self.session = session
+        _send_once_unless_idempotent(self._client.http_client)
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts,
@@ -282,8 +351,7 @@ class GlanceClient:
               secret_url: str | None = None, **kwargs: ty.Any) -> ty.Any:
         try:
             return func(*args, **kwargs)
-        except (glance_exc.BaseException, glance_exc.HTTPException,
-                ks_exc.ClientException, TypeError) as err:
+        except TRANSLATED as err:
             raise translate(err, operation, image_id=image_id,
                             disk_format=disk_format,
                             secret_url=secret_url) from err
@@ -303,26 +371,37 @@ class GlanceClient:
 
         :returns: the image as Glance returned it (a plain dict).
         :raises GlanceConflict: the ``id`` exists already (or existed).
-        :raises GlanceBadRequest: Glance refused the record against its
-            schema (``schema_refusal=True``: the capabilities may be stale).
+        :raises GlanceSchemaRefusal: (a ``GlanceBadRequest``) Glance
+            refused the record against its schema (400); the capabilities
+            may be stale.
         :raises GlanceForbidden: policy, reserved or read-only attribute.
+        :raises GlanceMalformedAnswer: the answer is not an image document.
         """
+        def post() -> dict[str, ty.Any]:
+            body = self._client.http_client.post('/v2/images',
+                                                 data=kwargs)[1]
+            if not isinstance(body, dict):
+                raise ValueError('the answer is not an image document')
+            image = dict(body)
+            image.pop('self', None)
+            return image
+
+        # Passed through a closure: _call's own keywords (image_id,
+        # disk_format) must not swallow the image attributes.
         try:
-            image = self._call('create', self._client.http_client.post,
-                               '/v2/images', data=kwargs,
-                               image_id=kwargs.get('id'),
-                               disk_format=kwargs.get('disk_format'))[1]
+            return ty.cast(dict, self._call(
+                'create', post, image_id=kwargs.get('id'),
+                disk_format=kwargs.get('disk_format')))
         except exception.GlanceBadRequest as err:
-            err.kwargs['schema_refusal'] = True
-            raise
-        image = dict(image or {})
-        image.pop('self', None)
-        return image
+            if isinstance(err, exception.GlanceSchemaRefusal):
+                raise
+            raise exception.GlanceSchemaRefusal(**err.kwargs) from err
 
     def get(self, image_id: str) -> dict[str, ty.Any]:
         """``GET /v2/images/{id}``; :raises GlanceNotFound: if absent."""
-        return dict(self._call('get', self._client.images.get, image_id,
-                               image_id=image_id))
+        return ty.cast(dict, self._call(
+            'get', lambda: dict(self._client.images.get(image_id)),
+            image_id=image_id))
 
     def delete(self, image_id: str) -> None:
         """``DELETE /v2/images/{id}``; :raises GlanceNotFound: if absent."""
@@ -352,27 +431,30 @@ class GlanceClient:
 
     def download(self, image_id: str) -> bytes:
         """The image data (``b''`` for none), checksum verified."""
-        body = self._call('download', self._client.images.data, image_id,
-                          image_id=image_id)
-        if body is None:
-            return b''
-        return b''.join(body)
+        def read() -> bytes:
+            body = self._client.images.data(image_id)
+            return b'' if body is None else b''.join(body)
+
+        return ty.cast(bytes, self._call('download', read,
+                                         image_id=image_id))
 
     def add_member(self, image_id: str, member_id: str) -> dict[str, ty.Any]:
         """``POST /v2/images/{id}/members`` (image must be ``shared``)."""
-        member = self._call('add member', self._client.image_members.create,
-                            image_id, member_id, image_id=image_id)
-        return dict(member)
+        return ty.cast(dict, self._call(
+            'add member', lambda: dict(self._client.image_members.create(
+                image_id, member_id)), image_id=image_id))
 
     def list_members(self, image_id: str) -> list[dict[str, ty.Any]]:
-        return [dict(m) for m in self._call(
-            'list members', self._client.image_members.list, image_id,
-            image_id=image_id)]
+        return ty.cast(list, self._call(
+            'list members', lambda: [dict(m) for m in self._client.
+                                     image_members.list(image_id)],
+            image_id=image_id))
 
     def list_images(self, **filters: ty.Any) -> list[dict[str, ty.Any]]:
         """``GET /v2/images`` with filters, all pages."""
-        return [dict(i) for i in self._call(
-            'list', lambda: list(self._client.images.list(filters=filters)))]
+        return ty.cast(list, self._call(
+            'list', lambda: [dict(i) for i in self._client.images.list(
+                filters=filters)]))
 
     # --- locations --------------------------------------------------------
 
@@ -436,11 +518,12 @@ class GlanceClient:
             validation data that conflicts.
         :raises GlanceBadRequest: invalid location (e.g. size 0), duplicate.
         """
-        image = self._call('add location (legacy)',
-                           self._client.images.add_location, image_id, url,
-                           {}, validation_data=dict(validation_data or {})
-                           or None, image_id=image_id, secret_url=url)
-        return dict(image)
+        return ty.cast(dict, self._call(
+            'add location (legacy)', lambda: dict(
+                self._client.images.add_location(
+                    image_id, url, {}, validation_data=dict(
+                        validation_data or {}) or None)),
+            image_id=image_id, secret_url=url))
 
     def image_tasks(self, image_id: str) -> list[dict[str, ty.Any]]:
         """``GET /v2/images/{id}/tasks`` (API 2.12+, owner or admin).
@@ -454,27 +537,33 @@ class GlanceClient:
         """
         # glanceclient's get_associated_image_tasks asks GET /versions
         # first, every call; the location API (2.17) implies 2.12.
-        body = self._call('list tasks', self._client.http_client.get,
-                          '/v2/images/%s/tasks' % image_id,
-                          image_id=image_id)[1]
-        return [dict(t) for t in dict(body or {}).get('tasks', [])]
+        def read() -> list[dict[str, ty.Any]]:
+            body = self._client.http_client.get(
+                '/v2/images/%s/tasks' % image_id)[1]
+            return [dict(t) for t in dict(body or {}).get('tasks', [])]
+
+        return ty.cast(list, self._call('list tasks', read,
+                                        image_id=image_id))
 
     # --- discovery --------------------------------------------------------
 
     def image_schema(self) -> dict[str, ty.Any]:
         """``GET /v2/schemas/image`` as a dict."""
-        schema = self._call('schema', self._client.schemas.get, 'image')
-        return dict(schema.raw())
+        return ty.cast(dict, self._call(
+            'schema', lambda: dict(self._client.schemas.get('image').raw())))
 
     def api_versions(self) -> list[dict[str, ty.Any]]:
         """``GET /versions``: ``[{'id': 'v2.17', 'status': 'CURRENT'}...]``."""
-        versions = self._call('versions', self._client.versions.list)
-        return [dict(v) for v in versions]
+        return ty.cast(list, self._call(
+            'versions', lambda: [dict(v) for v in
+                                 self._client.versions.list()]))
 
     def stores(self) -> list[dict[str, ty.Any]] | None:
         """``GET /v2/info/stores``; ``None`` without multi-store (404)."""
         try:
-            info = self._call('stores', self._client.images.get_stores_info)
+            return ty.cast(list, self._call(
+                'stores', lambda: [dict(s) for s in dict(
+                    self._client.images.get_stores_info()).get(
+                        'stores', [])]))
         except exception.GlanceNotFound:
             return None
-        return [dict(s) for s in info.get('stores', [])]

@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import typing as ty
 
+from nova_snapshot_ext.snapshot.outcome import State
+
 
 @dataclasses.dataclass
 class Attempt:
@@ -38,6 +40,8 @@ class Attempt:
     :ivar cleaned_up: the attempt's image was deleted.
     :ivar created: this attempt created its image (as opposed to finding
         one an earlier or concurrent try of the same snapshot made).
+    :ivar state: the attempt's :class:`~.outcome.State` (where it stood
+        when it ended).
     :ivar location_api: for a location: ``'new'`` or ``'legacy'``.
     :ivar url: for a location: the redacted URL.
     """
@@ -52,7 +56,7 @@ class Attempt:
     status: int | None = None
     cleaned_up: bool = False
     created: bool = False
-    create_sent: bool = dataclasses.field(default=False, repr=False)
+    state: State = dataclasses.field(default=State.PLANNED, repr=False)
     location_api: str | None = None
     url: str | None = None
 
@@ -88,6 +92,9 @@ class SnapshotResult:
     :ivar attempts: every :class:`Attempt` made, in order.
     :ivar leftover: ids of images that could not be deleted (should be
         empty; an operator must look at any listed).
+    :ivar unconfirmed: ids of images whose create got no answer and that
+        Glance did not show afterwards: if one appears later it is this
+        snapshot's, and a retry adopts it.
     :ivar notes: plan steps dropped in preflight and why (e.g. a location
         this Glance cannot take in ``location-fallback`` mode).
     :ivar os_hash_algo: hash algorithm of the active image, when Glance
@@ -106,6 +113,7 @@ class SnapshotResult:
     plan: list[str] = dataclasses.field(default_factory=list)
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     leftover: list[str] = dataclasses.field(default_factory=list)
+    unconfirmed: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
@@ -142,5 +150,9 @@ class SnapshotResult:
             lines.append('  attempt %d: %s' % (i, attempt.describe()))
         for image_id in self.leftover:
             lines.append('  LEFT BEHIND: image %s could not be deleted'
+                         % image_id)
+        for image_id in self.unconfirmed:
+            lines.append('  UNCONFIRMED: the create of image %s got no '
+                         'answer; a retry adopts it if it appears'
                          % image_id)
         return '\n'.join(lines)

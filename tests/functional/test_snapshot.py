@@ -57,6 +57,11 @@ class SnapshotTestBase(fbase.FunctionalTestCase):
     def make_request(self, requester_project=None, **changes):
         data = base.sample_request_dict()
         data['name'] = 'snap-%s' % uuidutils.generate_uuid()[:8]
+        # A fresh snapshot: the host took new volume snapshots (their ids
+        # are the snapshot's idempotency key when no image_id is given).
+        for bdm in data['block_device_mappings']:
+            if bdm.get('snapshot_id'):
+                bdm['snapshot_id'] = uuidutils.generate_uuid()
         data['server']['project_id'] = self.project_id
         data['requester'] = {'project_id': requester_project or
                              self.project_id, 'user_id': self.user_id,
@@ -83,15 +88,16 @@ class TestRawActivation(SnapshotTestBase):
         # Read back as Nova's consumers parse them (_convert_from_string,
         # _get_image_defined_bdms: bdm_v2 truthy, JSON list).
         mappings = jsonutils.loads(image['block_device_mapping'])
+        volume_snapshots = [b.snapshot_id for b in req.block_device_mappings
+                            if b.snapshot_id]
+        snapshot_ids = dict(zip(['/dev/vda', '/dev/vdb'], volume_snapshots))
         self.assertTrue(image['bdm_v2'])
         self.assertEqual('True', image['bdm_v2'])
         self.assertEqual('/dev/vda', image['root_device_name'])
         self.assertEqual(
             [('blank', 'local', '/dev/vdc', None),
-             ('snapshot', 'volume', '/dev/vda',
-              '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'),
-             ('snapshot', 'volume', '/dev/vdb',
-              '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c02')],
+             ('snapshot', 'volume', '/dev/vda', snapshot_ids['/dev/vda']),
+             ('snapshot', 'volume', '/dev/vdb', snapshot_ids['/dev/vdb'])],
             [(m['source_type'], m['destination_type'], m['device_name'],
               m['snapshot_id']) for m in mappings])
         self.assertEqual([0], [m['boot_index'] for m in mappings

@@ -10,10 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import http.client
+import json
 from unittest import mock
 
 from glanceclient import exc as gexc
 from keystoneauth1 import exceptions as ks_exc
+import requests
+import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities
@@ -71,7 +75,44 @@ class TestTranslate(base.TestCase):
         ours = glance.translate(TypeError(
             "Unable to set 'disk_format' to 'raw'"), 'create')
         self.assertIsInstance(ours, exception.GlanceBadRequest)
-        self.assertTrue(ours.kwargs['schema_refusal'])
+        self.assertIsInstance(ours, exception.GlanceSchemaRefusal)
+
+    def test_every_transport_error_kind_is_unavailable(self):
+        # The kind: whatever the layer under glanceclient raises when a
+        # connection is reset, refused, timed out or a body is cut.
+        errors = [
+            requests.exceptions.ChunkedEncodingError('cut mid-body'),
+            requests.exceptions.ConnectionError('reset by peer'),
+            requests.exceptions.ReadTimeout('read timed out'),
+            requests.exceptions.ContentDecodingError('bad gzip'),
+            urllib3.exceptions.ProtocolError('Connection aborted'),
+            urllib3.exceptions.ReadTimeoutError(None, '/v2', 'timeout'),
+            http.client.IncompleteRead(b'{"na'),
+            http.client.RemoteDisconnected('closed'),
+            ConnectionResetError(104, 'Connection reset by peer'),
+            ks_exc.ConnectTimeout('timed out'),
+            ks_exc.UnknownConnectionError('x', None),
+        ]
+        for err in errors:
+            ours = glance.translate(err, 'schema')
+            self.assertIsInstance(ours, exception.GlanceUnavailable,
+                                  repr(err))
+            self.assertIn('schema', ours.format_message())
+
+    def test_malformed_answers_name_the_operation(self):
+        errors = [
+            json.JSONDecodeError('Expecting value', '{"na', 4),
+            requests.exceptions.JSONDecodeError('Expecting value', 'x', 0),
+            ValueError('not a dict'),
+            TypeError("'list' object is not a mapping"),
+            KeyError('properties'),
+        ]
+        for err in errors:
+            ours = glance.translate(err, 'get', image_id='i1')
+            self.assertIsInstance(ours, exception.GlanceMalformedAnswer,
+                                  repr(err))
+            self.assertIn('Glance get failed: unreadable answer',
+                          ours.format_message())
 
 
 class TestGlanceClient(base.TestCase):
@@ -95,10 +136,10 @@ class TestGlanceClient(base.TestCase):
 
     def test_create_refused_by_glance_schema_creates_nothing(self):
         # Validated once, by Glance: a 400 naming the attribute.
-        err = self.assertRaises(exception.GlanceBadRequest,
+        err = self.assertRaises(exception.GlanceSchemaRefusal,
                                 self.client.create, id='i1',
                                 disk_format='nope', container_format='bare')
-        self.assertTrue(err.kwargs['schema_refusal'])
+        self.assertEqual(400, err.kwargs['status'])
         self.assertIn('disk_format', err.format_message())
         self.assertEqual({}, self.fake.images)
 
@@ -166,6 +207,21 @@ class TestGlanceClient(base.TestCase):
         self.assertEqual(10, up.call_args.kwargs['image_size'])
         self.assertEqual(b'x' * 10, up.call_args.args[1].read())
 
+    def test_cut_schema_body_is_translated(self):
+        # Issue 9 input 3: the schema answer cut mid-body.
+        for err in (requests.exceptions.ChunkedEncodingError('cut'),
+                    json.JSONDecodeError('Expecting value', '{', 1)):
+            self.fake.fail('schema', err)
+            self.assertRaises(exception.GlanceError,
+                              self.client.image_schema)
+
+    def test_body_of_wrong_shape_is_translated(self):
+        with mock.patch.object(fake_glanceclient._Images, 'get',
+                               return_value=['not', 'an', 'image']):
+            err = self.assertRaises(exception.GlanceMalformedAnswer,
+                                    self.client.get, 'i1')
+        self.assertEqual('i1', err.kwargs['image_id'])
+
     def test_stores_none_without_multistore(self):
         self.assertIsNone(self.client.stores())
 
@@ -178,6 +234,59 @@ class TestGlanceClient(base.TestCase):
         self.assertEqual('http://g:9292', kwargs['endpoint_override'])
         self.assertEqual(3, kwargs['connect_retries'])
         self.assertEqual(['internal', 'public'], kwargs['interface'])
+
+    def test_default_timeout_and_retries(self):
+        group = self.conf.snapshot_ext_glance
+        self.assertEqual(60, group.timeout)
+        kwargs = glance.adapter_kwargs(self.conf)
+        self.assertEqual((3, 3, [502, 503, 504]), (
+            kwargs['connect_retries'], kwargs['status_code_retries'],
+            kwargs['retriable_status_codes']))
+
+
+class TestIdempotentRetries(base.TestCase):
+    """keystoneauth re-sends only what a second send cannot harm."""
+
+    def sent(self, method, url):
+        http = mock.Mock()
+        real = http.request
+        glance._send_once_unless_idempotent(http)
+        http.request(url, method, data='x')
+        return real.call_args.kwargs
+
+    def test_reads_and_deletes_keep_the_adapter_retries(self):
+        for method in ('GET', 'HEAD', 'DELETE'):
+            kwargs = self.sent(method, '/v2/images/i1')
+            self.assertNotIn('status_code_retries', kwargs)
+            self.assertNotIn('connect_retries', kwargs)
+
+    def test_upload_and_location_are_sent_once(self):
+        for method, url in (('PUT', '/v2/images/i1/file'),
+                            ('POST', '/v2/images/i1/locations'),
+                            ('PATCH', '/v2/images/i1'),
+                            ('POST', '/v2/images/i1/members')):
+            kwargs = self.sent(method, url)
+            self.assertEqual((0, 0), (kwargs['status_code_retries'],
+                                      kwargs['connect_retries']), url)
+
+    def test_create_keeps_connect_retries_only(self):
+        kwargs = self.sent('POST', '/v2/images')
+        self.assertEqual(0, kwargs['status_code_retries'])
+        self.assertNotIn('connect_retries', kwargs)
+
+    def test_real_glanceclient_adapter_is_wrapped(self):
+        from keystoneauth1 import session as ks_session
+
+        client = glance.GlanceClient(ks_session.Session(),
+                                     endpoint_override='http://g.test')
+        with mock.patch('keystoneauth1.adapter.Adapter.request') as req:
+            req.return_value = mock.Mock(status_code=204, headers={},
+                                         content=b'')
+            try:
+                client.upload('i1', b'')
+            except exception.GlanceError:
+                pass
+        self.assertEqual(0, req.call_args.kwargs['connect_retries'])
 
 
 class TestCapabilities(base.TestCase):
@@ -214,6 +323,35 @@ class TestCapabilities(base.TestCase):
         cache.get(self.client)
         cache.get(self.client)
         self.assertEqual(2, self.fake.calls.count('schema'))
+
+    def test_transient_versions_failure_is_raised_not_cached(self):
+        # Issue 9 input 10: one /versions 503 is not "no API 2.17".
+        cache = capabilities.CapabilityCache(ttl=300)
+        self.fake.fail('versions', gexc.HTTPServiceUnavailable('busy'))
+        self.assertRaises(exception.GlanceUnavailable, cache.get,
+                          self.client)
+        self.assertTrue(cache.get(self.client).location_api)
+        self.assertEqual(2, self.fake.calls.count('schema'))
+
+    def test_every_transient_kind_of_versions_failure(self):
+        for err in (gexc.HTTPInternalServerError('x'),
+                    gexc.CommunicationError('reset'),
+                    requests.exceptions.ChunkedEncodingError('cut'),
+                    json.JSONDecodeError('Expecting value', '{', 1)):
+            self.fake.fail('versions', err)
+            self.assertRaises(exception.GlanceError, capabilities.discover,
+                              self.client)
+
+    def test_versions_4xx_is_an_answer(self):
+        self.fake.fail('versions', gexc.HTTPForbidden('policy'))
+        self.assertFalse(capabilities.discover(self.client).location_api)
+
+    def test_failed_schema_is_not_cached(self):
+        cache = capabilities.CapabilityCache(ttl=300)
+        self.fake.fail('schema', gexc.HTTPServiceUnavailable('busy'))
+        self.assertRaises(exception.GlanceUnavailable, cache.get,
+                          self.client)
+        self.assertEqual(('vhd', 'qcow2'), cache.get(self.client).disk_formats)
 
     def test_schema_without_enums(self):
         self.assertRaises(exception.GlanceError,

@@ -24,6 +24,8 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.snapshot import attempts
+from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import request
 from nova_snapshot_ext.snapshot import service
 from tests import base
@@ -63,6 +65,20 @@ class ServiceTestBase(base.TestCase):
         data.update(changes)
         return request.SnapshotRequest.from_dict(data)
 
+    def other_snapshot(self, tag, **changes):
+        """A request for another snapshot of the server.
+
+        Other volume snapshot ids, hence another fingerprint and another
+        derived image id.
+        """
+        data = base.sample_request_dict()
+        data['image_id'] = IMAGE_ID
+        data.update(changes)
+        for bdm in data['block_device_mappings']:
+            if bdm.get('snapshot_id'):
+                bdm['snapshot_id'] = '%s-%s' % (bdm['snapshot_id'], tag)
+        return request.SnapshotRequest.from_dict(data)
+
     def assertNothingLeft(self):
         self.assertEqual({}, self.fake.images)
 
@@ -84,8 +100,8 @@ class TestSnapshotUpload(ServiceTestBase):
 
     def test_capabilities_cached_across_snapshots(self):
         svc = self.make_service()
-        svc.snapshot(self.make_request(image_id=None))
-        svc.snapshot(self.make_request(image_id=None))
+        svc.snapshot(self.other_snapshot('a', image_id=None))
+        svc.snapshot(self.other_snapshot('b', image_id=None))
         self.assertEqual(1, self.fake.calls.count('schema'))
         self.assertEqual(2, len(self.fake.images))
 
@@ -129,7 +145,7 @@ class TestFallback(ServiceTestBase):
 
     def test_schema_changed_since_discovery(self):
         svc = self.make_service()
-        svc.snapshot(self.make_request(image_id=None))
+        svc.snapshot(self.other_snapshot('first', image_id=None))
         # The operator drops qcow2; the cached schema still lists it.
         self.fake.disk_formats.remove('qcow2')
         result = svc.snapshot(self.make_request())
@@ -138,7 +154,7 @@ class TestFallback(ServiceTestBase):
         self.assertEqual('vmdk', result.disk_format)
         # The refusal dropped the cache: the next snapshot rediscovers and
         # plans without qcow2.
-        result = svc.snapshot(self.make_request(image_id=None))
+        result = svc.snapshot(self.other_snapshot('third', image_id=None))
         self.assertEqual(2, self.fake.calls.count('schema'))
         self.assertEqual(['vmdk'], [a.disk_format for a in result.attempts])
 
@@ -267,7 +283,7 @@ class TestCleanup(ServiceTestBase):
 
     def test_unexpected_error_after_create_still_cleans_up(self):
         svc = self.make_service()
-        with mock.patch.object(svc, '_upload',
+        with mock.patch.object(attempts.upload, 'activate',
                                side_effect=RuntimeError('bug')):
             self.assertRaises(RuntimeError, svc.snapshot,
                               self.make_request())
@@ -295,8 +311,11 @@ class TestCleanup(ServiceTestBase):
         self.assertEqual([0.5], self.sleeps)
 
     def test_delete_failure_reported_as_leftover(self):
+        # Every try of the cleanup delete fails (issue 9 input 4 is the
+        # single failure: tests.unit.snapshot.test_attempts).
         self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
-        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
+                       times=attempts.CLEANUP_TRIES)
         err = self.assertRaises(exception.ActivationFailed,
                                 self.make_service().snapshot,
                                 self.make_request())
@@ -349,15 +368,18 @@ class TestIdempotency(ServiceTestBase):
         self.assertIn(IMAGE_ID, self.fake.images)
         self.assertEqual('not-ours', self.fake.images[IMAGE_ID]['name'])
 
-    def test_retry_after_deleted_id_single_attempt_is_a_conflict(self):
+    def test_retry_after_deleted_id_single_attempt_uses_next_id(self):
+        # Issue 9 input 6: the id was burned (an earlier try deleted its
+        # image after a transient fault); the retry must still succeed,
+        # on the attempt's next-generation id.  (Before issue 9 this was
+        # a 409 "retry with a new image_id".)
         self.flags(disk_formats=['raw'])
         self.fake.used_ids.add(IMAGE_ID)
-        err = self.assertRaises(exception.ActivationFailed,
-                                self.make_service().snapshot,
-                                self.make_request())
-        self.assertEqual(409, err.code)
-        self.assertIn('never reuses an id', err.format_message())
-        self.assertNothingLeft()
+        result = self.make_service().snapshot(self.make_request())
+        self.assertEqual('active', result.status)
+        self.assertNotEqual(IMAGE_ID, result.image_id)
+        self.assertEqual([result.image_id], list(self.fake.images))
+        self.assertEqual(2, self.fake.calls.count('create'))
 
     def test_retry_after_fallback_finds_the_fallback_image(self):
         # First try: raw refused at upload (415), qcow2 went active on the
@@ -376,11 +398,11 @@ class TestIdempotency(ServiceTestBase):
     def test_fallback_ids_are_distinct_and_stable(self):
         svc = self.make_service()
         prepared = svc.preflight(self.make_request(), glance=self.client)
-        ids = [svc._attempt_id(prepared.record, i, p)
+        ids = [identity.attempt_id(prepared.record, i, p)
                for i, p in enumerate(prepared.plan)]
         self.assertEqual(IMAGE_ID, ids[0])
         self.assertEqual(len(ids), len(set(ids)))
-        self.assertEqual(ids, [svc._attempt_id(prepared.record, i, p)
+        self.assertEqual(ids, [identity.attempt_id(prepared.record, i, p)
                                for i, p in enumerate(prepared.plan)])
 
 
@@ -579,8 +601,8 @@ class TestLocationActivation(LocationTestBase):
         for error, status in ((gexc.HTTPForbidden('policy'), 403),
                               (gexc.HTTPBadRequest('filtering'), 400)):
             self.fake.fail('add_image_location', error)
-            result = self.make_service().snapshot(self.make_request(
-                image_id=None))
+            result = self.make_service().snapshot(self.other_snapshot(
+                status, image_id=None))
             self.assertEqual([('location', status, True),
                               ('upload', None, False)],
                              [(a.method, a.status, a.cleaned_up)
@@ -746,16 +768,14 @@ class TestAdoption(ServiceTestBase):
         self.assertEqual('active', result.status)
         self.assertNotIn(IMAGE_ID, self.fake.images)
 
-    def test_burned_id_only_looks_for_earlier_images(self):
-        # The id was used and the image deleted, and no later attempt's
-        # id holds an image: nothing new is created.
+    def test_burned_id_looks_for_earlier_images_then_next_id(self):
+        # The id was used and the image deleted, and no image of this
+        # snapshot is left: one look (list by name), then the next id.
         self.fake.used_ids.add(IMAGE_ID)
-        err = self.assertRaises(exception.ActivationFailed,
-                                self.make_service().snapshot,
-                                self.make_request())
-        self.assertNothingLeft()
-        self.assertEqual(1, self.fake.calls.count('create'))
-        self.assertIn('retry with a new image_id', err.format_message())
+        result = self.make_service().snapshot(self.make_request())
+        self.assertEqual([result.image_id], list(self.fake.images))
+        self.assertEqual(2, self.fake.calls.count('create'))
+        self.assertEqual(1, len(result.attempts))
 
     def test_foreign_image_message(self):
         self.fake.client().images.create(id=IMAGE_ID, name='other',
@@ -795,7 +815,7 @@ class TestAdoption(ServiceTestBase):
 
     def test_interrupt_after_create_cleans_up(self):
         svc = self.make_service()
-        with mock.patch.object(svc, '_upload',
+        with mock.patch.object(attempts.upload, 'activate',
                                side_effect=KeyboardInterrupt):
             self.assertRaises(KeyboardInterrupt, svc.snapshot,
                               self.make_request())
@@ -832,7 +852,8 @@ class TestAdoption(ServiceTestBase):
         svc = self.make_service()
         self.fake.lose_create_response = True
         self.fake.fail('get', gexc.HTTPServiceUnavailable('down'), times=2)
-        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
+                       times=attempts.CLEANUP_TRIES)
         err = self.assertRaises(exception.ActivationFailed, svc.snapshot,
                                 self.make_request())
         self.assertEqual([IMAGE_ID], err.result.leftover)

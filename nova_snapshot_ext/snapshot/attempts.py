@@ -1,0 +1,692 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The attempt engine: run an activation plan, exactly once.
+
+One snapshot = one preflighted record and an ordered plan.  Each planned
+attempt gets an image id derived from the snapshot
+(:func:`~.identity.attempt_id`), creates the image (or finds the one
+another try of this snapshot made), then activates it by upload
+(:mod:`.upload`) or location (:mod:`.location`).  Each step answers with
+an :class:`~.outcome.Outcome`; :meth:`AttemptEngine.register` alone
+decides what follows, deletes, and reports.  The rules it enforces
+(doc/source/attempts.rst has the full state table):
+
+* once Glance accepted the payload (2xx) or the image is seen ``active``,
+  the snapshot succeeded; later reads are best effort;
+* only an image of this snapshot (created by this attempt, or recognised
+  by fingerprint and mappings) that is not ``active`` is deleted, its
+  status re-read right before the delete; a failed delete is retried with
+  backoff, and an image that still cannot be deleted is named;
+* an image another try finished is adopted, never deleted; a foreign
+  image, or this snapshot's image made from a different record, is never
+  touched (:class:`~nova_snapshot_ext.exception.SnapshotImageConflict`);
+* an uncertain create (answer lost, timeout, interrupt) is resolved
+  before returning: read back by id; finished if this snapshot's, else
+  its id is named in the result and the error;
+* an id that is burned (deleted by an earlier try: Glance never reuses
+  an id) moves the attempt to its next-generation id, so that a retry
+  after a transient fault can always succeed;
+* a refusal of the record itself stops at once with one message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as ty
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import capabilities as caps_mod
+from nova_snapshot_ext.image import locations
+from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot import location
+from nova_snapshot_ext.snapshot.outcome import Context
+from nova_snapshot_ext.snapshot.outcome import Outcome
+from nova_snapshot_ext.snapshot.outcome import State
+from nova_snapshot_ext.snapshot.outcome import Step
+from nova_snapshot_ext.snapshot import plan as plan_mod
+from nova_snapshot_ext.snapshot import result as result_mod
+from nova_snapshot_ext.snapshot import upload
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.image import glance as glance_mod
+    from nova_snapshot_ext.snapshot import metadata as metadata_mod
+
+LOG = logging.getLogger(__name__)
+
+#: How many times a cleanup delete is tried (each after a status read);
+#: the waits between tries double from ``activation_poll_interval``.
+CLEANUP_TRIES = 4
+
+#: How many times the image of an uncertain create is read back while
+#: Glance says it does not exist (the create may still be in flight).
+UNCERTAIN_READS = 3
+
+#: Statuses in which a cleanup deletes an image of this snapshot.
+DELETABLE = ('queued',)
+
+
+def _format_refusal(err: exception.GlanceSchemaRefusal) -> bool:
+    """A client-side schema refusal of the disk or container format."""
+    reason = str(err.kwargs.get('reason') or '')
+    return 'disk_format' in reason or 'container_format' in reason
+
+
+@dataclasses.dataclass
+class _Run:
+    """The state of one :meth:`AttemptEngine.register` call."""
+
+    record: metadata_mod.ImageRecord
+    result: result_mod.SnapshotResult
+    ctx: Context
+    allowed: frozenset[str]
+    scanned: bool = False
+
+
+class AttemptEngine:
+    """Runs activation plans (see the module docstring for the rules).
+
+    :param conf: the configuration (``[snapshot_ext]`` read here).
+    :param capabilities: the service's capability cache (invalidated on
+        refusals that show Glance was reconfigured).
+    :param location_source: the checked location source, or ``None``.
+    :param sleep: the sleep function.
+    :param clock: the monotonic clock (seconds).
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 capabilities: caps_mod.CapabilityCache,
+                 location_source: locations.LocationSource | None,
+                 sleep: ty.Callable[[float], None],
+                 clock: ty.Callable[[], float]):
+        self.conf = conf
+        self.capabilities = capabilities
+        self.location_source = location_source
+        self._sleep = sleep
+        self._clock = clock
+
+    # --- the plan ---------------------------------------------------------
+
+    def register(self, record: metadata_mod.ImageRecord,
+                 planned_attempts: ty.Sequence[plan_mod.PlannedAttempt],
+                 notes: ty.Sequence[str],
+                 glance: glance_mod.GlanceClient
+                 ) -> result_mod.SnapshotResult:
+        """Create and activate ``record`` following the plan, in order.
+
+        :returns: the result, ``status == 'active'``.
+        :raises ActivationFailed: no attempt activated an image; its
+            ``result`` lists the attempts, the images deleted, any left
+            behind and any whose create could not be confirmed.
+        :raises BaseException: an interrupt (``KeyboardInterrupt``,
+            ``SystemExit``) or a bug, after the current attempt was
+            resolved and cleaned up; the exception carries the result as
+            ``snapshot_result``.
+        """
+        result = result_mod.SnapshotResult(
+            image_id=None, name=record.name, status='failed',
+            member=record.member,
+            plan=[p.describe() for p in planned_attempts],
+            notes=list(notes))
+        group = self.conf.snapshot_ext
+        run = _Run(record=record, result=result,
+                   ctx=Context(glance=glance,
+                               timeout=group.activation_timeout,
+                               interval=group.activation_poll_interval,
+                               sleep=self._sleep, clock=self._clock),
+                   allowed=frozenset(p.disk_format for p in planned_attempts
+                                     if p.method == 'upload'))
+        plan = list(planned_attempts)
+        last: Outcome | None = None
+        index, generation = 0, 0
+        below: int | None = None
+        while index < len(plan):
+            planned = plan[index]
+            if below is not None and planned.size >= below:
+                index += 1
+                continue
+            attempt = result_mod.Attempt(
+                method=planned.method, disk_format=planned.disk_format,
+                container_format=planned.container_format,
+                size=planned.size,
+                image_id=identity.attempt_id(record, index, planned,
+                                             generation),
+                location_api=planned.location_api, url=planned.url)
+            result.attempts.append(attempt)
+            try:
+                outcome = self._attempt(run, attempt, planned)
+                if outcome.step is not Step.ACTIVE:
+                    outcome = self._fail(run, attempt, outcome)
+            except BaseException as err:
+                self._interrupted(run, attempt, err)
+                raise
+            if outcome.step is Step.ACTIVE:
+                assert outcome.image is not None
+                result.plan = [p.describe() for p in plan]
+                return self._succeeded(run, attempt, outcome.image)
+            last = outcome
+            if planned.method == 'location' and outcome.error is not None:
+                self._after_location_failure(run, plan, index,
+                                             outcome.error)
+            if outcome.step is Step.NEXT_ID:
+                # Nothing was made: the slot is not an attempt to report.
+                result.attempts.pop()
+                generation += 1
+                if generation < identity.GENERATIONS:
+                    continue
+                last = Outcome.fail(Step.STOP, exception.GlanceConflict(
+                    operation='create', image_id=attempt.image_id,
+                    status=409, reason='the %d image ids of attempt %s '
+                    'are all used up by earlier tries of this snapshot'
+                    % (identity.GENERATIONS, planned.describe())))
+                attempt.reason = last.error.format_message()  # type: ignore
+                result.attempts.append(attempt)
+                break
+            if outcome.step in (Step.NEXT, Step.SMALLER):
+                if outcome.step is Step.SMALLER:
+                    below = planned.size
+                index, generation = index + 1, 0
+                if index < len(plan):
+                    LOG.warning('Snapshot %(name)s: %(attempt)s; trying '
+                                'the next attempt',
+                                {'name': record.name,
+                                 'attempt': attempt.describe()})
+                continue
+            break
+        result.plan = [p.describe() for p in plan]
+        raise self._failure(run, last)
+
+    def _succeeded(self, run: _Run, attempt: result_mod.Attempt,
+                   image: dict[str, ty.Any]) -> result_mod.SnapshotResult:
+        result = run.result
+        attempt.state = State.ACTIVE
+        attempt.outcome = 'active'
+        attempt.image_id = image['id']
+        result.image_id = image['id']
+        result.status = 'active'
+        result.disk_format = image.get('disk_format')
+        result.container_format = image.get('container_format')
+        result.size = image.get('size')
+        result.os_hash_algo = image.get('os_hash_algo')
+        result.os_hash_value = image.get('os_hash_value')
+        LOG.info('Snapshot image %(id)s (%(name)s) is active '
+                 '(%(fmt)s, %(size)s B, %(n)d attempt(s))',
+                 {'id': result.image_id, 'name': run.record.name,
+                  'fmt': result.disk_format, 'size': result.size,
+                  'n': len(result.attempts)})
+        return result
+
+    def _failure(self, run: _Run, last: Outcome | None
+                 ) -> exception.ActivationFailed:
+        result = run.result
+        reason = '; '.join('%s %s: %s' % (a.method, a.disk_format, a.reason)
+                           for a in result.attempts) or 'no attempt left'
+        if result.cleaned_up:
+            reason += '; deleted image(s) %s' % ', '.join(result.cleaned_up)
+        if result.leftover:
+            reason += '; COULD NOT DELETE %s' % ', '.join(result.leftover)
+        if result.unconfirmed:
+            reason += ('; the create of image(s) %s was not confirmed: if '
+                       'Glance shows it later, a retry of this snapshot '
+                       'adopts it' % ', '.join(result.unconfirmed))
+        failure = exception.ActivationFailed(name=run.record.name,
+                                             reason=reason)
+        failure.result = result  # type: ignore[attr-defined]
+        error = last.error if last else None
+        failure.code = getattr(error, 'code', 500)
+        failure.__cause__ = error
+        LOG.error('Snapshot image %(name)s could not be activated: '
+                  '%(reason)s', {'name': run.record.name, 'reason': reason})
+        return failure
+
+    def _fail(self, run: _Run, attempt: result_mod.Attempt,
+              outcome: Outcome) -> Outcome:
+        """Record a failed attempt and clean up after it.
+
+        :returns: the outcome, or an ``ACTIVE`` one when the re-read
+            before the cleanup finds the image active after all.
+        """
+        err = outcome.error
+        assert err is not None
+        attempt.outcome = 'failed'
+        attempt.reason = err.format_message()
+        attempt.status = err.kwargs.get('status') or getattr(err, 'code',
+                                                             None)
+        if isinstance(err, exception.GlanceSchemaRefusal):
+            # The operator changed Glance's formats since discovery.
+            self.capabilities.invalidate(run.ctx.glance)
+        if outcome.cleanup or outcome.poisoned:
+            active = self._cleanup(run, attempt, outcome.poisoned)
+            if active is not None:
+                LOG.info('Image %s is active after all (%s): the snapshot '
+                         'succeeded', active['id'], attempt.reason)
+                attempt.reason = None
+                attempt.status = None
+                return Outcome.active(active)
+        attempt.state = State.FAILED
+        return outcome
+
+    # --- one attempt ------------------------------------------------------
+
+    def _attempt(self, run: _Run, attempt: result_mod.Attempt,
+                 planned: plan_mod.PlannedAttempt) -> Outcome:
+        found = self._create(run, attempt)
+        if isinstance(found, Outcome):
+            return found
+        image = found
+        if attempt.state is State.FOUND:
+            return self._finish(run, attempt, image)
+        if run.record.member:
+            try:
+                self._add_member(run.ctx, image['id'], run.record.member)
+            except exception.SnapshotExtException as err:
+                return Outcome.fail(Step.STOP, err)
+        if planned.method == 'location':
+            assert self.location_source is not None
+            return location.activate(run.ctx, self.location_source, image,
+                                     attempt)
+        return upload.activate(run.ctx, image, attempt)
+
+    def _create(self, run: _Run, attempt: result_mod.Attempt
+                ) -> dict[str, ty.Any] | Outcome:
+        """Create the attempt's image, or find this snapshot's.
+
+        :returns: the image (``attempt.state`` CREATED or FOUND), or the
+            outcome of a create that made nothing to activate.
+        """
+        glance = run.ctx.glance
+        kwargs = run.record.create_kwargs(attempt.disk_format,
+                                          attempt.container_format,
+                                          image_id=attempt.image_id)
+        attempt.state = State.CREATING
+        try:
+            image = glance.create(**kwargs)
+        except exception.GlanceSchemaRefusal as err:
+            # glanceclient refused before sending anything.
+            attempt.state = State.PLANNED
+            if _format_refusal(err):
+                return Outcome.fail(Step.NEXT, err, cleanup=False)
+            return Outcome.fail(Step.STOP, err, cleanup=False)
+        except exception.GlanceConflict as err:
+            return self._read_back(run, attempt, err)
+        except exception.GlanceOverLimit as err:
+            attempt.state = State.PLANNED
+            return Outcome.fail(Step.STOP, exception.GlanceOverLimit(
+                operation='create', image_id=attempt.image_id, status=413,
+                reason=upload.quota_reason(err)), cleanup=False)
+        except exception.SnapshotExtException as err:
+            status = err.kwargs.get('status')
+            if isinstance(status, int) and 400 <= status < 500:
+                # A refusal of the record: nothing was made, and no other
+                # attempt (same record) would fare better -- except after
+                # a location attempt, whose refusals (policy, 400) the
+                # next attempt may not meet.
+                attempt.state = State.PLANNED
+                if attempt.method == 'location' and isinstance(
+                        err, location.REFUSALS):
+                    return Outcome.fail(Step.NEXT, err, cleanup=False)
+                return Outcome.fail(Step.STOP, err, cleanup=False)
+            return self._resolve_create(run, attempt, err)
+        attempt.state = State.CREATED
+        attempt.created = True
+        return image
+
+    def _resolve_create(self, run: _Run, attempt: result_mod.Attempt,
+                        err: exception.SnapshotExtException
+                        ) -> dict[str, ty.Any] | Outcome:
+        """The create's answer was lost (5xx, reset, timeout): read back.
+
+        The POST may have gone through (ours, or a concurrent try's of
+        this snapshot): if the image exists and is this snapshot's it is
+        finished rather than deleted; if Glance says it does not exist
+        (several reads) nothing was made; if Glance cannot be read the
+        cleanup decides, and names the id if it cannot.
+        """
+        image_id = attempt.image_id
+        assert image_id is not None
+        glance = run.ctx.glance
+        for read in range(UNCERTAIN_READS):
+            try:
+                image = glance.get(image_id)
+            except exception.GlanceNotFound:
+                if read + 1 < UNCERTAIN_READS:
+                    run.ctx.sleep(run.ctx.interval)
+                    continue
+                attempt.state = State.FAILED
+                run.result.unconfirmed.append(image_id)
+                return Outcome.fail(Step.STOP, err, cleanup=False)
+            except exception.SnapshotExtException:
+                return Outcome.fail(Step.STOP, err)
+            return self._adopt_or_refuse(run, attempt, image, err)
+        raise AssertionError('unreachable')  # pragma: no cover
+
+    def _read_back(self, run: _Run, attempt: result_mod.Attempt,
+                   conflict: exception.GlanceConflict
+                   ) -> dict[str, ty.Any] | Outcome:
+        """After a 409 on create: is the image with our id this snapshot's?
+
+        A create whose answer was lost and that keystoneauth (or the host)
+        re-sent, or a concurrent try of the same snapshot, finds the image.
+        Nothing here ever deletes: this call did not create it.
+        """
+        image_id = attempt.image_id
+        assert image_id is not None
+        attempt.state = State.PLANNED
+        try:
+            image = run.ctx.glance.get(image_id)
+            if image.get('status') in upload.GONE:
+                raise exception.GlanceNotFound(
+                    operation='get', image_id=image_id, status=404,
+                    reason='image is %s' % image.get('status'))
+        except exception.GlanceNotFound:
+            found = self._scan(run)
+            if found is not None:
+                return self._adopt_or_refuse(run, attempt, found, conflict)
+            LOG.info('Image id %s is burned (used by an earlier try and '
+                     'deleted, or another project\'s): trying the next '
+                     'id of this attempt', image_id)
+            return Outcome.fail(Step.NEXT_ID, exception.GlanceConflict(
+                operation='create', image_id=image_id, status=409,
+                reason='image id %s is taken by no image this caller can '
+                'see (deleted earlier, or another project\'s); Glance never '
+                'reuses an id' % image_id), cleanup=False)
+        except exception.SnapshotExtException as err:
+            # Never delete what cannot be read: it may be an earlier try's
+            # active image.  Same error class (and code), id named.
+            cls = type(err) if isinstance(err, exception.GlanceError) else (
+                exception.GlanceError)
+            return Outcome.fail(Step.STOP, cls(
+                operation='create', image_id=image_id,
+                status=err.kwargs.get('status'),
+                reason='image %s exists (409) and could not be read back: '
+                '%s; nothing was changed or deleted, retry the snapshot'
+                % (image_id, err.kwargs.get('reason'))), cleanup=False)
+        return self._adopt_or_refuse(run, attempt, image, conflict)
+
+    def _adopt_or_refuse(self, run: _Run, attempt: result_mod.Attempt,
+                         image: dict[str, ty.Any],
+                         err: exception.SnapshotExtException
+                         ) -> dict[str, ty.Any] | Outcome:
+        image_id = image.get('id') or attempt.image_id
+        match, diffs = identity.recognise(image, run.record)
+        if match is identity.Match.FOREIGN:
+            attempt.state = State.PLANNED
+            return Outcome.fail(Step.STOP, exception.SnapshotImageConflict(
+                image_id=image_id, status=409,
+                reason='image id %s belongs to another image (%r); '
+                'nothing was changed or deleted; choose another image_id'
+                % (image_id, image.get('name'))), cleanup=False)
+        if match is identity.Match.CHANGED:
+            attempt.state = State.PLANNED
+            return Outcome.fail(Step.STOP, exception.SnapshotImageConflict(
+                image_id=image_id, status=409,
+                reason='an earlier try of this snapshot made image %s '
+                '(status %s) from a different record: %s differ; the '
+                'plugin never rewrites a snapshot image: delete it, or '
+                'retry with the earlier record or a new image_id'
+                % (image_id, image.get('status'), ', '.join(diffs))),
+                cleanup=False)
+        if image.get('status') != 'active':
+            # Not finished: an earlier try may have finished this snapshot
+            # on another id meanwhile (this one's cleanup failed).  Prefer
+            # that image; the unfinished one is this snapshot's leftover.
+            best = self._scan(run)
+            if best is not None and best.get('status') == 'active' and (
+                    best.get('id') != image_id):
+                self._drop_leftover(run, attempt, str(image_id))
+                return self._adopt_or_refuse(run, attempt, best, err)
+        LOG.info('Image %s already exists for this snapshot (a retried or '
+                 'concurrent try); adopting it instead of creating another',
+                 image_id)
+        attempt.state = State.FOUND
+        attempt.image_id = image_id
+        run.result.reused = True
+        return image
+
+    def _scan(self, run: _Run) -> dict[str, ty.Any] | None:
+        """Once per call: the best image of this snapshot Glance holds.
+
+        An earlier try may have finished on another attempt's id (after a
+        refusal) or another generation's: list the images of this name
+        and recognise this snapshot's by fingerprint and mappings.  Best
+        effort: ``None`` when nothing is found, listing fails, or the scan
+        already ran.
+
+        :returns: an active image first, else one in progress, else a
+            queued one.
+        """
+        if run.scanned:
+            return None
+        run.scanned = True
+        try:
+            images = run.ctx.glance.list_images(name=run.record.name)
+        except exception.SnapshotExtException as err:
+            LOG.warning('Cannot list images named %s: %s', run.record.name,
+                        err)
+            return None
+        order = {'active': 0, 'saving': 1, 'importing': 1, 'uploading': 1,
+                 'queued': 2}
+        candidates = [i for i in images
+                      if i.get('status') in order and
+                      identity.recognise(i, run.record)[0] is not
+                      identity.Match.FOREIGN]
+        if not candidates:
+            return None
+        return min(candidates, key=lambda i: order[i['status']])
+
+    def _finish(self, run: _Run, attempt: result_mod.Attempt,
+                image: dict[str, ty.Any]) -> Outcome:
+        """Finish an image another try of this snapshot made.
+
+        It keeps the format it was created with: its payload is that
+        format's, so nothing is ever uploaded under another label.
+        """
+        status = image.get('status')
+        attempt.disk_format = image.get('disk_format') or attempt.disk_format
+        attempt.container_format = (image.get('container_format') or
+                                    attempt.container_format)
+        if status == 'active':
+            attempt.size = image.get('size') or 0
+            return Outcome.active(image)
+        if status == 'queued':
+            if run.record.member:
+                try:
+                    self._add_member(run.ctx, image['id'],
+                                     run.record.member)
+                except exception.SnapshotExtException as err:
+                    return Outcome.fail(Step.STOP, err, cleanup=False)
+            if (attempt.disk_format not in run.allowed or
+                    attempt.container_format != plan_mod.CONTAINER_FORMAT):
+                return Outcome.fail(Step.STOP, exception.GlanceConflict(
+                    operation='adopt', image_id=image['id'], status=409,
+                    reason='image %s of an earlier try is queued as %s/%s, '
+                    'which this Glance and driver do not allow the plugin '
+                    'to activate honestly now; delete it, or retry with a '
+                    'new image_id' % (image['id'], attempt.disk_format,
+                                      attempt.container_format)),
+                                    cleanup=False)
+            attempt.method = 'upload'
+            attempt.size = payloads.payload_size(attempt.disk_format)
+            return upload.activate(run.ctx, image, attempt)
+        if status in upload.IN_PROGRESS:
+            return upload.wait_active(run.ctx, image['id'], attempt,
+                                      check=False)
+        return Outcome.fail(Step.STOP, exception.GlanceConflict(
+            operation='adopt', image_id=image['id'], status=409,
+            reason='image %s of an earlier try of this snapshot is %s'
+            % (image['id'], status)), cleanup=False)
+
+    @staticmethod
+    def _add_member(ctx: Context, image_id: str, member: str) -> None:
+        try:
+            ctx.glance.add_member(image_id, member)
+        except exception.GlanceConflict:
+            LOG.debug('Project %s is already a member of image %s',
+                      member, image_id)
+
+    # --- cleanup ----------------------------------------------------------
+
+    def _cleanup(self, run: _Run, attempt: result_mod.Attempt,
+                 poisoned: bool = False,
+                 tries: int = CLEANUP_TRIES) -> dict[str, ty.Any] | None:
+        """Delete the attempt's image if it is this snapshot's, not active.
+
+        The status is re-read right before every delete.  A failed read or
+        delete is tried again after a doubling wait; an image still there
+        after ``tries`` is named in ``result.leftover``.
+
+        :returns: the image when the re-read finds it ``active`` (the
+            snapshot succeeded after all), else ``None``.
+        """
+        image_id = attempt.image_id
+        if not image_id or attempt.state is State.PLANNED:
+            return None
+        glance = run.ctx.glance
+        delay = run.ctx.interval
+        error: exception.SnapshotExtException | None = None
+        for number in range(tries):
+            if number:
+                run.ctx.sleep(delay)
+                delay *= 2
+            try:
+                image = glance.get(image_id)
+            except exception.GlanceNotFound:
+                return None
+            except exception.SnapshotExtException as err:
+                error = err
+                continue
+            status = image.get('status')
+            if status in upload.GONE:
+                return None
+            if status == 'active':
+                return image
+            if identity.recognise(image, run.record)[0] is (
+                    identity.Match.FOREIGN) and not attempt.created:
+                return None
+            if status not in DELETABLE and not poisoned:
+                # Someone is finishing it (saving, importing...).
+                LOG.warning('Image %s of a failed snapshot attempt is %s; '
+                            'not deleted', image_id, status)
+                run.result.leftover.append(image_id)
+                return None
+            try:
+                glance.delete(image_id)
+            except exception.GlanceNotFound:
+                return None
+            except exception.SnapshotExtException as err:
+                error = err
+                continue
+            attempt.cleaned_up = True
+            LOG.info('Deleted image %s of a failed snapshot attempt',
+                     image_id)
+            return None
+        LOG.error('Could not delete image %(id)s after a failed snapshot '
+                  'attempt: %(err)s; delete it by hand',
+                  {'id': image_id, 'err': error})
+        run.result.leftover.append(image_id)
+        return None
+
+    def _drop_leftover(self, run: _Run, attempt: result_mod.Attempt,
+                       image_id: str) -> None:
+        """Delete an unfinished image of this snapshot left by a try.
+
+        Another image of the snapshot is active, so this one is a leftover
+        (cleaned as any: status re-read first, queued only, never active).
+        Best effort: named in ``result.leftover`` when it stays.
+        """
+        stale = dataclasses.replace(attempt, image_id=image_id,
+                                    state=State.FOUND, cleaned_up=False,
+                                    created=False)
+        self._cleanup(run, stale, tries=2)
+        if stale.cleaned_up:
+            LOG.info('Deleted image %s, a leftover of an earlier try of '
+                     'this snapshot', image_id)
+
+    def _interrupted(self, run: _Run, attempt: result_mod.Attempt,
+                     err: BaseException) -> None:
+        """An interrupt or a bug mid-attempt: resolve, clean, report.
+
+        The attempt's image (created, being created, or adopted) is read
+        back: active -> reported as the snapshot's image; this snapshot's
+        and queued -> deleted; unreadable -> named.  The result goes with
+        the exception as ``snapshot_result``.
+        """
+        result = run.result
+        attempt.outcome = 'failed'
+        attempt.reason = 'interrupted (%s)' % err.__class__.__name__
+        if attempt.state in (State.CREATING, State.CREATED, State.FOUND,
+                             State.ACTIVATING):
+            try:
+                active = self._cleanup(run, attempt, tries=2)
+            except Exception as cleanup_err:  # noqa: B902 - keep the first
+                LOG.error('Cleanup after %s failed: %s',
+                          err.__class__.__name__, cleanup_err)
+                active = None
+                if attempt.image_id:
+                    result.leftover.append(attempt.image_id)
+            if active is not None:
+                attempt.outcome = 'active'
+                result.image_id = active['id']
+                result.status = 'active'
+                result.disk_format = active.get('disk_format')
+                result.container_format = active.get('container_format')
+                result.size = active.get('size')
+        attempt.state = State.FAILED
+        if result.status == 'active':
+            LOG.warning('Snapshot %(name)s interrupted (%(err)s) after its '
+                        'image %(id)s became active',
+                        {'name': run.record.name,
+                         'err': err.__class__.__name__,
+                         'id': result.image_id})
+        else:
+            LOG.error('Snapshot %(name)s interrupted (%(err)s): %(state)s',
+                      {'name': run.record.name,
+                       'err': err.__class__.__name__,
+                       'state': result.describe()})
+        try:
+            err.snapshot_result = result  # type: ignore[attr-defined]
+        except AttributeError:  # pragma: no cover - slotted exceptions
+            pass
+
+    # --- location bookkeeping ---------------------------------------------
+
+    def _after_location_failure(self, run: _Run,
+                                plan: list[plan_mod.PlannedAttempt],
+                                index: int,
+                                err: exception.SnapshotExtException) -> None:
+        """Bookkeeping after a failed location attempt.
+
+        A failed task or verification may mean the object changed: check
+        it again next time.  A 501 means the cached capabilities
+        were wrong about API 2.17; in ``location_api = auto`` mode the
+        legacy API is tried next.
+        """
+        planned = plan[index]
+        source = self.location_source
+        if source is not None and not isinstance(
+                err, (exception.GlanceForbidden,
+                      exception.GlanceNotImplemented)):
+            source.invalidate()
+        if isinstance(err, exception.GlanceNotImplemented):
+            self.capabilities.invalidate(run.ctx.glance)
+            if (source is not None and source.api == 'auto' and
+                    planned.location_api == 'new' and
+                    not any(p.method == 'location' and
+                            p.location_api == 'legacy' for p in plan)):
+                legacy = dataclasses.replace(planned, location_api='legacy')
+                plan.insert(index + 1, legacy)
+                LOG.info('Glance does not offer API 2.17; trying the legacy '
+                         'location API next')

@@ -1,0 +1,170 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Which image is this snapshot's: the idempotency key and recognition.
+
+A snapshot is identified by the Cinder volume snapshots its mappings point
+at: the host takes them for this one snapshot operation, and their ids are
+UUIDs nobody reuses.  From their sorted ids the plugin derives
+
+* the **fingerprint**, ``uuid5(FINGERPRINT_NAMESPACE, "id1,id2,...")``,
+  stamped on the image as the property :data:`FINGERPRINT_PROPERTY`;
+* the **image id** when the caller gives none,
+  ``uuid5(IMAGE_ID_NAMESPACE, fingerprint)``: every retry of the same
+  snapshot -- any process, any host -- asks Glance for the same id;
+* the ids of later attempts and generations (:func:`attempt_id`).
+
+An existing image is this snapshot's when it carries the same fingerprint
+*and* the same ``block_device_mapping``; never by id alone.  An image with
+this snapshot's fingerprint whose name or properties differ from the
+record is a retry with a *changed* record: the plugin refuses it with
+:class:`~nova_snapshot_ext.exception.SnapshotImageConflict` rather than
+return the stale image or rewrite a finished one (see doc/source/attempts.rst).
+"""
+
+from __future__ import annotations
+
+import enum
+import typing as ty
+import uuid
+
+from oslo_utils import uuidutils
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.snapshot import metadata as metadata_mod
+    from nova_snapshot_ext.snapshot import plan as plan_mod
+
+#: The image property holding the snapshot's fingerprint.
+FINGERPRINT_PROPERTY = 'snapshot_ext_fingerprint'
+
+#: uuid5 namespaces (fixed forever: changing one breaks idempotency).
+FINGERPRINT_NAMESPACE = uuid.UUID('6f1c5d0e-3a8b-5b1e-9f64-2d7c1a0b9e11')
+IMAGE_ID_NAMESPACE = uuid.UUID('0b7e4a52-9c3d-5e8f-a1b6-4c2d8e9f7a30')
+
+#: How many fresh ids one planned attempt may use across retries: a try
+#: that deleted its image after a transient fault burns one (Glance never
+#: reuses an id), so the next retry moves on to the next generation.
+GENERATIONS = 16
+
+
+class Match(enum.Enum):
+    """How an existing image relates to this snapshot's record."""
+
+    #: Same fingerprint, mappings, name and properties: adopt it.
+    OURS = 'ours'
+    #: This snapshot's image, made from a different record (a retry with
+    #: changed metadata or name): refused, never changed or deleted.
+    CHANGED = 'changed'
+    #: Not this snapshot's image: never touched.
+    FOREIGN = 'foreign'
+
+
+def snapshot_ids(record: metadata_mod.ImageRecord) -> list[str]:
+    """The sorted volume snapshot ids of the record's mappings."""
+    return sorted({str(m['snapshot_id']) for m in record.mappings
+                   if isinstance(m, ty.Mapping) and m.get('snapshot_id')})
+
+
+def fingerprint(record: metadata_mod.ImageRecord) -> str | None:
+    """The snapshot's fingerprint, or ``None`` without snapshot ids."""
+    ids = snapshot_ids(record)
+    if not ids:
+        return None
+    return str(uuid.uuid5(FINGERPRINT_NAMESPACE, ','.join(ids)))
+
+
+def derived_image_id(record: metadata_mod.ImageRecord) -> str:
+    """The image id of a snapshot whose caller chose none.
+
+    :returns: ``uuid5(IMAGE_ID_NAMESPACE, fingerprint)``; a random UUID
+        when the mappings carry no snapshot id (nothing to derive from).
+    """
+    fp = fingerprint(record)
+    if fp is None:
+        return uuidutils.generate_uuid()
+    return str(uuid.uuid5(IMAGE_ID_NAMESPACE, fp))
+
+
+def stamp(record: metadata_mod.ImageRecord) -> None:
+    """Set :data:`FINGERPRINT_PROPERTY` on the record (in place).
+
+    Any value the record inherited (an image booted from another snapshot)
+    is replaced: it described another snapshot.
+    """
+    fp = fingerprint(record)
+    if fp is None:
+        record.properties.pop(FINGERPRINT_PROPERTY, None)
+    else:
+        record.properties[FINGERPRINT_PROPERTY] = fp
+
+
+def attempt_id(record: metadata_mod.ImageRecord, index: int,
+               planned: plan_mod.PlannedAttempt,
+               generation: int = 0) -> str:
+    """The image id of attempt ``index``, generation ``generation``.
+
+    Generation 0 of the first attempt is the record's id (the caller's,
+    or :func:`derived_image_id`).  Every other slot is derived from it
+    with uuid5 over ``"index:method:disk_format"`` (plus ``":gN"`` for
+    generation N > 0), so that every try computes the same ids and finds
+    the image another try made instead of making a second one.
+    """
+    if index == 0 and generation == 0 and record.image_id:
+        return record.image_id
+    if not uuidutils.is_uuid_like(record.image_id):
+        return uuidutils.generate_uuid()
+    name = '%d:%s:%s' % (index, planned.method, planned.disk_format)
+    if generation:
+        name += ':g%d' % generation
+    return str(uuid.uuid5(uuid.UUID(record.image_id), name))
+
+
+def _same(value: ty.Any, wanted: ty.Any) -> bool:
+    if value is None:
+        return wanted is None
+    return str(value) == str(wanted)
+
+
+def differences(image: ty.Mapping[str, ty.Any],
+                record: metadata_mod.ImageRecord) -> list[str]:
+    """Names of the record's attributes the image holds differently.
+
+    Compares ``name``, ``min_ram``, ``min_disk`` and every property the
+    record sets (properties the image has beyond the record are Glance's
+    or were added later by someone else, and are not compared).
+    """
+    diffs = []
+    for key, wanted in (('name', record.name), ('min_ram', record.min_ram),
+                        ('min_disk', record.min_disk)):
+        if not _same(image.get(key), wanted):
+            diffs.append(key)
+    for key, wanted in sorted(record.properties.items()):
+        if not _same(image.get(key), wanted):
+            diffs.append(key)
+    return diffs
+
+
+def recognise(image: ty.Mapping[str, ty.Any],
+              record: metadata_mod.ImageRecord) -> tuple[Match, list[str]]:
+    """Is ``image`` this snapshot's image, made from this record?
+
+    :returns: ``(Match, differing attribute names)``.
+    """
+    fp = record.properties.get(FINGERPRINT_PROPERTY)
+    same_mappings = (image.get('block_device_mapping') ==
+                     record.properties.get('block_device_mapping'))
+    if not fp or image.get(FINGERPRINT_PROPERTY) != fp or not same_mappings:
+        return Match.FOREIGN, []
+    diffs = differences(image, record)
+    if diffs:
+        return Match.CHANGED, diffs
+    return Match.OURS, []

@@ -1,0 +1,310 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The ten inputs of issue 9, each with its right value, on a real Glance.
+
+Every test puts the fault proxy (tests/functional/faultproxy.py) between
+the plugin and the embedded Glance 33, runs the library the way a host
+does (``SnapshotService`` loaded from the same configuration file the
+CLI reads: keystoneauth defaults, a 3 s client timeout), and judges the
+outcome from Glance's own view (a direct, un-proxied listing).  The same
+kinds are unit-tested member by member in
+tests/unit/snapshot/test_attempts.py.
+"""
+
+import signal
+import subprocess
+import sys
+import time
+
+from oslo_config import cfg
+from oslo_utils import uuidutils
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot import request as request_mod
+from nova_snapshot_ext.snapshot import service as service_mod
+from tests.functional import test_faults
+
+IMAGE = r'^/v2/images/[^/]+$'
+IMAGES = r'^/v2/images$'
+FILE = r'^/v2/images/[^/]+/file$'
+
+
+class ExactlyOnceBase(test_faults.FaultTestBase):
+
+    def service(self, mode='upload', **overrides):
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        conf(['--config-file', self.conf_files[mode]],
+             project='nova-snapshot-ext', default_config_files=[],
+             default_config_dirs=[])
+        for name, value in overrides.items():
+            conf.set_override(name, value, group=opts.CORE_GROUP)
+        self.addCleanup(conf.reset)
+        return service_mod.SnapshotService(conf)
+
+    def request_dict(self, **changes):
+        data = test_faults.fresh_request_dict(self.project_id, self.user_id)
+        data.update(changes)
+        return data
+
+    def images(self):
+        """(id, status) of this test's images, as Glance holds them."""
+        self.settle()
+        return sorted((i['id'], i['status']) for i in self.glance_view())
+
+    def assertOnlyActive(self, image_id):
+        self.assertEqual([(image_id, 'active')], self.images())
+
+    def snapshot(self, svc, data):
+        return svc.snapshot(request_mod.SnapshotRequest.from_dict(data))
+
+
+class TestIssue9Inputs(ExactlyOnceBase):
+
+    def test_input_1_get_503_after_upload(self):
+        # Right value: exit 0 with the active image; the retry returns it.
+        self.proxy.add_rule('GET', IMAGE, 'status', status=503,
+                            times='always')
+        svc = self.service()
+        data = self.request_dict()
+        result = self.snapshot(svc, data)
+        self.assertEqual('active', result.status)
+        self.proxy.clear()
+        again = self.snapshot(svc, data)
+        self.assertEqual((result.image_id, True), (again.image_id,
+                                                   again.reused))
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_1_member_upload_answer_lost_after_store(self):
+        # The upload reached Glance, the answer was reset: success.
+        self.proxy.add_rule('PUT', FILE, 'reset_after')
+        result = self.snapshot(self.service(), self.request_dict())
+        self.assertEqual('active', result.status)
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_2_create_reaches_glance_late(self):
+        # Right value: one active image (keystoneauth re-sends the create
+        # after the timeout; the late POST meets 409), nothing unnamed.
+        self.proxy.add_rule('POST', IMAGES, 'delay',
+                            seconds=test_faults.DELAY)
+        data = self.request_dict()
+        result = self.snapshot(self.service(), data)
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_2_member_create_always_late(self):
+        # Every create times out (keystoneauth sends it 4 times).  Right
+        # value: the engine reads the id back; it finishes the image that
+        # landed late, or names the id and the retry adopts it -- one
+        # image in all, never an unnamed one.
+        self.proxy.add_rule('POST', IMAGES, 'delay',
+                            seconds=test_faults.DELAY, times='always')
+        svc = self.service()
+        data = self.request_dict()
+        try:
+            result = self.snapshot(svc, data)
+        except exception.ActivationFailed as err:
+            image_id = err.result.attempts[0].image_id
+            self.assertIn(image_id, err.format_message())
+            self.proxy.clear()
+            result = self.snapshot(svc, data)
+            self.assertEqual(image_id, result.image_id)
+        self.proxy.clear()
+        self.assertOnlyActive(result.image_id)
+        again = self.snapshot(svc, data)
+        self.assertEqual(result.image_id, again.image_id)
+
+    def test_input_2_member_ctrl_c_while_create_in_flight(self):
+        # The CLI interrupted while its create is held in the proxy: any
+        # image that lands is this snapshot's and the retry adopts it.
+        self.proxy.add_rule('POST', IMAGES, 'delay',
+                            seconds=test_faults.DELAY)
+        path = self.write_request(self.request_dict())
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             '--config-file', self.conf_files['upload'], '--format',
+             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        self._wait_seen('POST', IMAGES)
+        proc.send_signal(signal.SIGINT)
+        out, errout = proc.communicate(timeout=120)
+        self.assertNotIn('Traceback', errout)
+        self.assertNotEqual(0, proc.returncode)
+        self.settle()
+        self.proxy.clear()
+        retry, retry_id = self.run_cli('upload', path)
+        self.assertEqual(0, retry.returncode, retry.stderr)
+        self.assertOnlyActive(retry_id)
+
+    def _wait_seen(self, method, path, timeout=60):
+        deadline = time.monotonic() + timeout
+        while not self.proxy.count(method, path):
+            self.assertLess(time.monotonic(), deadline,
+                            '%s %s never reached the proxy' % (method, path))
+            time.sleep(0.05)
+
+    def test_input_3_schema_cut_mid_body(self):
+        # Right value: the product's Glance error (no traceback), nothing
+        # created; the retry succeeds.
+        self.proxy.add_rule('GET', r'^/v2/schemas/image$', 'truncate',
+                            times='always')
+        svc = self.service()
+        data = self.request_dict()
+        err = self.assertRaises(exception.GlanceError, self.snapshot, svc,
+                                data)
+        self.assertIn('schema', err.format_message())
+        self.assertEqual([], self.images())
+        self.proxy.clear()
+        result = self.snapshot(svc, data)
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_3_cli_no_traceback(self):
+        self.proxy.add_rule('GET', r'^/v2/schemas/image$', 'truncate',
+                            times='always')
+        proc, _ = self.run_cli('upload', self.write_request(
+            self.request_dict()))
+        self.assertNotIn('Traceback', proc.stderr)
+        self.assertIn(proc.returncode, (1, 3))
+
+    def test_input_4_upload_503_then_delete_503(self):
+        # Right value: the failure leaves nothing (the delete is tried
+        # again); the retry makes the one image.
+        self.proxy.add_rule('PUT', FILE, 'status', status=503)
+        self.proxy.add_rule('DELETE', IMAGE, 'status', status=503)
+        svc = self.service()
+        data = self.request_dict()
+        err = self.assertRaises(exception.ActivationFailed, self.snapshot,
+                                svc, data)
+        self.assertEqual([], err.result.leftover)
+        self.assertEqual([], self.images())
+        self.assertEqual(2, self.proxy.count('DELETE', IMAGE))
+        result = self.snapshot(svc, data)
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_5_sigterm_during_upload(self):
+        # Right value: no exit -15; the image is cleaned (or active and
+        # reported); the retry converges on one image.
+        self.proxy.add_rule('PUT', FILE, 'delay', seconds=30,
+                            when='before')
+        path = self.write_request(self.request_dict())
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             '--config-file', self.conf_files['upload'], '--format',
+             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        self._wait_seen('PUT', FILE)
+        proc.send_signal(signal.SIGTERM)
+        out, errout = proc.communicate(timeout=120)
+        self.assertNotEqual(-signal.SIGTERM, proc.returncode, errout)
+        self.assertNotIn('Traceback', errout)
+        self.proxy.clear()
+        left = [i for i, status in self.images() if status != 'active']
+        for image_id in left:
+            self.assertIn(image_id, out + errout)
+        retry, retry_id = self.run_cli('upload', path)
+        self.assertEqual(0, retry.returncode, retry.stderr)
+        self.assertIn((retry_id, 'active'), self.images())
+        self.assertEqual(1, len([s for _, s in self.images()
+                                 if s == 'active']))
+
+    def test_input_6_image_id_upload_503_once_then_retry(self):
+        # Right value: the retry succeeds (on the attempt's next id).
+        self.proxy.add_rule('PUT', FILE, 'status', status=503)
+        svc = self.service()
+        data = self.request_dict(image_id=self.new_uuid())
+        self.assertRaises(exception.ActivationFailed, self.snapshot, svc,
+                          data)
+        self.assertEqual([], self.images())
+        for _ in range(2):
+            result = self.snapshot(svc, data)
+            self.assertOnlyActive(result.image_id)
+
+    def test_input_7_second_run_read_back_faults(self):
+        # Right value: the first run's active image is never deleted.
+        svc = self.service()
+        data = self.request_dict(image_id=self.new_uuid())
+        first = self.snapshot(svc, data)
+        for action, kwargs in (('truncate', {}), ('reset_before', {}),
+                               ('reset_after', {}),
+                               ('status', {'status': 503})):
+            self.proxy.add_rule('GET', IMAGE, action, times='always',
+                                **kwargs)
+            err = self.assertRaises(exception.SnapshotExtException,
+                                    self.snapshot, svc, data)
+            self.assertIn(first.image_id, err.format_message())
+            self.proxy.clear()
+            self.assertOnlyActive(first.image_id)
+            self.assertEqual(0, self.proxy.count('DELETE', IMAGE))
+        again = self.snapshot(svc, data)
+        self.assertEqual(first.image_id, again.image_id)
+
+    def test_input_8_existing_queued_image_not_ours(self):
+        # Right value: neither activated nor deleted; a clear conflict.
+        svc = self.service()
+        data = self.request_dict(image_id=self.new_uuid())
+        record = svc.build_record(request_mod.SnapshotRequest.from_dict(
+            data))
+        kwargs = record.create_kwargs('raw', 'bare')
+        kwargs.pop(identity.FINGERPRINT_PROPERTY)
+        self.client_for(self.project_id).images.create(**kwargs)
+        self.proxy.add_rule('PUT', FILE, 'status', status=500)
+        err = self.assertRaises(exception.ActivationFailed, self.snapshot,
+                                svc, data)
+        self.assertEqual(409, err.code)
+        self.assertIn(data['image_id'], err.format_message())
+        self.assertEqual([(data['image_id'], 'queued')], self.images())
+        self.assertEqual(0, self.proxy.count('PUT', FILE))
+        self.assertEqual(0, self.proxy.count('DELETE', IMAGE))
+
+    def test_input_9_changed_metadata_is_a_conflict(self):
+        # Decision: refuse with a clear conflict; the image stays as made.
+        svc = self.service()
+        data = self.request_dict(image_id=self.new_uuid(),
+                                 metadata={'tier': 'gold'})
+        first = self.snapshot(svc, data)
+        data['metadata'] = {'tier': 'bronze'}
+        err = self.assertRaises(exception.ActivationFailed, self.snapshot,
+                                svc, data)
+        self.assertEqual(409, err.code)
+        self.assertIn('tier', err.format_message())
+        self.assertIn(first.image_id, err.format_message())
+        image = self.admin_client().images.get(first.image_id)
+        self.assertEqual(('active', 'gold'), (image['status'],
+                                              image['tier']))
+
+    def test_input_10_versions_503_in_location_mode(self):
+        # Right value: not a configuration error; retried (keystoneauth)
+        # and the snapshot goes through the location.
+        self.proxy.add_rule('GET', r'^/versions$', 'status', status=503)
+        svc = self.service('location', location_api='new')
+        result = self.snapshot(svc, self.request_dict())
+        self.assertEqual('location', result.attempts[-1].method)
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_10_member_versions_down_is_not_cached(self):
+        self.proxy.add_rule('GET', r'^/versions$', 'status', status=503,
+                            times='always')
+        svc = self.service('location', location_api='new')
+        err = self.assertRaises(exception.GlanceUnavailable, self.snapshot,
+                                svc, self.request_dict())
+        self.assertNotIsInstance(err, exception.ConfigurationError)
+        self.assertEqual([], self.images())
+        self.proxy.clear()
+        result = self.snapshot(svc, self.request_dict())
+        self.assertEqual('location', result.attempts[-1].method)
+        self.assertOnlyActive(result.image_id)
+
+    @staticmethod
+    def new_uuid():
+        return uuidutils.generate_uuid()

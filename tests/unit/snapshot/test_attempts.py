@@ -1,0 +1,542 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The attempt engine's rules, one kind per test class (issue 9).
+
+Each class is a kind of fault; its tests are the issue's input of that
+kind plus other members.  glanceclient is replaced at its boundary; the
+same inputs run against the real Glance through the fault proxy in
+tests/functional/test_exactly_once.py.
+"""
+
+import json
+from unittest import mock
+
+from glanceclient import exc as gexc
+import requests
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import attempts
+from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot.outcome import State
+from nova_snapshot_ext.snapshot import request
+from tests import base
+from tests.unit import fake_glanceclient
+from tests.unit.snapshot import test_service
+
+IMAGE_ID = test_service.IMAGE_ID
+
+
+class AttemptTestBase(test_service.ServiceTestBase):
+
+    def snapshot(self, req=None, svc=None):
+        return (svc or self.make_service()).snapshot(
+            req or self.make_request())
+
+    def fails(self, req=None, svc=None):
+        return self.assertRaises(exception.ActivationFailed, self.snapshot,
+                                 req, svc)
+
+    def active_ids(self):
+        return sorted(i for i, image in self.fake.images.items()
+                      if image['status'] == 'active')
+
+
+class TestIdempotencyKey(AttemptTestBase):
+    """Rule: a retry of the same snapshot converges on one image."""
+
+    def test_no_image_id_same_snapshot_same_image(self):
+        req = self.make_request(image_id=None)
+        first = self.snapshot(req)
+        again = self.snapshot(self.make_request(image_id=None))
+        self.assertEqual(first.image_id, again.image_id)
+        self.assertTrue(again.reused)
+        self.assertEqual([first.image_id], list(self.fake.images))
+
+    def test_key_is_the_volume_snapshots(self):
+        a = self.make_service().build_record(self.make_request(image_id=None))
+        b = self.make_service().build_record(self.other_snapshot(
+            'x', image_id=None))
+        self.assertNotEqual(a.image_id, b.image_id)
+        self.assertEqual(a.image_id, identity.derived_image_id(a))
+        # Order of mappings does not matter; the name does not either.
+        data = base.sample_request_dict()
+        data['block_device_mappings'].reverse()
+        data['name'] = 'renamed'
+        c = self.make_service().build_record(
+            request.SnapshotRequest.from_dict(data))
+        self.assertEqual(a.image_id, c.image_id)
+        self.assertEqual(
+            a.properties[identity.FINGERPRINT_PROPERTY],
+            c.properties[identity.FINGERPRINT_PROPERTY])
+
+    def test_inherited_fingerprint_is_replaced(self):
+        req = self.make_request()
+        req.metadata[identity.FINGERPRINT_PROPERTY] = 'another-snapshot'
+        record = self.make_service().build_record(req)
+        self.assertEqual(identity.fingerprint(record),
+                         record.properties[identity.FINGERPRINT_PROPERTY])
+
+
+class TestAcceptedIsSuccess(AttemptTestBase):
+    """Input 1 kind: after the payload was accepted, reads are best effort.
+
+    (The plugin trusts the 204 and reads nothing back; when the upload's
+    answer itself is lost, a read finding the image active is success.)
+    """
+
+    def test_get_after_upload_fails_is_not_a_failure(self):
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('down'), times=5)
+        result = self.snapshot()
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+
+    def test_upload_answer_lost_but_image_active(self):
+        real = fake_glanceclient._Images.upload
+
+        def stored_then_reset(images, image_id, data, image_size=None):
+            real(images, image_id, data, image_size)
+            raise gexc.CommunicationError('connection reset')
+
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               stored_then_reset):
+            result = self.snapshot()
+        self.assertEqual([IMAGE_ID], self.active_ids())
+        self.assertEqual('active', result.status)
+
+    def test_upload_answer_lost_and_unreadable_is_never_deleted(self):
+        # The image may be active: the engine cannot tell, so it keeps it
+        # and names it.
+        real = fake_glanceclient._Images.upload
+
+        def stored_then_reset(images, image_id, data, image_size=None):
+            real(images, image_id, data, image_size)
+            raise gexc.CommunicationError('connection reset')
+
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('down'),
+                       times=1 + attempts.CLEANUP_TRIES)
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               stored_then_reset):
+            err = self.fails()
+        self.assertEqual([IMAGE_ID], self.active_ids())
+        self.assertNotIn('delete', self.fake.calls)
+        self.assertIn(IMAGE_ID, err.format_message())
+
+    def test_cleanup_reread_finds_active_means_success(self):
+        # Upload 503 while a concurrent try's upload landed: the status
+        # re-read before the cleanup delete sees active.
+        def other_won(image_id, data, image_size=None):
+            self.fake.images[image_id].update(status='active', size=0)
+            raise gexc.HTTPServiceUnavailable('busy')
+
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('down'))
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               side_effect=other_won):
+            result = self.snapshot()
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+        self.assertNotIn('delete', self.fake.calls)
+
+
+class TestUncertainCreate(AttemptTestBase):
+    """Input 2 kind: the create's answer is lost (timeout, reset, 5xx)."""
+
+    def test_create_landed_answer_lost_is_finished(self):
+        self.fake.lose_create_response = True
+        result = self.snapshot()
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+    def test_create_never_seen_is_named(self):
+        self.fake.fail('create', gexc.CommunicationError('timed out'))
+        err = self.fails()
+        self.assertEqual([IMAGE_ID], err.result.unconfirmed)
+        self.assertIn('was not confirmed', err.format_message())
+        self.assertIn(IMAGE_ID, err.format_message())
+        self.assertEqual(503, err.code)
+
+    def test_create_lands_late_then_retry_adopts(self):
+        self.fake.fail('create', gexc.CommunicationError('timed out'))
+        self.fails()
+        # Glance inserts the delayed POST after the client gave up.
+        svc = self.make_service()
+        record = svc.build_record(self.make_request())
+        self.fake.client().images.create(**record.create_kwargs('raw',
+                                                                'bare'))
+        result = self.snapshot(svc=svc)
+        self.assertEqual((IMAGE_ID, True), (result.image_id, result.reused))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+    def test_interrupt_during_create_deletes_what_landed(self):
+        real = fake_glanceclient._Images.create
+
+        def landed_then_interrupt(images, **kwargs):
+            real(images, **kwargs)
+            raise KeyboardInterrupt
+
+        with mock.patch.object(fake_glanceclient._Images, 'create',
+                               landed_then_interrupt):
+            err = self.assertRaises(KeyboardInterrupt, self.snapshot)
+        self.assertNothingLeft()
+        result = err.snapshot_result
+        self.assertEqual([IMAGE_ID], result.cleaned_up)
+
+    def test_interrupt_with_glance_unreadable_names_the_image(self):
+        with mock.patch.object(attempts.upload, 'activate',
+                               side_effect=KeyboardInterrupt):
+            self.fake.fail('get', gexc.CommunicationError('down'), times=9)
+            err = self.assertRaises(KeyboardInterrupt, self.snapshot)
+        self.assertEqual([IMAGE_ID], err.snapshot_result.leftover)
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
+
+    def test_system_exit_after_active_reports_the_image(self):
+        real = fake_glanceclient._Images.upload
+
+        def stored_then_exit(images, image_id, data, image_size=None):
+            real(images, image_id, data, image_size)
+            raise SystemExit(143)
+
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               stored_then_exit):
+            err = self.assertRaises(SystemExit, self.snapshot)
+        self.assertEqual(('active', IMAGE_ID), (
+            err.snapshot_result.status, err.snapshot_result.image_id))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+
+class TestTranslatedEverywhere(AttemptTestBase):
+    """Input 3 kind: a raw transport error never leaves the service."""
+
+    def test_truncated_schema(self):
+        for err in (requests.exceptions.ChunkedEncodingError('cut'),
+                    json.JSONDecodeError('Expecting value', '{"na', 4)):
+            self.fake.fail('schema', err)
+            svc = self.make_service()
+            self.assertRaises(exception.GlanceError, self.snapshot, None,
+                              svc)
+        self.assertNothingLeft()
+
+    def test_transport_errors_at_every_step_are_ours(self):
+        errors = (requests.exceptions.ChunkedEncodingError('cut'),
+                  requests.exceptions.ConnectionError('reset'),
+                  json.JSONDecodeError('Expecting value', '', 0))
+        for op in ('create', 'upload', 'get'):
+            for error in errors:
+                self.fake.failures.clear()
+                self.fake.fail(op, error)
+                try:
+                    self.snapshot(self.other_snapshot(
+                        '%s-%s' % (op, type(error).__name__),
+                        image_id=None))
+                except exception.SnapshotExtException:
+                    pass
+
+
+class TestCleanupRetried(AttemptTestBase):
+    """Input 4 kind: a failed cleanup delete is tried again."""
+
+    def test_upload_503_then_delete_503_once(self):
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'))
+        err = self.fails()
+        self.assertNothingLeft()
+        self.assertEqual([], err.result.leftover)
+        self.assertEqual([IMAGE_ID], err.result.cleaned_up)
+        self.assertEqual(2, self.fake.calls.count('delete'))
+
+    def test_status_read_before_each_delete(self):
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('delete', gexc.CommunicationError('reset'), times=2)
+        self.fails()
+        calls = self.fake.calls[self.fake.calls.index('upload') + 1:]
+        # One read after the failed upload, then read + delete, thrice.
+        self.assertEqual(['get', 'get', 'delete', 'get', 'delete', 'get',
+                          'delete'], calls)
+        self.assertNothingLeft()
+
+    def test_waits_double(self):
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
+                       times=attempts.CLEANUP_TRIES)
+        err = self.fails()
+        self.assertEqual([0.5, 1.0, 2.0], self.sleeps)
+        self.assertEqual([IMAGE_ID], err.result.leftover)
+
+
+class TestRetryAfterUndeletableLeftover(AttemptTestBase):
+    """A first try whose cleanup failed for good, then a retry.
+
+    The first try names the queued leftover and succeeds on the next
+    attempt's id; the retry meets the leftover first and must return the
+    active image (not finish the leftover: a duplicate), and it removes
+    the leftover.
+    """
+
+    def test_retry_prefers_the_active_image(self):
+        svc = self.make_service()
+        self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
+                       times=attempts.CLEANUP_TRIES)
+        first = self.snapshot(svc=svc)
+        self.assertEqual([IMAGE_ID], first.leftover)
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        again = self.snapshot(svc=svc)
+        self.assertEqual((first.image_id, True), (again.image_id,
+                                                  again.reused))
+        self.assertEqual([first.image_id], list(self.fake.images))
+
+
+class TestInterruptDuringUpload(AttemptTestBase):
+    """Input 5 kind: SIGTERM (the CLI raises SystemExit) / Ctrl-C."""
+
+    def test_interrupt_during_upload_cleans_and_reports(self):
+        for error in (KeyboardInterrupt, SystemExit(143)):
+            self.fake.images.clear()
+            with mock.patch.object(fake_glanceclient._Images, 'upload',
+                                   side_effect=error):
+                err = self.assertRaises(BaseException, self.snapshot,
+                                        self.other_snapshot(
+                                            str(error), image_id=None))
+            self.assertNothingLeft()
+            result = err.snapshot_result
+            self.assertEqual('failed', result.status)
+            self.assertEqual(1, len(result.cleaned_up))
+            self.assertIn('interrupted', result.attempts[0].reason)
+
+
+class TestTransientThenRetry(AttemptTestBase):
+    """Input 6 kind: a retry after a transient fault can always succeed."""
+
+    def test_image_id_given_upload_503_once_then_retry(self):
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        err = self.fails()
+        self.assertEqual(503, err.code)
+        self.assertNothingLeft()
+        result = self.snapshot()
+        self.assertEqual('active', result.status)
+        self.assertEqual([result.image_id], self.active_ids())
+
+    def test_many_transient_failures_then_retry(self):
+        svc = self.make_service()
+        for _ in range(3):
+            self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+            self.fails(svc=svc)
+        result = self.snapshot(svc=svc)
+        self.assertEqual([result.image_id], self.active_ids())
+
+    def test_no_image_id_transient_then_retry(self):
+        req = self.make_request(image_id=None)
+        self.fake.fail('upload', gexc.CommunicationError('reset'))
+        self.fails(req)
+        result = self.snapshot(self.make_request(image_id=None))
+        self.assertEqual([result.image_id], self.active_ids())
+
+    def test_retry_finds_image_an_earlier_generation_finished(self):
+        svc = self.make_service()
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fails(svc=svc)
+        first = self.snapshot(svc=svc)
+        again = self.snapshot(svc=svc)
+        self.assertEqual((first.image_id, True), (again.image_id,
+                                                  again.reused))
+        self.assertEqual([first.image_id], self.active_ids())
+
+    def test_ids_run_out(self):
+        svc = self.make_service()
+        record = svc.build_record(self.make_request())
+        prepared = svc.preflight(self.make_request())
+        self.flags(disk_formats=['raw'])
+        prepared = svc.preflight(self.make_request())
+        for generation in range(identity.GENERATIONS):
+            self.fake.used_ids.add(identity.attempt_id(
+                record, 0, prepared.plan[0], generation))
+        err = self.assertRaises(exception.ActivationFailed, svc.register,
+                                prepared)
+        self.assertIn('all used up', err.format_message())
+
+
+class TestNeverDeleteAnotherRunsImage(AttemptTestBase):
+    """Input 7 kind: a read-back fault never deletes an active image."""
+
+    def _first_run(self):
+        result = self.snapshot()
+        self.assertEqual([IMAGE_ID], self.active_ids())
+        return result
+
+    def test_read_back_fails(self):
+        self._first_run()
+        for error in (gexc.HTTPServiceUnavailable('busy'),
+                      gexc.CommunicationError('reset'),
+                      requests.exceptions.ChunkedEncodingError('cut'),
+                      json.JSONDecodeError('Expecting value', '{', 1)):
+            self.fake.fail('get', error)
+            err = self.fails()
+            self.assertIn(IMAGE_ID, err.format_message())
+            self.assertEqual([IMAGE_ID], self.active_ids())
+            self.assertEqual([], err.result.cleaned_up)
+        self.assertNotIn('delete', self.fake.calls)
+
+    def test_interrupted_read_back(self):
+        self._first_run()
+        with mock.patch.object(fake_glanceclient._Images, 'get',
+                               side_effect=KeyboardInterrupt):
+            err = self.assertRaises(KeyboardInterrupt, self.snapshot)
+        self.assertEqual([IMAGE_ID], self.active_ids())
+        self.assertEqual([], err.snapshot_result.cleaned_up)
+        self.assertNotIn('delete', self.fake.calls)
+
+
+class TestNotThisSnapshotsImage(AttemptTestBase):
+    """Input 8 kind: an image this snapshot did not create is untouched."""
+
+    def _existing(self, **changes):
+        svc = self.make_service()
+        kwargs = svc.build_record(self.make_request()).create_kwargs(
+            'raw', 'bare')
+        kwargs.update(changes)
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        self.fake.client().images.create(**kwargs)
+
+    def test_queued_image_with_same_record_but_no_fingerprint(self):
+        # E.g. Nova's own create, or an operator's, with the same mappings.
+        self._existing(**{identity.FINGERPRINT_PROPERTY: None})
+        self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
+        err = self.fails()
+        self.assertIsInstance(err.__cause__,
+                              exception.SnapshotImageConflict)
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        self.assertNotIn('upload', self.fake.calls)
+        self.assertNotIn('delete', self.fake.calls)
+
+    def test_other_snapshots_fingerprint(self):
+        self._existing(**{identity.FINGERPRINT_PROPERTY: 'other'})
+        self.fails()
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        self.assertNotIn('upload', self.fake.calls)
+
+    def test_other_mappings(self):
+        self._existing(block_device_mapping='[]')
+        self.fails()
+        self.assertNotIn('upload', self.fake.calls)
+
+
+class TestChangedRecord(AttemptTestBase):
+    """Input 9 kind: a retry with a changed record is refused, clearly."""
+
+    def test_metadata_changed(self):
+        self.snapshot(self.make_request(metadata={'tier': 'gold'}))
+        err = self.fails(self.make_request(metadata={'tier': 'bronze'}))
+        self.assertIsInstance(err.__cause__,
+                              exception.SnapshotImageConflict)
+        self.assertEqual(409, err.code)
+        self.assertIn('tier differ', err.format_message())
+        self.assertEqual('gold', self.fake.images[IMAGE_ID]['tier'])
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+    def test_name_changed_without_image_id(self):
+        self.snapshot(self.make_request(image_id=None))
+        err = self.fails(self.make_request(image_id=None, name='renamed'))
+        self.assertIn('name differ', err.format_message())
+        self.assertEqual(1, len(self.active_ids()))
+
+    def test_same_record_is_adopted(self):
+        first = self.snapshot(self.make_request(metadata={'tier': 'gold'}))
+        again = self.snapshot(self.make_request(metadata={'tier': 'gold'}))
+        self.assertEqual(first.image_id, again.image_id)
+
+
+class TestPayloadTooLarge(AttemptTestBase):
+    """Contract with the record plan: 413 moves to a smaller payload."""
+
+    glance_kwargs = {'disk_formats': ['qcow2', 'vmdk', 'vdi', 'vhd']}
+
+    def test_413_goes_to_smaller_payload(self):
+        # qcow2 (1536 B) refused: vmdk (3584 B) is larger and skipped,
+        # vdi (512 B) is next.
+        self.fake.fail('upload', gexc.HTTPOverLimit(
+            'Denying attempt to upload image because it exceeds the '
+            'quota'))
+        result = self.snapshot()
+        self.assertEqual(['qcow2', 'vdi'],
+                         [a.disk_format for a in result.attempts])
+        self.assertIn('storage quota', result.attempts[0].reason)
+        self.assertTrue(result.attempts[0].cleaned_up)
+        self.assertEqual([result.image_id], self.active_ids())
+
+    def test_413_nothing_smaller(self):
+        self.flags(disk_formats=['vdi', 'qcow2'])
+        self.fake.fail('upload', gexc.HTTPOverLimit('too large'))
+        err = self.fails()
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertEqual(413, err.code)
+        self.assertNothingLeft()
+
+
+class TestRecordRefused(AttemptTestBase):
+    """A refusal of the record stops at once, with one message."""
+
+    def test_400_on_create_stops(self):
+        self.fake.fail('create', gexc.HTTPBadRequest('bad property'))
+        err = self.fails()
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertEqual(1, err.format_message().count('bad property'))
+        self.assertNothingLeft()
+
+    def test_schema_refusal_of_a_property_stops(self):
+        with mock.patch.object(
+                fake_glanceclient._Images, 'create',
+                side_effect=TypeError("Unable to set 'foo' to 1")):
+            err = self.fails()
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertFalse(err.result.attempts[0].created)
+        self.assertEqual(State.FAILED, err.result.attempts[0].state)
+
+
+class TestLocationAnswerLost(AttemptTestBase, test_service.LocationTestBase):
+    """The location POST's answer is lost: follow the image."""
+
+    def test_post_landed_answer_lost_goes_active(self):
+        real = fake_glanceclient._Images.add_image_location
+
+        def landed_then_reset(images, image_id, url, validation_data={}):
+            real(images, image_id, url, validation_data)
+            raise gexc.CommunicationError('timed out')
+
+        with mock.patch.object(fake_glanceclient._Images,
+                               'add_image_location', landed_then_reset):
+            result = self.snapshot()
+        self.assertEqual(('active', 'location'),
+                         (result.status, result.attempts[0].method))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
+    def test_post_never_landed_stops_and_cleans(self):
+        self.fake.fail('add_image_location',
+                       gexc.CommunicationError('reset before'))
+        err = self.fails()
+        self.assertEqual(1, len(err.result.attempts))
+        self.assertEqual(503, err.code)
+        self.assertNothingLeft()
+
+
+class TestVersionsTransient(AttemptTestBase):
+    """Input 10 kind: a transient /versions failure is not a config error."""
+
+    def test_versions_503_raises_unavailable_and_is_not_cached(self):
+        svc = self.make_service()
+        self.fake.fail('versions', gexc.HTTPServiceUnavailable('busy'))
+        self.assertRaises(exception.GlanceUnavailable, self.snapshot,
+                          None, svc)
+        self.assertNothingLeft()
+        result = self.snapshot(svc=svc)
+        self.assertEqual('active', result.status)
+        self.assertTrue(svc.capabilities.get(self.client).location_api)
