@@ -51,6 +51,7 @@ import copy
 import functools
 import json
 import typing as ty
+import uuid
 
 
 def token_session(endpoint: str, token: str) -> ty.Any:
@@ -161,6 +162,12 @@ class PluginPath(BenchPath):
     def prepare(self, seq: int) -> ty.Any:
         data = copy.deepcopy(self.spec['request'])
         data['name'] = self.name(seq)
+        # Each snapshot its own volume snapshots: the plugin derives the
+        # image id from them, so a request repeated with the same ones is
+        # a retry of one snapshot (it finds the same image).
+        for bdm in data['block_device_mappings']:
+            if bdm.get('snapshot_id'):
+                bdm['snapshot_id'] = str(uuid.uuid4())
         return self._from_dict(data)
 
     def snapshot(self, prepared: ty.Any) -> None:

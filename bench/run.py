@@ -201,6 +201,11 @@ def _device_name(index: int) -> str:
             return '/dev/vd' + letters
 
 
+#: System metadata a shrunk request keeps (no image properties from them).
+_KEPT_SYSMETA = ('image_min_ram', 'image_min_disk', 'image_disk_format',
+                 'image_container_format')
+
+
 def scale_request(request: dict[str, ty.Any], mappings: int | None = None,
                   properties: int | None = None) -> dict[str, ty.Any]:
     """The sample request grown (or shrunk) to a workload.
@@ -212,8 +217,9 @@ def scale_request(request: dict[str, ty.Any], mappings: int | None = None,
         sample's three.
     :param properties: number of image properties the record carries: the
         sample's user metadata is replaced by ``bench_property_NNN`` keys
-        so that the record has exactly this many (it cannot go below the
-        properties the server and the mappings give, about 10); ``None``
+        so that the record has exactly this many (below the sample's own,
+        the server's inherited ``image_*`` system metadata goes too, down
+        to what the mappings and the plugin's own keys give); ``None``
         keeps the sample's.
     :returns: a new request dict.
     :raises ValueError: ``mappings < 1``, or fewer ``properties`` than the
@@ -239,6 +245,14 @@ def scale_request(request: dict[str, ty.Any], mappings: int | None = None,
     if properties is not None:
         out['metadata'] = {}
         base = len(build_template(out)['properties'])
+        if properties < base:
+            # Fewer inherited properties: keep only the image's formats
+            # and minimums in the server's system metadata.
+            sysmeta = out['server']['system_metadata']
+            for key in list(sysmeta):
+                if key.startswith('image_') and key not in _KEPT_SYSMETA:
+                    del sysmeta[key]
+            base = len(build_template(out)['properties'])
         if properties < base:
             raise ValueError('the record has %d properties without user '
                              'metadata; cannot shrink it to %d'
