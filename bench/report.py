@@ -226,9 +226,10 @@ def scaling(doc: ty.Mapping[str, ty.Any],
                   '|---' + '|---:' * (len(header) - 1) + '|']
         rows = [(None, None)] + [(k, v) for k, v in scales.items()]
         for scale, info in rows:
-            row = [scale or 'sample request', '%s' % (
-                info['mappings'] if info else 3), '%s' % (
-                info['properties'] if info else 11)]
+            info = info or doc.get('sample') or {}
+            row = [scale or 'sample request',
+                   '%s' % info.get('mappings', 'n/a'),
+                   '%s' % info.get('properties', 'n/a')]
             for p in doc['scale_paths']:
                 cell = cells.get('%s/c%d' % (
                     '%s@%s' % (p, scale) if scale else p, c))

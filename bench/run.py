@@ -346,19 +346,29 @@ def source() -> str:
     return head + (' + local changes' if dirty else '')
 
 
-def count_active(endpoint: str, token: str, prefix: str) -> dict[str, int]:
-    """Image statuses of the images named ``prefix*`` (after the run)."""
+def count_statuses(endpoint: str, token: str,
+                   prefixes: ty.Mapping[str, str]
+                   ) -> dict[str, dict[str, int]]:
+    """Image statuses per worker after the run (one listing of Glance).
+
+    :param prefixes: worker key -> image name prefix of that worker.
+    :returns: worker key -> ``{status: count}`` of its images.
+    """
     session = paths.token_session(endpoint, token)
-    statuses: dict[str, int] = {}
+    ordered = sorted(prefixes.items(), key=lambda kv: -len(kv[1]))
+    out: dict[str, dict[str, int]] = {key: {} for key in prefixes}
     url = '%s/v2/images?limit=1000' % endpoint
     while url:
         body = session.get(url).json()
         for image in body.get('images', []):
-            if str(image.get('name', '')).startswith(prefix):
-                status = str(image.get('status'))
-                statuses[status] = statuses.get(status, 0) + 1
+            name = str(image.get('name', ''))
+            for key, prefix in ordered:
+                if name.startswith(prefix):
+                    status = str(image.get('status'))
+                    out[key][status] = out[key].get(status, 0) + 1
+                    break
         url = '%s%s' % (endpoint, body['next']) if body.get('next') else ''
-    return statuses
+    return out
 
 
 def run(args: argparse.Namespace) -> dict[str, ty.Any]:
@@ -410,6 +420,8 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
         'scales': {k: {x: v[x] for x in ('mappings', 'properties',
                                          'block_device_mapping_bytes')}
                    for k, v in scales.items()},
+        'sample': {'mappings': len(request['block_device_mappings']),
+                   'properties': len(template['properties'])},
         'scale_paths': list(args.scale_paths),
         'scale_concurrency': list(args.scale_concurrency),
         'reference': paths.REFERENCE, 'baselines': list(paths.BASELINES),
@@ -472,9 +484,8 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
             for proc in workers.values():
                 proc.kill()
         doc['unattributed_requests'] = access.take()
-        doc['images'] = {
-            key: count_active(glance.endpoint, token, worker['prefix'])
-            for key, worker in doc['workers'].items()}
+        doc['images'] = count_statuses(glance.endpoint, token, {
+            key: worker['prefix'] for key, worker in doc['workers'].items()})
     doc['logs'] = logs
     doc['machine']['loadavg_end'] = os.getloadavg()
     return doc
