@@ -147,6 +147,15 @@ class RequiredPropertyMissing(PreflightError):
                 "carry it")
 
 
+class SharingNotAllowed(PreflightError):
+    code = 403
+    msg_fmt = _("Metadata 'instance_owner' = '%(project)s' would share the "
+                "snapshot image with that project; Nova only shares an "
+                "admin's snapshot of another project's server (with the "
+                "server's project), and Glance refuses members on a private "
+                "image")
+
+
 class FormatNotAllowed(PreflightError):
     msg_fmt = _("No honest activation is possible: %(reason)s. Glance allows "
                 "disk_format %(allowed)s and container_format "

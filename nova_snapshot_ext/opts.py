@@ -323,6 +323,24 @@ Possible values:
 Related options:
 
 * ``[snapshot_ext] driver``
+* ``[snapshot_ext] driver_formats_only``
+'''),
+    cfg.BoolOpt(
+        'driver_formats_only',
+        default=False,
+        help='''
+Keep the activation plan to the formats the driver reads.
+
+A volume-backed snapshot image boots from its volume mappings: Nova never
+reads its payload (it skips the image's disk_format checks for a
+volume-backed boot). So by default, after ``raw`` and the driver's own
+formats, the plan also tries every other format this Glance allows and the
+plugin can make an honest empty image of, smallest first (a WARNING and a
+note in the result say when one is used). Set this to true to refuse
+instead when none of the driver's formats is possible.
+
+Has no effect when ``[snapshot_ext] disk_formats`` is set: that list is
+always the limit.
 '''),
 ]
 

@@ -66,6 +66,12 @@ PROFILES: dict[str, dict[str, ty.Any]] = {
     'vhd-only': {'disk_formats': ('vhd', 'vhdx')},
     'vmdk-only': {'disk_formats': ('vmdk',)},
     'iso-only': {'disk_formats': ('iso',)},
+    # Format sets of real deployments (field reports, issue 10).
+    'qcow2-only': {'disk_formats': ('qcow2',)},
+    'vdi-only': {'disk_formats': ('vdi',)},
+    'vhdx-only': {'disk_formats': ('vhdx',)},
+    'ploop-only': {'disk_formats': ('ploop',)},
+    'vmdk-iso': {'disk_formats': ('vmdk', 'iso')},
     'no-enforcement': {'require_image_format_match': False},
     'http-store': {'http_store': True, 'allowed_hosts': ('127.0.0.1',)},
     'legacy-locations': {'http_store': True,
@@ -81,6 +87,15 @@ _WSGI_APP = 'nova_snapshot_ext.embedded.glance_wsgi:application'
 _WATCH_PID_ENV = 'NOVA_SNAPSHOT_EXT_WATCH_PID'
 _CLEANUP_DIR_ENV = 'NOVA_SNAPSHOT_EXT_CLEANUP_DIR'
 _CONF_NAME = 'glance-api.conf'
+#: Glance reads custom image properties from this file next to its config
+#: (``CONF.find_file``); distributions install one.
+_SCHEMA_NAME = 'schema-image.json'
+#: The stock properties (uuid patterns of ``kernel_id``/``ramdisk_id``,
+#: enums...), written next to ``glance-api.conf`` unless
+#: ``custom_schema=False``.
+STOCK_SCHEMA_IMAGE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'data',
+    _SCHEMA_NAME)
 _PASTE_NAME = 'glance-api-paste.ini'
 _DB_NAME = 'glance.sqlite'
 _LOG_NAME = 'glance-api.log'
@@ -306,6 +321,9 @@ class EmbeddedGlance(object):
     :param access_log: also write gunicorn's access log, one line per HTTP
         request served (gunicorn's default format), to
         :attr:`access_log_file`; used to count requests at the server.
+    :param custom_schema: write :data:`STOCK_SCHEMA_IMAGE` as
+        ``schema-image.json`` next to ``glance-api.conf``, as distributions
+        install it (custom properties with uuid patterns and enums).
     :raises ValueError: for an unknown identity mode.
     """
 
@@ -313,7 +331,8 @@ class EmbeddedGlance(object):
                  container_formats=None, require_image_format_match=True,
                  http_store=False, show_multiple_locations=False,
                  allowed_hosts=('127.0.0.1',), allowed_ports=(),
-                 identity='headers', python=None, access_log=False):
+                 identity='headers', python=None, access_log=False,
+                 custom_schema=True):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
@@ -333,6 +352,7 @@ class EmbeddedGlance(object):
         self.identity = identity
         self.python = python or sys.executable
         self.access_log = bool(access_log)
+        self.custom_schema = bool(custom_schema)
         #: Path of the access log while running with ``access_log=True``.
         self.access_log_file = None
         self.profile_name = None
@@ -405,6 +425,7 @@ class EmbeddedGlance(object):
             'identity': self.identity,
             'python': self.python,
             'access_log_file': self.access_log_file,
+            'custom_schema': self.custom_schema,
         }
 
     # ------------------------------------------------------------------
@@ -587,6 +608,9 @@ class EmbeddedGlance(object):
         with open(os.path.join(self.base_dir, _PASTE_NAME), 'w') as fh:
             fh.write(_PASTE_TEMPLATE.format(base=self.base_dir,
                                             version_filter=_VERSION_FILTER))
+        if self.custom_schema:
+            shutil.copyfile(STOCK_SCHEMA_IMAGE,
+                            os.path.join(self.base_dir, _SCHEMA_NAME))
 
     def _env(self):
         """Build the environment of the glance subprocesses.

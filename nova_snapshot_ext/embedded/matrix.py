@@ -16,7 +16,9 @@ For every profile of :data:`~nova_snapshot_ext.embedded.glance.PROFILES`
 listed in :data:`MATRIX_PROFILES` an embedded glance-api is started, and
 the shipped sample request is snapshotted once per driver variant.  A cell
 is either the active image's disk_format and size, or the preflight
-refusal (nothing created).  ``tox -e matrix`` writes the table to
+refusal (nothing created); a format the driver does not read (planned
+because a volume-backed boot never reads the payload) is marked
+``fallback``.  ``tox -e matrix`` writes the table to
 ``doc/source/matrix.rst``; the functional test ``test_matrix`` runs the
 same cells, judges every payload downloaded back and checks the committed
 table is current.
@@ -43,7 +45,8 @@ from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 
 MATRIX_PROFILES = ('default', 'no-raw', 'vhd-only', 'vmdk-only', 'iso-only',
-                   'no-enforcement')
+                   'qcow2-only', 'vdi-only', 'vhdx-only', 'ploop-only',
+                   'vmdk-iso', 'no-enforcement')
 
 #: Driver variants: (label, driver name, {group option: value}).
 DRIVER_VARIANTS: tuple[tuple[str, str, dict[str, str]], ...] = (
@@ -69,6 +72,7 @@ class Cell:
     :ivar attempts: number of attempts made.
     :ivar image_id: the active image's id.
     :ivar reason: the refusal message.
+    :ivar fallback: the active format is not one the driver reads.
     """
 
     profile: str
@@ -79,10 +83,12 @@ class Cell:
     attempts: int = 0
     image_id: str | None = None
     reason: str | None = None
+    fallback: bool = False
 
     def label(self) -> str:
         if self.outcome == 'active':
-            return '%s (%d B)' % (self.disk_format, self.size or 0)
+            return '%s (%d B)%s' % (self.disk_format, self.size or 0,
+                                    ' fallback' if self.fallback else '')
         return 'refused'
 
 
@@ -138,10 +144,13 @@ def run_profile(glance: embedded.EmbeddedGlance, profile: str,
             cells.append(Cell(profile, label, 'refused',
                               reason=err.format_message()))
             continue
+        fmt = result.disk_format
         cells.append(Cell(profile, label, 'active',
-                          disk_format=result.disk_format, size=result.size,
+                          disk_format=fmt, size=result.size,
                           attempts=len(result.attempts),
-                          image_id=result.image_id))
+                          image_id=result.image_id,
+                          fallback=(fmt != 'raw' and
+                                    fmt not in svc.driver.disk_formats)))
     return cells, client
 
 
@@ -188,7 +197,13 @@ def render_rst(cells: ty.Sequence[Cell]) -> str:
         'sample request (disk_format and size in bytes), on a real',
         'glance-api 33 configured as the column says, with the driver of',
         'the row; ``refused`` means preflight refused before anything was',
-        'created. The functional test ``tests/functional/test_matrix.py``',
+        'created. ``fallback`` marks a format the driver does not read:',
+        'the plugin plans it after the driver\'s own formats because a',
+        'volume-backed boot never reads the payload (set ``[snapshot_ext]',
+        'driver_formats_only = true`` to refuse such a cell instead).',
+        'Without ``fallback`` the format is the driver\'s (or ``raw``, zero',
+        'bytes, as Nova uploads). The functional test',
+        '``tests/functional/test_matrix.py``',
         'runs the same cells in CI, downloads every payload back from',
         'Glance, judges it with oslo.utils\' format inspector and',
         '``qemu-img``, and fails if this table is out of date.',

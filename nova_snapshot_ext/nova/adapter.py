@@ -93,14 +93,15 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
     :param member: project to share the image with (Nova's
         ``instance_owner``), or ``None``.
     :param non_inheritable: ``[snapshot_ext] non_inheritable_image_
-        properties``; those keys are dropped, and so are Nova system
-        metadata keys that are not image metadata but that Nova copies
-        onto snapshots (``password_N``, ``owner_user_name``...; see
-        :func:`~.metadata.is_non_image_system_metadata`).  Nova has
-        already dropped the keys it never inherits (``os_glance*``,
-        encryption keys, signatures), so any reserved name left here came
-        from the user's metadata and is refused by the preflight, as the
-        early check refuses it.
+        properties``.  Every key of a never-inherited kind
+        (:func:`~.metadata.never_inherited_kind`: Nova's copies of
+        non-image system metadata such as ``vtpm_secret_uuid`` or
+        ``owner_user_name``, inherited ownership, identity, provenance,
+        status markers...) is dropped, except the mapping keys Nova built
+        from the server.  This is the fallback of the hook when it cannot
+        rebuild the record with the one builder; Nova's metadata does not
+        say which keys the user gave, so a user key of such a kind is
+        dropped too (logged).
     :returns: :class:`~.metadata.ImageRecord`; its id is ``sent['id']``
         or a new UUID; property values are kept exactly as Nova encoded
         them (a non-string value is left for the preflight to refuse).
@@ -112,8 +113,9 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
     for key, value in sent.items():
         if key in RECORD_ATTRIBUTES or value is None:
             continue
-        if (key in non_inheritable or
-                metadata_mod.is_non_image_system_metadata(key)):
+        kind = metadata_mod.never_inherited_kind(key, non_inheritable)
+        if (kind is not None and kind != 'mapping' and
+                not _user_only(key)):
             dropped.append(key)
             continue
         properties[key] = value
@@ -133,16 +135,87 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
         if not isinstance(mappings, list):
             raise exception.InvalidRequest(
                 field='block_device_mapping', reason='must be a JSON list')
+    min_disk, note = metadata_mod.cap_min_disk(
+        _int(sent.get('min_disk'), 'min_disk'), mappings)
+    if note:
+        LOG.warning('Snapshot image %(name)s: %(note)s',
+                    {'name': sent.get('name'), 'note': note})
     return metadata_mod.ImageRecord(
         image_id=sent.get('id') or uuidutils.generate_uuid(),
         name=sent.get('name') or '',
         visibility=sent.get('visibility') or (
             'shared' if member else 'private'),
         min_ram=_int(sent.get('min_ram'), 'min_ram'),
-        min_disk=_int(sent.get('min_disk'), 'min_disk'),
+        min_disk=min_disk,
         properties=properties,
         member=member,
-        mappings=mappings)
+        mappings=mappings,
+        notes=[note] if note else [])
+
+
+#: Keys Nova itself never inherits (``compute_utils.
+#: NON_INHERITABLE_IMAGE_PROPERTIES`` and the ``os_glance`` namespace):
+#: in Nova's metadata they can only come from the user, so they are kept
+#: for the preflight to judge, as the early check judges them.
+NOVA_NEVER_INHERITS = frozenset([
+    'cinder_encryption_key_id', 'cinder_encryption_key_deletion_policy',
+    'img_signature', 'img_signature_hash_method', 'img_signature_key_type',
+    'img_signature_certificate_uuid'])
+
+
+def _user_only(key: str) -> bool:
+    return key in NOVA_NEVER_INHERITS or key.startswith('os_glance')
+
+
+def snapshot_ids_from_glance_meta(sent: ty.Mapping[str, ty.Any]
+                                  ) -> list[str | None] | None:
+    """The volume snapshot ids Nova put in its image metadata, in order.
+
+    :param sent: Nova's translated metadata (``block_device_mapping`` a
+        JSON string).
+    :returns: the ``snapshot_id`` of every ``source_type=snapshot`` volume
+        entry, in Nova's order (the order of the server's volume BDMs), or
+        ``None`` when the mapping cannot be read.
+    """
+    encoded = sent.get('block_device_mapping')
+    if encoded is None:
+        return []
+    try:
+        entries = jsonutils.loads(encoded) if isinstance(
+            encoded, str) else encoded
+    except ValueError:
+        return None
+    if not isinstance(entries, list):
+        return None
+    return [e.get('snapshot_id') for e in entries
+            if isinstance(e, dict) and e.get('source_type') == 'snapshot'
+            and e.get('destination_type') == 'volume']
+
+
+def load_server(context: ty.Any, server_id: str
+                ) -> tuple[ty.Any, ty.Any] | None:
+    """The ``Instance`` (with system metadata) and its BDMs, or ``None``.
+
+    Read from the server's cell as ``compute.api.API.get`` reads it; no
+    policy check (Nova has already authorised the request).
+    """
+    from nova import context as nova_context
+    from nova import exception as nova_exc
+    from nova import objects
+
+    try:
+        mapping = objects.InstanceMapping.get_by_instance_uuid(context,
+                                                               server_id)
+        with nova_context.target_cell(context,
+                                      mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(
+                cctxt, server_id,
+                expected_attrs=['metadata', 'system_metadata'])
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                cctxt, instance.uuid)
+    except (nova_exc.InstanceMappingNotFound, nova_exc.InstanceNotFound):
+        return None
+    return instance, bdms
 
 
 def _int(value: ty.Any, field: str) -> int:
@@ -163,7 +236,8 @@ def _field(obj: ty.Any, name: str) -> ty.Any:
     return getattr(obj, name, None)
 
 
-def bdm_dict(bdm: ty.Any) -> dict[str, ty.Any]:
+def bdm_dict(bdm: ty.Any, snapshot_id: str | None = None
+             ) -> dict[str, ty.Any]:
     """One Nova ``BlockDeviceMapping`` object as a request mapping dict.
 
     A volume mapping gets a placeholder ``snapshot_id``: a fresh random
@@ -172,19 +246,21 @@ def bdm_dict(bdm: ty.Any) -> dict[str, ty.Any]:
     placeholder never reaches Glance: the early preflight creates nothing.
 
     :param bdm: a ``nova.objects.BlockDeviceMapping``.
+    :param snapshot_id: the real snapshot id, when Nova took it already.
     :returns: a dict of :data:`BDM_FIELDS` (unset fields are ``None``).
     """
     data = {name: _field(bdm, name) for name in BDM_FIELDS}
     for flag in ('delete_on_termination', 'no_device'):
         data[flag] = bool(data[flag])
     if data['destination_type'] == 'volume' and not data['no_device']:
-        data['snapshot_id'] = uuidutils.generate_uuid()
+        data['snapshot_id'] = snapshot_id or uuidutils.generate_uuid()
     return data
 
 
 def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
                       name: str,
-                      metadata: ty.Mapping[str, str] | None = None
+                      metadata: ty.Mapping[str, str] | None = None,
+                      snapshot_ids: ty.Sequence[str | None] | None = None
                       ) -> request_mod.SnapshotRequest:
     """The snapshot request Nova is about to carry out, before it starts.
 
@@ -195,9 +271,13 @@ def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
     :param bdms: its ``nova.objects.BlockDeviceMappingList``.
     :param name: ``createImage`` ``name``.
     :param metadata: ``createImage`` ``metadata`` (string values).
-    :returns: a validated :class:`~.request.SnapshotRequest` whose volume
-        mappings carry placeholder snapshot ids (see :func:`bdm_dict`).
-    :raises InvalidRequest: the data does not form a valid request.
+    :param snapshot_ids: the ids of the volume snapshots Nova took, one
+        per volume mapping in BDM order (what
+        :func:`snapshot_ids_from_glance_meta` reads); ``None`` before
+        Nova took them (placeholders, see :func:`bdm_dict`).
+    :returns: a validated :class:`~.request.SnapshotRequest`.
+    :raises InvalidRequest: the data does not form a valid request, or
+        ``snapshot_ids`` does not match the volume mappings.
     :raises InvalidServerState: the vm_state forbids a snapshot.
     """
     sysmeta = _field(instance, 'system_metadata') or {}
@@ -214,12 +294,29 @@ def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
     return request_mod.SnapshotRequest.from_dict({
         'name': name,
         'server': server,
-        'block_device_mappings': [bdm_dict(b) for b in bdms],
+        'block_device_mappings': _bdm_dicts(bdms, snapshot_ids),
         'metadata': dict(metadata or {}),
         'requester': {'project_id': context.project_id,
                       'user_id': context.user_id,
                       'roles': list(context.roles or [])},
     })
+
+
+def _bdm_dicts(bdms: ty.Any, snapshot_ids: ty.Sequence[str | None] | None
+               ) -> list[dict[str, ty.Any]]:
+    if snapshot_ids is None:
+        return [bdm_dict(b) for b in bdms]
+    volumes = [b for b in bdms if _field(b, 'destination_type') == 'volume'
+               and not _field(b, 'no_device')]
+    if len(volumes) != len(snapshot_ids) or not all(snapshot_ids):
+        raise exception.InvalidRequest(
+            field='block_device_mappings',
+            reason='%d volume mappings but %d snapshot ids in the image '
+            'metadata' % (len(volumes), len(snapshot_ids)))
+    ids = iter(snapshot_ids)
+    volume_ids = {id(b) for b in volumes}
+    return [bdm_dict(b, next(ids) if id(b) in volume_ids else None)
+            for b in bdms]
 
 
 def to_nova_exception(err: exception.SnapshotExtException) -> Exception:

@@ -184,6 +184,25 @@ class SnapshotExtMiddleware:
         self.application = application
         self.plugin = plugin
 
+    def _to_nova(self, req: webob.Request) -> ty.Any:
+        """Nova's answer; a ``createImage`` runs with its request named.
+
+        The activation hook builds the image record from the same request
+        as the early check (one record): :func:`.hook.
+        pending_create_image` tells it which request Nova is serving.
+        """
+        if req.method != 'POST' or not self.plugin.activation:
+            return self.application
+        match = ACTION_PATH.match(req.path_info)
+        action = _create_image_body(req) if match else None
+        context = req.environ.get('nova.context')
+        if match is None or action is None or context is None:
+            return self.application
+        with hook.pending_create_image(context, match.group('server_id'),
+                                       action['name'],
+                                       action.get('metadata') or {}):
+            return req.get_response(self.application)
+
     @webob.dec.wsgify
     def __call__(self, req: webob.Request) -> ty.Any:
         if req.method == 'POST' and self.plugin.early_refusal:
@@ -198,7 +217,7 @@ class SnapshotExtMiddleware:
                     refusal = None
                 if refusal is not None:
                     return refusal
-        return self.application
+        return self._to_nova(req)
 
     def _check(self, req: webob.Request, server_id: str) -> ty.Any:
         """Preflight a ``createImage``; a Nova fault response or ``None``."""

@@ -23,14 +23,20 @@ and otherwise calls Nova's method unchanged.
 
 The wrapper:
 
-1. runs Nova's own ``_translate_to_glance`` on the metadata, so the
-   properties keep Nova's encodings (``block_device_mapping`` JSON string,
-   ``bdm_v2 = 'True'``...); ``instance_owner`` becomes the image member as
-   in Nova;
-2. builds an :class:`~nova_snapshot_ext.snapshot.metadata.ImageRecord`
-   (:mod:`.adapter`) and runs ``SnapshotService.check_record`` then
-   ``register`` with a Glance client acting for the request context
-   (:func:`client_for_context`);
+1. builds the image record with the plugin's one builder
+   (:func:`~nova_snapshot_ext.snapshot.metadata.build_image_record`, the
+   one the early refusal judged): the paste filter names the
+   ``createImage`` request being served (:func:`pending_create_image`),
+   the hook loads that server and its mappings, and takes from Nova's
+   metadata only the ids of the volume snapshots Nova just took.  So no
+   system metadata that did not come from the server's image reaches the
+   image (Nova copies ``vtpm_secret_uuid``, ``owner_user_name``...), and
+   whatever the hook would refuse, the early check refused first.
+   Without a named request (a create the filter did not see), the record
+   is made from Nova's translated metadata with the same inheritance
+   rules (:func:`.adapter.record_from_glance_meta`);
+2. runs ``SnapshotService.check_record`` then ``register`` with a Glance
+   client acting for the request context (:func:`client_for_context`);
 3. returns ``self.show(context, image_id)``: the active image translated by
    Nova (``_translate_from_glance``), what Nova's ``create`` returns;
 4. raises the Nova exception matching a failure
@@ -45,6 +51,7 @@ module was written against (:data:`SUPPORTED_NOVA_MAJORS`, signatures).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import inspect
@@ -77,6 +84,39 @@ CREATE_PARAMETERS = ('self', 'context', 'image_meta', 'data')
 _ORIGINAL_ATTR = '_snapshot_ext_original'
 
 _lock = threading.Lock()
+
+#: The ``createImage`` request this thread is serving (set by the paste
+#: filter around Nova's handling of it; a thread-local is per greenthread
+#: under eventlet).
+_pending = threading.local()
+
+
+@contextlib.contextmanager
+def pending_create_image(context: ty.Any, server_id: str, name: str,
+                         metadata: ty.Mapping[str, str]
+                         ) -> ty.Iterator[None]:
+    """Name the ``createImage`` request Nova is about to serve.
+
+    :param context: the request's ``nova.context.RequestContext`` (the
+        object Nova passes down to the image service).
+    :param server_id: the server's uuid from the URL.
+    :param name: ``createImage`` ``name``.
+    :param metadata: ``createImage`` ``metadata``.
+    """
+    previous = getattr(_pending, 'request', None)
+    _pending.request = (context, server_id, name, dict(metadata))
+    try:
+        yield
+    finally:
+        _pending.request = previous
+
+
+def _pending_for(context: ty.Any, name: ty.Any
+                 ) -> tuple[str, dict[str, str]] | None:
+    pending = getattr(_pending, 'request', None)
+    if pending is None or pending[0] is not context or pending[2] != name:
+        return None
+    return pending[1], pending[3]
 
 
 class _State:
@@ -209,6 +249,8 @@ def _make_wrapper(original: ty.Callable[..., ty.Any]
         # Nova pops instance_owner from the caller's metadata too.
         image_meta.get('properties', {}).pop('instance_owner', None)
         member = sent.pop('instance_owner', None)
+        if member == getattr(context, 'project_id', None):
+            member = None  # the image's owner already; nothing to share
         return _activate(self, context, sent, member, service, conf)
 
     setattr(create, _ORIGINAL_ATTR, original)
@@ -220,9 +262,7 @@ def _activate(image_service: ty.Any, context: ty.Any,
               service: service_mod.SnapshotService,
               conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
     try:
-        record = adapter.record_from_glance_meta(
-            sent, member,
-            conf.snapshot_ext.non_inheritable_image_properties)
+        record = _record(context, sent, member, service, conf)
         glance = client_for_context(context, conf)
         prepared = service.check_record(record, glance)
         result = service.register(prepared, glance)
@@ -238,6 +278,32 @@ def _activate(image_service: ty.Any, context: ty.Any,
               'fmt': result.disk_format, 'cfmt': result.container_format,
               'size': result.size})
     return image_service.show(context, result.image_id)
+
+
+def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
+            service: service_mod.SnapshotService, conf: cfg.ConfigOpts
+            ) -> ty.Any:
+    """The image record: the one builder's, else from Nova's metadata."""
+    pending = _pending_for(context, sent.get('name'))
+    if pending is not None:
+        server_id, metadata = pending
+        snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
+        loaded = adapter.load_server(context, server_id)
+        if loaded is not None and snapshot_ids is not None:
+            instance, bdms = loaded
+            try:
+                snapshot = adapter.request_from_nova(
+                    context, instance, bdms, sent.get('name') or '',
+                    metadata, snapshot_ids=snapshot_ids)
+            except exception.InvalidRequest as err:
+                LOG.warning('nova-snapshot-ext: %s', err.format_message())
+            else:
+                return service.build_record(snapshot)
+        LOG.warning('nova-snapshot-ext: server %s or its volume snapshots '
+                    "could not be matched; building the image record from "
+                    "Nova's metadata", server_id)
+    return adapter.record_from_glance_meta(
+        sent, member, conf.snapshot_ext.non_inheritable_image_properties)
 
 
 #: Nova ``[glance]`` keystoneauth adapter options passed on to the client

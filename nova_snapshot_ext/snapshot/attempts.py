@@ -140,7 +140,8 @@ class AttemptEngine:
             image_id=None, name=record.name, status='failed',
             member=record.member,
             plan=[p.describe() for p in planned_attempts],
-            notes=list(notes))
+            notes=list(dict.fromkeys(list(getattr(record, 'notes', [])) +
+                                     list(notes))))
         group = self.conf.snapshot_ext
         run = _Run(record=record, result=result,
                    ctx=Context(glance=glance,
@@ -176,7 +177,7 @@ class AttemptEngine:
             if outcome.step is Step.ACTIVE:
                 assert outcome.image is not None
                 result.plan = [p.describe() for p in plan]
-                return self._succeeded(run, attempt, outcome.image)
+                return self._succeeded(run, attempt, outcome.image, planned)
             last = outcome
             if planned.method == 'location' and outcome.error is not None:
                 self._after_location_failure(run, plan, index,
@@ -210,8 +211,19 @@ class AttemptEngine:
         raise self._failure(run, last)
 
     def _succeeded(self, run: _Run, attempt: result_mod.Attempt,
-                   image: dict[str, ty.Any]) -> result_mod.SnapshotResult:
+                   image: dict[str, ty.Any],
+                   planned: plan_mod.PlannedAttempt
+                   ) -> result_mod.SnapshotResult:
         result = run.result
+        if getattr(planned, 'fallback', False) and (
+                image.get('disk_format') == planned.disk_format):
+            # A format the driver does not read (the record plan's
+            # fallback): say so where the operator looks.
+            note = planned.fallback_note()
+            LOG.warning('Snapshot %(name)s: %(note)s',
+                        {'name': run.record.name, 'note': note})
+            if note not in result.notes:
+                result.notes.append(note)
         attempt.state = State.ACTIVE
         attempt.outcome = 'active'
         attempt.image_id = image['id']
@@ -627,6 +639,7 @@ class AttemptEngine:
         result = run.result
         attempt.outcome = 'failed'
         attempt.reason = 'interrupted (%s)' % err.__class__.__name__
+        creating = attempt.state is State.CREATING
         if attempt.state in (State.CREATING, State.CREATED, State.FOUND,
                              State.ACTIVATING):
             try:
@@ -644,6 +657,12 @@ class AttemptEngine:
                 result.disk_format = active.get('disk_format')
                 result.container_format = active.get('container_format')
                 result.size = active.get('size')
+        if (creating and attempt.image_id and result.status != 'active' and
+                not attempt.cleaned_up and
+                attempt.image_id not in result.leftover):
+            # The create may still be in flight (held by a proxy, queued
+            # in Glance): name the id it would get.
+            result.unconfirmed.append(attempt.image_id)
         attempt.state = State.FAILED
         if result.status == 'active':
             LOG.warning('Snapshot %(name)s interrupted (%(err)s) after its '

@@ -24,7 +24,11 @@ UUIDs nobody reuses.  From their sorted ids the plugin derives
 * the ids of later attempts and generations (:func:`attempt_id`).
 
 An existing image is this snapshot's when it carries the same fingerprint
-*and* the same ``block_device_mapping``; never by id alone.  An image with
+*and* the same ``block_device_mapping``; never by id alone.  When the
+fingerprint had to give way to a full property quota (preflight leaves it
+out first, rather than refuse a snapshot Nova would take), the mappings --
+which name this snapshot's volume snapshots -- and the whole record must
+match.  An image with
 this snapshot's fingerprint whose name or properties differ from the
 record is a retry with a *changed* record: the plugin refuses it with
 :class:`~nova_snapshot_ext.exception.SnapshotImageConflict` rather than
@@ -103,8 +107,17 @@ def stamp(record: metadata_mod.ImageRecord) -> None:
     fp = fingerprint(record)
     if fp is None:
         record.properties.pop(FINGERPRINT_PROPERTY, None)
-    else:
-        record.properties[FINGERPRINT_PROPERTY] = fp
+        return
+    record.properties[FINGERPRINT_PROPERTY] = fp
+    # Bookkeeping gives way to a full property quota (preflight leaves it
+    # out rather than refuse a snapshot Nova would take), first: what the
+    # image says about itself (image_type...) matters more to its users;
+    # recognition then falls back to the mappings and the whole record.
+    optional = getattr(record, 'optional', None)
+    if isinstance(optional, list):
+        if FINGERPRINT_PROPERTY in optional:
+            optional.remove(FINGERPRINT_PROPERTY)
+        optional.insert(0, FINGERPRINT_PROPERTY)
 
 
 def attempt_id(record: metadata_mod.ImageRecord, index: int,
@@ -160,10 +173,16 @@ def recognise(image: ty.Mapping[str, ty.Any],
     :returns: ``(Match, differing attribute names)``.
     """
     fp = record.properties.get(FINGERPRINT_PROPERTY)
-    same_mappings = (image.get('block_device_mapping') ==
-                     record.properties.get('block_device_mapping'))
-    if not fp or image.get(FINGERPRINT_PROPERTY) != fp or not same_mappings:
+    mappings = record.properties.get('block_device_mapping')
+    same_mappings = mappings is not None and (
+        image.get('block_device_mapping') == mappings)
+    if not same_mappings:
         return Match.FOREIGN, []
+    if fp and image.get(FINGERPRINT_PROPERTY) != fp:
+        return Match.FOREIGN, []
+    # Without a fingerprint (left out at a full property quota) the
+    # mappings -- which name this snapshot's volume snapshots -- and the
+    # whole record must match.
     diffs = differences(image, record)
     if diffs:
         return Match.CHANGED, diffs

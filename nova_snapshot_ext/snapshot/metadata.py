@@ -62,33 +62,176 @@ SYSMETA_SKIP_KEYS = frozenset([
 BASE_ATTRIBUTE_KEYS = frozenset(['min_ram', 'min_disk', 'disk_format',
                                  'container_format'])
 
-#: Never inherited, whatever the configuration says.  Nova's
-#: ``NON_INHERITABLE_IMAGE_PROPERTIES`` (encryption key and signature: a
-#: copied key id lets deleting one image destroy the shared secret,
-#: LP#1852106), plus:
+#: Kinds of properties that are never copied from another image onto a
+#: snapshot, whatever the configuration says.  Each kind names *why*; the
+#: operator docs (``doc/source/image-record.rst``) list them with their
+#: sources.  The vocabulary is public (``nova-snapshot-ext audit`` reports
+#: it):
 #:
-#: * the mapping keys the plugin always rebuilds from the server;
-#: * ownership and sharing (``owner``, ``instance_owner``, ``visibility``);
-#: * Glance's read-only and reserved attributes and data-derived fields
-#:   (``size``, ``checksum``, ``os_hash_*``...); Cinder copies these into
-#:   ``volume_image_metadata`` (LP#1439819);
-#: * the source image's identity (``image_id``, ``image_name``).
-NEVER_INHERITED = frozenset([
-    'cinder_encryption_key_id', 'cinder_encryption_key_deletion_policy',
-    'img_signature', 'img_signature_hash_method', 'img_signature_key_type',
-    'img_signature_certificate_uuid',
-    'block_device_mapping', 'bdm_v2', 'root_device_name', 'mappings',
-    'owner', 'instance_owner', 'visibility', 'is_public', 'protected',
-    'os_hidden', 'tags', 'name',
-    'id', 'status', 'size', 'virtual_size', 'checksum', 'os_hash_algo',
-    'os_hash_value', 'created_at', 'updated_at', 'deleted', 'deleted_at',
-    'location', 'locations', 'direct_url', 'self', 'file', 'schema',
-    'stores', 'image_id', 'image_name',
-])
+#: ``secret``
+#:     a reference to (or the value of) a secret of the server or of
+#:     another image: a copied key id lets deleting one image destroy the
+#:     shared secret (Nova's ``NON_INHERITABLE_IMAGE_PROPERTIES``,
+#:     LP#1852106); ``vtpm_secret_uuid`` names the server's vTPM secret,
+#:     ``password_N`` holds its encrypted admin password.
+#: ``ownership``
+#:     who owns or may see an image (``owner``, ``visibility``...;
+#:     LP#1322195, LP#1255316); the snapshot's own come from the request.
+#: ``glance-state``
+#:     Glance's own attributes of another image (id, status, dates,
+#:     locations, tags...) and the reserved ``os_glance`` namespace
+#:     (LP#1912001); Cinder copies many into ``volume_image_metadata``
+#:     (LP#1439819).
+#: ``foreign-data``
+#:     facts about bytes the snapshot does not hold (size, checksum,
+#:     ``os_hash_*``).
+#: ``provenance``
+#:     where another image came from or who signed it (``img_signature*``,
+#:     Cinder's ``image_id``/``image_name`` of the volume's source image).
+#: ``borrowed-identity``
+#:     what an image says it *is*: ``image_type``, ``backup_type``,
+#:     ``instance_uuid``, ``user_id`` (Nova LP#1031079: a copied backup
+#:     identity puts the snapshot in another server's backup rotation),
+#:     ``snapshot_ext_fingerprint`` (the plugin's id of another snapshot).
+#:     The snapshot writes its own (:func:`self_description`).
+#: ``status-marker``
+#:     the state another service keeps about another object: Cinder's
+#:     ``signature_verified`` (LP#1823445), Nova's ``network_allocated``,
+#:     ``clean_attempts``, ``old_vm_state``.
+#: ``server-record``
+#:     Nova system metadata that is not image metadata (``owner_user_name``,
+#:     ``boot_roles``, legacy ``instance_type_*`` flavors): Nova copies it,
+#:     the plugin never does.
+#: ``mapping``
+#:     the keys always rebuilt from this server (``block_device_mapping``,
+#:     ``bdm_v2``, ``root_device_name``, ``mappings``).
+#: ``operator-list``
+#:     listed in ``[snapshot_ext] non_inheritable_image_properties``.
+NEVER_INHERITED_KINDS: dict[str, frozenset[str]] = {
+    'secret': frozenset([
+        'cinder_encryption_key_id', 'cinder_encryption_key_deletion_policy',
+        'vtpm_secret_uuid', 'vtpm_secret_value']),
+    'ownership': frozenset([
+        'owner', 'instance_owner', 'owner_id', 'visibility', 'is_public',
+        'protected', 'os_hidden', 'owner_user_name', 'owner_project_name']),
+    'glance-state': frozenset([
+        'id', 'name', 'status', 'created_at', 'updated_at', 'deleted',
+        'deleted_at', 'location', 'locations', 'direct_url', 'self', 'file',
+        'schema', 'stores', 'tags', 'container_format', 'disk_format']),
+    'foreign-data': frozenset([
+        'size', 'virtual_size', 'checksum', 'os_hash_algo',
+        'os_hash_value']),
+    'provenance': frozenset([
+        'img_signature', 'img_signature_hash_method',
+        'img_signature_key_type', 'img_signature_certificate_uuid',
+        'image_id', 'image_name']),
+    'borrowed-identity': frozenset([
+        'image_type', 'backup_type', 'instance_uuid', 'user_id',
+        'image_location', 'image_state', 'snapshot_ext_fingerprint']),
+    'status-marker': frozenset([
+        'signature_verified', 'network_allocated', 'clean_attempts',
+        'old_vm_state']),
+    'server-record': frozenset(['boot_roles']),
+    'mapping': frozenset([
+        'block_device_mapping', 'bdm_v2', 'root_device_name', 'mappings']),
+}
 
-#: Namespaces never inherited (Nova's ``NON_INHERITABLE_IMAGE_NAMESPACES``;
-#: Glance reserves the prefix, LP#1912001).
-NEVER_INHERITED_PREFIXES = ('os_glance',)
+#: Name prefixes of a kind (checked after the exact names).
+NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ('os_glance', 'glance-state'),
+    ('password_', 'secret'),
+    ('instance_type_', 'server-record'),
+    ('new_instance_type_', 'server-record'),
+    ('old_instance_type_', 'server-record'),
+)
+
+#: Name suffixes of a kind: references to a key-manager secret.
+NEVER_INHERITED_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ('_secret_uuid', 'secret'),
+    ('_encryption_key_id', 'secret'),
+)
+
+#: Every exact never-inherited name (any kind).
+NEVER_INHERITED = frozenset().union(*NEVER_INHERITED_KINDS.values())
+
+
+def never_inherited_kind(key: str,
+                         operator_keys: ty.Collection[str] = ()
+                         ) -> str | None:
+    """The kind of a property that is never copied from another image.
+
+    :param key: a property name, as Glance stores it (no ``image_``
+        system-metadata prefix).
+    :param operator_keys: ``[snapshot_ext] non_inheritable_image_
+        properties`` (reported as ``'operator-list'``).
+    :returns: one of ``'secret'``, ``'ownership'``, ``'glance-state'``,
+        ``'foreign-data'``, ``'provenance'``, ``'borrowed-identity'``,
+        ``'status-marker'``, ``'server-record'``, ``'mapping'``,
+        ``'operator-list'`` (see :data:`NEVER_INHERITED_KINDS`), or
+        ``None`` when the property may be inherited.
+    """
+    for kind, names in NEVER_INHERITED_KINDS.items():
+        if key in names:
+            return kind
+    for prefix, kind in NEVER_INHERITED_PREFIXES:
+        if key.startswith(prefix):
+            return kind
+    for suffix, kind in NEVER_INHERITED_SUFFIXES:
+        if key.endswith(suffix):
+            return kind
+    if key in operator_keys:
+        return 'operator-list'
+    return None
+
+
+def root_mapping(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
+                 ) -> ty.Mapping[str, ty.Any] | None:
+    """The root entry (``boot_index`` 0, not ``no_device``) or ``None``.
+
+    :param mappings: image mapping entries (decoded
+        ``block_device_mapping``) or request mapping dicts.
+    """
+    for entry in mappings:
+        if entry.get('no_device'):
+            continue
+        value = entry.get('boot_index')
+        if value is None:
+            continue
+        try:
+            index = int(value)
+        except (TypeError, ValueError):
+            continue
+        if index == 0:
+            return entry
+    return None
+
+
+def max_min_disk(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
+                 ) -> int | None:
+    """The largest ``min_disk`` an image with these mappings may carry.
+
+    Nova refuses to boot from an image whose ``min_disk`` exceeds the size
+    of the volume it creates for the root disk
+    (``VolumeSmallerThanMinDisk``); that volume is the root mapping's
+    (``boot_index`` 0) ``volume_size``.
+
+    :param mappings: image mapping entries (decoded
+        ``block_device_mapping``), e.g. :attr:`ImageRecord.mappings`.
+    :returns: the root mapping's ``volume_size`` in GiB, or ``None`` when
+        there is no root volume mapping or its size is unknown (no cap).
+    """
+    root = root_mapping(mappings)
+    if root is None or root.get('destination_type') != 'volume':
+        return None
+    value = root.get('volume_size')
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        return None
+    return size if size >= 0 else None
+
 
 #: Keys the plugin writes itself; user metadata cannot override them
 #: (Nova pops them after merging ``extra_properties``).
@@ -104,7 +247,8 @@ MAPPING_FIELDS = (
     'encryption_format', 'encryption_options')
 
 #: Fields a volume entry copies from the server's mapping (Nova's
-#: ``snapshot_from_bdm``); every other field is ``None``.
+#: ``snapshot_from_bdm``); ``volume_type`` is copied too
+#: (:func:`mapping_entries`); every other field is ``None``.
 SNAPSHOT_COPIED_FIELDS = ('disk_bus', 'device_type', 'boot_index',
                           'delete_on_termination', 'volume_size',
                           'device_name')
@@ -123,6 +267,13 @@ class ImageRecord:
     :ivar member: project id to add as an image member, or ``None``.
     :ivar mappings: the decoded ``block_device_mapping`` list, for callers
         and tests (the same data as ``properties['block_device_mapping']``).
+    :ivar optional: property names the record can do without (the
+        snapshot's self-description and the driver's stamped keys, in the
+        order to drop them): the preflight leaves them out, with a
+        warning, rather than refuse a record that only they push over
+        ``image_property_quota``.
+    :ivar notes: what the builder changed and why (e.g. ``min_disk``
+        lowered to the root volume), one sentence each.
     """
 
     image_id: str
@@ -134,6 +285,23 @@ class ImageRecord:
     member: str | None = None
     mappings: list[dict[str, ty.Any]] = dataclasses.field(
         default_factory=list)
+    optional: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def drop_optional(self, count: int) -> list[str]:
+        """Leave out up to ``count`` optional properties.
+
+        :returns: the names left out, in order.
+        """
+        dropped: list[str] = []
+        for key in list(self.optional):
+            if len(dropped) >= count:
+                break
+            if key in self.properties:
+                del self.properties[key]
+                dropped.append(key)
+            self.optional.remove(key)
+        return dropped
 
     def create_kwargs(self, disk_format: str, container_format: str,
                       image_id: str | None = None) -> dict[str, ty.Any]:
@@ -153,26 +321,15 @@ class ImageRecord:
         return kwargs
 
 
-#: Keys Nova keeps in an instance's system metadata that are not image
-#: metadata (``owner_*`` names, the boot roles, the encrypted admin
-#: password of the metadata API, Ironic's counters...).  Nova's
-#: ``get_image_from_system_metadata`` copies them onto snapshots; the
-#: plugin never does.
-NON_IMAGE_SYSTEM_METADATA = frozenset([
-    'owner_user_name', 'owner_project_name', 'boot_roles',
-    'network_allocated', 'clean_attempts', 'old_vm_state'])
-
-#: Prefixes of the same kind: ``password_0``..``password_3`` hold the
-#: server's encrypted password; ``*instance_type_*`` are legacy flavors.
-NON_IMAGE_SYSTEM_METADATA_PREFIXES = ('password_', 'instance_type_',
-                                      'new_instance_type_',
-                                      'old_instance_type_')
-
-
 def is_non_image_system_metadata(key: str) -> bool:
-    """True for Nova system metadata keys that are not image metadata."""
-    return (key in NON_IMAGE_SYSTEM_METADATA or
-            key.startswith(NON_IMAGE_SYSTEM_METADATA_PREFIXES))
+    """True for Nova system metadata keys that are not image metadata.
+
+    (``owner_user_name``, ``boot_roles``, ``password_N``, legacy flavors,
+    Nova's and Ironic's counters, the vTPM secret id...: Nova copies them
+    onto a snapshot; the plugin never does.)
+    """
+    return never_inherited_kind(key) in (
+        'server-record', 'secret', 'status-marker', 'ownership')
 
 
 def is_never_inherited(key: str,
@@ -183,9 +340,7 @@ def is_never_inherited(key: str,
     :param operator_keys: ``[snapshot_ext] non_inheritable_image_
         properties``.
     """
-    return (key in NEVER_INHERITED or key in operator_keys or
-            key.startswith(NEVER_INHERITED_PREFIXES) or
-            is_non_image_system_metadata(key))
+    return never_inherited_kind(key, operator_keys) is not None
 
 
 def _to_int(value: ty.Any, field: str) -> int:
@@ -250,8 +405,13 @@ def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
         if bdm.is_volume:
             entry: dict[str, ty.Any] = dict.fromkeys(MAPPING_FIELDS)
             entry.update({f: getattr(bdm, f) for f in SNAPSHOT_COPIED_FIELDS})
+            # volume_type: what a later boot needs to recreate the volume
+            # with the same (e.g. encrypted) type (Nova LP#1853495; a Nova
+            # without that fix reads it from here).  The encryption fields
+            # stay None: they describe the source volume's secret.
             entry.update(source_type='snapshot', destination_type='volume',
-                         snapshot_id=bdm.snapshot_id)
+                         snapshot_id=bdm.snapshot_id,
+                         volume_type=bdm.volume_type)
             volumes.append(entry)
         else:
             entry = {f: getattr(bdm, f) for f in MAPPING_FIELDS}
@@ -272,48 +432,146 @@ def _encode(value: ty.Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+#: Keys the hypervisor driver may stamp (``SnapshotDriver.
+#: image_properties``).
+STAMPED_KEYS = ('hypervisor_type', 'vm_mode')
+
+
+#: Properties the plugin writes for its own bookkeeping (the engine's
+#: snapshot fingerprint).  Like the self-description they give way to a
+#: full property quota rather than refuse a snapshot Nova would take; they
+#: go last.
+BOOKKEEPING_KEYS = ('snapshot_ext_fingerprint',)
+
+#: The order in which the self-description gives way to a full property
+#: quota: ``image_type`` (Horizon, backup rotation) goes last.
+SELF_DESCRIPTION_DROP_ORDER = ('user_id', 'instance_uuid', 'backup_type',
+                               'image_type')
+
+
+def self_description(snapshot: request_mod.SnapshotRequest
+                     ) -> dict[str, str]:
+    """What a volume-backed snapshot says about itself.
+
+    As Nova writes on image-backed snapshots (``compute.api.API.
+    _create_image``): ``image_type`` (``snapshot``, or ``backup`` with
+    ``backup_type`` for a backup request), ``instance_uuid`` (this
+    server) and ``user_id`` (the requester).  Nova's own volume-backed
+    path writes none of these (it only passes on what the server
+    inherited); the plugin writes them on both of its paths so that backup
+    rotation of another server never counts this image, the rotation of
+    this server does count its backups, and Horizon lists it as a
+    snapshot.
+
+    :returns: property name -> str value.
+    """
+    own = {'image_type': 'backup' if snapshot.backup_type else 'snapshot',
+           'instance_uuid': snapshot.server.uuid}
+    if snapshot.backup_type:
+        own['backup_type'] = snapshot.backup_type
+    user_id = snapshot.requester.user_id or snapshot.server.user_id
+    if user_id:
+        own['user_id'] = user_id
+    return own
+
+
+def cap_min_disk(min_disk: int, mappings: ty.Sequence[ty.Mapping[str, ty.Any]]
+                 ) -> tuple[int, str | None]:
+    """``min_disk`` lowered to what the root volume can boot.
+
+    :returns: ``(min_disk, note)``; ``note`` is ``None`` when unchanged.
+    """
+    limit = max_min_disk(mappings)
+    if limit is None or min_disk <= limit:
+        return min_disk, None
+    return limit, ('min_disk %d GiB (inherited) lowered to %d GiB, the '
+                   'root volume size: Nova refuses to boot an image whose '
+                   'min_disk exceeds its root volume' % (min_disk, limit))
+
+
+def _check_instance_owner(snapshot: request_mod.SnapshotRequest,
+                          value: str) -> None:
+    # Nova reads user metadata instance_owner as "share the image with
+    # this project" and adds it as a member; Glance refuses members on a
+    # private image (403) after Nova snapshotted the volumes.  The
+    # server's or the caller's own project needs no sharing: not a
+    # property, dropped (as the hook drops it).
+    if value in (snapshot.server.project_id, snapshot.requester.project_id):
+        return
+    raise exception.SharingNotAllowed(project=value)
+
+
 def build_image_record(snapshot: request_mod.SnapshotRequest,
                        non_inheritable: ty.Collection[str] = (),
                        driver_properties: ty.Mapping[str, str] | None = None,
                        image_id: str | None = None) -> ImageRecord:
     """Build the image record for ``snapshot``.
 
+    The one builder of the plugin: the standalone path, the early refusal
+    inside nova-api and Nova's activation hook all judge and create the
+    record it returns.  Layers, later ones winning:
+
+    1. the server's image metadata, minus every never-inherited kind
+       (:func:`never_inherited_kind`);
+    2. the snapshot's self-description (:func:`self_description`);
+    3. the driver's stamped keys (:data:`STAMPED_KEYS`), unless the
+       operator lists them in ``non_inheritable_image_properties``;
+    4. user metadata (Nova: ``properties.update(extra_properties)``),
+       except the mapping keys;
+    5. ``block_device_mapping`` / ``bdm_v2`` / ``root_device_name`` from
+       the server.
+
+    ``min_disk`` never exceeds the root volume (:func:`cap_min_disk`).
+
     :param snapshot: a validated :class:`SnapshotRequest`.
     :param non_inheritable: the operator's extra never-inherited keys
         (``[snapshot_ext] non_inheritable_image_properties``).
     :param driver_properties: properties the hypervisor driver stamps
-        (``hypervisor_type``, ``vm_mode``); they override inherited values
-        and are overridden by user metadata.
+        (``hypervisor_type``, ``vm_mode``).
     :param image_id: the image id to use; default ``snapshot.image_id``.
     :returns: :class:`ImageRecord`.
     :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers.
+    :raises SharingNotAllowed: user metadata ``instance_owner`` names a
+        project other than the server's or the caller's.
     """
     server = snapshot.server
     base, inherited = inherited_metadata(server)
     properties: dict[str, str] = {}
-    dropped = []
+    dropped: dict[str, list[str]] = {}
     for key, value in inherited.items():
-        if is_never_inherited(key, non_inheritable):
-            dropped.append(key)
+        kind = never_inherited_kind(key, non_inheritable)
+        if kind is not None:
+            dropped.setdefault(kind, []).append(key)
             continue
         if key in ('kernel_id', 'ramdisk_id') and (
                 str(value).strip().lower() in ('', 'none')):
             # Nova's _convert_to_v2 omits empty kernel/ramdisk ids.
-            dropped.append(key)
             continue
         properties[key] = _encode(value)
     if dropped:
-        LOG.debug('Snapshot of server %(server)s does not inherit '
-                  '%(keys)s', {'server': server.uuid,
-                               'keys': ', '.join(sorted(dropped))})
+        LOG.debug('Snapshot of server %(server)s does not inherit %(keys)s',
+                  {'server': server.uuid,
+                   'keys': '; '.join('%s: %s' % (k, ', '.join(sorted(v)))
+                                     for k, v in sorted(dropped.items()))})
+    own = self_description(snapshot)
+    properties.update(own)
+    stamped = []
     for key, value in (driver_properties or {}).items():
+        if key in non_inheritable:
+            continue
         properties[key] = _encode(value)
+        stamped.append(key)
     # User metadata wins (Nova), except the mapping keys Nova pops after
     # the merge; whatever else is wrong with it (reserved names...) is a
     # preflight refusal, not a silent drop.
     for key, value in snapshot.metadata.items():
-        if key not in MAPPING_KEYS:
+        if key == 'instance_owner':
+            _check_instance_owner(snapshot, value)
+        elif key not in MAPPING_KEYS:
             properties[key] = _encode(value)
+    optional = [k for k in stamped + [k for k in SELF_DESCRIPTION_DROP_ORDER
+                                      if k in own]
+                if k not in snapshot.metadata]
 
     mappings = mapping_entries(snapshot.block_device_mappings)
     if server.root_device_name:
@@ -330,14 +588,21 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
         visibility = 'shared'
         member = server.project_id
 
-    min_ram = base.get('min_ram', (None, ''))
-    min_disk = base.get('min_disk', (None, ''))
+    notes = []
+    min_disk, note = cap_min_disk(_to_int(*base.get('min_disk', (None, ''))),
+                                  mappings)
+    if note:
+        notes.append(note)
+        LOG.warning('Snapshot of server %(server)s: %(note)s',
+                    {'server': server.uuid, 'note': note})
     return ImageRecord(
         image_id=image_id or snapshot.image_id or '',
         name=snapshot.name,
         visibility=visibility,
-        min_ram=_to_int(*min_ram),
-        min_disk=_to_int(*min_disk),
+        min_ram=_to_int(*base.get('min_ram', (None, ''))),
+        min_disk=min_disk,
         properties=properties,
         member=member,
-        mappings=mappings)
+        mappings=mappings,
+        optional=optional,
+        notes=notes)

@@ -21,7 +21,21 @@ of another format.  The order is:
 2. filtered to what this Glance's schema allows, what the driver reads
    (``raw`` zero bytes excepted: it is what Nova itself uploads and no
    hypervisor ever reads it, the image boots from its volume mappings),
-   and what we can make honestly.
+   and what we can make honestly;
+3. then, unless ``[snapshot_ext] driver_formats_only`` is set or
+   ``disk_formats`` pins the list, every *other* format this Glance allows
+   and we can make honestly, smallest payload first, marked
+   ``fallback``.  The driver's formats are a preference, not a limit: a
+   volume-backed boot never reads the payload.  Verified in Nova 34:
+   ``nova/scheduler/request_filter.py`` ``require_image_type_support``
+   returns without asking for a ``COMPUTE_IMAGE_TYPE_*`` trait when
+   ``request_spec.is_bfv`` ("compute node image disk_format support does
+   not matter"), and ``nova/compute/api.py``
+   ``_validate_flavor_image_nostatus`` compares only ``min_disk`` with
+   the root volume's size for a volume root; the disk itself is created
+   from the snapshot in ``block_device_mapping``.  So a Glance whose
+   formats the driver does not read still gets an honest image, and a 413
+   on one payload has a smaller one to go to.
 
 Every attempt uses container_format ``bare``: Glance inspects ``bare``
 uploads, so the label is checked; other container formats would skip the
@@ -39,11 +53,16 @@ from __future__ import annotations
 import dataclasses
 import typing as ty
 
+from oslo_config import cfg
+from oslo_log import log as logging
+
 from nova_snapshot_ext.image import payloads
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext import driver as driver_mod
     from nova_snapshot_ext.image import capabilities as caps_mod
+
+LOG = logging.getLogger(__name__)
 
 CONTAINER_FORMAT = 'bare'
 
@@ -59,6 +78,8 @@ class PlannedAttempt:
     :ivar location_api: for a location: ``'new'`` (API 2.17) or
         ``'legacy'`` (JSON-patch); ``None`` for uploads.
     :ivar url: for a location: the *redacted* URL (safe to print).
+    :ivar fallback: the format is not one the driver reads (planned only
+        because a volume-backed boot never reads the payload).
     """
 
     method: str
@@ -67,6 +88,7 @@ class PlannedAttempt:
     size: int = 0
     location_api: str | None = None
     url: str | None = None
+    fallback: bool = False
 
     def describe(self) -> str:
         """Human form of the attempt.
@@ -77,10 +99,18 @@ class PlannedAttempt:
         if self.method == 'location':
             return 'location %s (%s API, %s, %d B)' % (
                 self.url, self.location_api, self.disk_format, self.size)
+        tail = ', not a driver format' if self.fallback else ''
         if self.size == 0:
-            return 'upload %s (0 B)' % self.disk_format
-        return 'upload %s (%d B, valid empty image)' % (
-            self.disk_format, self.size)
+            return 'upload %s (0 B%s)' % (self.disk_format, tail)
+        return 'upload %s (%d B, valid empty image%s)' % (
+            self.disk_format, self.size, tail)
+
+    def fallback_note(self) -> str:
+        """The WARNING / result note when this fallback attempt is used."""
+        return ('activated as %s, a format the driver does not read: the '
+                'image boots from its volume mappings, which never read '
+                'the payload (set [snapshot_ext] driver_formats_only to '
+                'refuse instead)' % self.disk_format)
 
     def to_dict(self) -> dict[str, ty.Any]:
         return dataclasses.asdict(self)
@@ -141,7 +171,9 @@ def build_plan(capabilities: caps_mod.GlanceCapabilities,
                driver: driver_mod.SnapshotDriver,
                pinned: ty.Sequence[str] = (),
                location: PlannedAttempt | None = None,
-               method: str = 'upload') -> list[PlannedAttempt]:
+               method: str = 'upload',
+               driver_formats_only: bool | None = None
+               ) -> list[PlannedAttempt]:
     """The ordered attempts this Glance and this driver allow.
 
     :param capabilities: this Glance's capabilities.
@@ -150,17 +182,51 @@ def build_plan(capabilities: caps_mod.GlanceCapabilities,
     :param location: a usable location attempt (already checked against
         this Glance and the object), or ``None``.
     :param method: ``[snapshot_ext] activation_method``.
+    :param driver_formats_only: ``[snapshot_ext] driver_formats_only``;
+        ``None`` reads it from the driver's configuration.
     :returns: possibly empty list of :class:`PlannedAttempt`; the caller
         turns an empty plan into
         :class:`~nova_snapshot_ext.exception.FormatNotAllowed`.
     """
-    return place_location(upload_plan(capabilities, driver, pinned),
-                          location, method)
+    uploads = upload_plan(capabilities, driver, pinned, driver_formats_only)
+    if uploads and uploads[0].fallback and not (
+            location is not None and method == 'location-first'):
+        LOG.warning('%s', uploads[0].fallback_note())
+    return place_location(uploads, location, method)
+
+
+def _formats_only(driver: driver_mod.SnapshotDriver,
+                  value: bool | None) -> bool:
+    if value is not None:
+        return value
+    try:
+        return bool(driver.conf.snapshot_ext.driver_formats_only)
+    except (AttributeError, cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        return False
+
+
+def fallback_formats(capabilities: caps_mod.GlanceCapabilities,
+                     driver: driver_mod.SnapshotDriver,
+                     pinned: ty.Sequence[str] = (),
+                     driver_formats_only: bool | None = None) -> list[str]:
+    """Formats planned after the driver's own, smallest payload first.
+
+    Empty when ``pinned`` is set or ``driver_formats_only`` is true
+    (``None``: read from the driver's configuration).
+    """
+    if pinned or _formats_only(driver, driver_formats_only):
+        return []
+    own = set(candidate_formats(driver))
+    others = [f for f in payloads.SUPPORTED_FORMATS
+              if f in capabilities.disk_formats and f not in own]
+    return sorted(others, key=lambda f: (payloads.payload_size(f), f))
 
 
 def upload_plan(capabilities: caps_mod.GlanceCapabilities,
                 driver: driver_mod.SnapshotDriver,
-                pinned: ty.Sequence[str] = ()) -> list[PlannedAttempt]:
+                pinned: ty.Sequence[str] = (),
+                driver_formats_only: bool | None = None
+                ) -> list[PlannedAttempt]:
     """The upload attempts alone, in order (see module docstring)."""
     if CONTAINER_FORMAT not in capabilities.container_formats:
         return []
@@ -172,12 +238,18 @@ def upload_plan(capabilities: caps_mod.GlanceCapabilities,
             continue
         plan.append(PlannedAttempt('upload', fmt, CONTAINER_FORMAT,
                                    payloads.payload_size(fmt)))
+    for fmt in fallback_formats(capabilities, driver, pinned,
+                                driver_formats_only):
+        plan.append(PlannedAttempt('upload', fmt, CONTAINER_FORMAT,
+                                   payloads.payload_size(fmt),
+                                   fallback=True))
     return plan
 
 
 def explain_empty_plan(capabilities: caps_mod.GlanceCapabilities,
                        driver: driver_mod.SnapshotDriver,
-                       pinned: ty.Sequence[str] = ()) -> str:
+                       pinned: ty.Sequence[str] = (),
+                       driver_formats_only: bool | None = None) -> str:
     """Why :func:`build_plan` returned nothing, in one sentence."""
     if CONTAINER_FORMAT not in capabilities.container_formats:
         return ("this Glance does not allow container_format 'bare', the "
@@ -189,6 +261,11 @@ def explain_empty_plan(capabilities: caps_mod.GlanceCapabilities,
                % ', '.join(candidates))
         if pinned:
             why += ' (option [snapshot_ext] disk_formats)'
+        elif _formats_only(driver, driver_formats_only):
+            why += ' (option [snapshot_ext] driver_formats_only)'
+        else:
+            why += (', and this Glance allows no other format an honest '
+                    'empty image can be made in')
         return why
     return ('no honest empty image can be made in %s (we can make: %s)'
             % (', '.join(allowed), ', '.join(payloads.SUPPORTED_FORMATS)))

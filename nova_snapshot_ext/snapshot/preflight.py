@@ -26,10 +26,17 @@ every image record the target Glance would refuse.  Rules and sources
 * custom property values must be strings (400; glanceclient raises
   ``TypeError`` before sending);
 * more than ``image_property_quota`` properties (default 128, ``os_glance``
-  keys not counted) is refused (413);
+  keys not counted) is refused (413); the record's optional properties
+  (its self-description, the driver's stamped keys) are left out first,
+  with a warning, so a record is never refused for what the plugin added;
 * names in the schema's ``required`` list must be present (Glance >= 32);
-* a property the operator's schema defines with ``enum`` or ``maxLength``
-  must satisfy it.
+* every value must satisfy its definition in this Glance's image schema,
+  with every JSON-schema keyword Glance's schema uses (``type``, ``enum``,
+  ``pattern``, ``maxLength``, ``minimum``/``maximum``...): the stock
+  ``schema-image.json`` of distributions requires uuids for
+  ``kernel_id``/``ramdisk_id``, enums for ``architecture``,
+  ``os_distro``...  The check is ``jsonschema``'s (the library
+  glanceclient and Glance validate with), so it judges as Glance does.
 """
 
 from __future__ import annotations
@@ -37,11 +44,17 @@ from __future__ import annotations
 import re
 import typing as ty
 
+import jsonschema
+from oslo_log import log as logging
+
 from nova_snapshot_ext import exception
+
+from nova_snapshot_ext.snapshot import metadata as metadata_mod
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.image import capabilities as caps_mod
-    from nova_snapshot_ext.snapshot import metadata as metadata_mod
+
+LOG = logging.getLogger(__name__)
 
 MAX_KEY_LENGTH = 255
 
@@ -106,17 +119,44 @@ def _check_bmp(what: str, key: str, text: str) -> None:
             what=what, property=key[:40], char='U+%04X' % ord(match.group()))
 
 
-def _check_schema_constraints(key: str, value: str,
-                              definition: ty.Mapping[str, ty.Any]) -> None:
-    enum = definition.get('enum')
-    if enum and value not in enum:
-        raise exception.PreflightError(
-            reason="image property '%s' must be one of %s in this Glance's "
-            "schema, got %r" % (key, ', '.join(map(str, enum)), value))
-    max_length = definition.get('maxLength')
-    if max_length is not None and len(value) > max_length:
+def _short(value: ty.Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def check_schema_value(key: str, value: ty.Any,
+                       definition: ty.Mapping[str, ty.Any]) -> None:
+    """Refuse a value its image-schema definition does not allow.
+
+    :param key: attribute or property name (for the message).
+    :param value: the value as it will be sent.
+    :param definition: the schema's ``properties[key]`` object.
+    :raises PropertyValueTooLong: ``maxLength`` exceeded.
+    :raises PreflightError: any other keyword fails (``type``, ``enum``,
+        ``pattern``, ``minimum``...), naming the key, the value and the
+        keyword.
+    """
+    cls = jsonschema.validators.validator_for(
+        definition, default=jsonschema.Draft4Validator)
+    errors = sorted(cls(definition).iter_errors(value),
+                    key=lambda e: str(e.validator))
+    if not errors:
+        return
+    error = errors[0]
+    if error.validator == 'maxLength' and isinstance(value, str):
         raise exception.PropertyValueTooLong(
-            property=key, length=len(value), limit=max_length)
+            property=key, length=len(value), limit=error.validator_value)
+    if error.validator == 'enum':
+        why = 'must be one of %s' % ', '.join(
+            'null' if v is None else str(v) for v in error.validator_value)
+    elif error.validator == 'pattern':
+        why = 'must match the pattern %s' % error.validator_value
+    else:
+        why = '%s %s' % (error.validator, _short(error.validator_value))
+    what = 'attribute' if key in GLANCE_BASE_ATTRIBUTES else 'property'
+    raise exception.PreflightError(
+        reason="image %s '%s' = %s is refused by this Glance's image "
+        "schema (%s)" % (what, key, _short(value), why))
 
 
 def check_image_record(record: metadata_mod.ImageRecord,
@@ -134,6 +174,9 @@ def check_image_record(record: metadata_mod.ImageRecord,
         raise exception.PropertyValueTooLong(
             property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
     _check_bmp('attribute', 'name', record.name)
+    for key in metadata_mod.BOOKKEEPING_KEYS:
+        if key in record.properties and key not in record.optional:
+            record.optional.append(key)
     schema_props = capabilities.schema_properties
     for attr in ('min_ram', 'min_disk'):
         value = getattr(record, attr)
@@ -142,12 +185,16 @@ def check_image_record(record: metadata_mod.ImageRecord,
             raise exception.PreflightError(
                 reason='%s is %d; Glance accepts 0 to %d' % (
                     attr, value, limit))
+    for attr in ('name', 'visibility', 'min_ram', 'min_disk'):
+        definition = schema_props.get(attr)
+        if isinstance(definition, dict):
+            check_schema_value(attr, getattr(record, attr), definition)
     # Every base attribute, including those the plugin sets itself from
     # the record (name, visibility, min_ram...): such a key among the
     # properties came from user metadata and would be silently replaced.
     base_names = (capabilities.base_attributes | PLUGIN_ATTRIBUTES) - (
         _custom_schema_keys(schema_props))
-    for key, value in sorted(record.properties.items()):
+    for key, value in sorted(list(record.properties.items())):
         check_property_name(key, base_names)
         if not isinstance(value, str):
             raise exception.PropertyValueNotString(
@@ -156,12 +203,32 @@ def check_image_record(record: metadata_mod.ImageRecord,
         _check_bmp('property value of', key, value)
         definition = schema_props.get(key)
         if isinstance(definition, dict):
-            _check_schema_constraints(key, value, definition)
+            try:
+                check_schema_value(key, value, definition)
+            except exception.PreflightError as err:
+                if key not in record.optional:
+                    raise
+                record.optional.remove(key)
+                del record.properties[key]
+                note = 'left out %s: %s' % (key, err.format_message())
+                record.notes.append(note)
+                LOG.warning('Snapshot image %(name)s: %(note)s',
+                            {'name': record.name, 'note': note})
     counted = [k for k in record.properties
                if not k.startswith(RESERVED_PREFIX)]
     if property_quota >= 0 and len(counted) > property_quota:
-        raise exception.PropertyQuotaExceeded(count=len(counted),
-                                              quota=property_quota)
+        over = len(counted) - property_quota
+        optional = [k for k in record.optional if k in record.properties]
+        if over <= len(optional):
+            left_out = record.drop_optional(over)
+            note = ('left out %s to stay within image_property_quota %d'
+                    % (', '.join(left_out), property_quota))
+            record.notes.append(note)
+            LOG.warning('Snapshot image %(name)s: %(note)s',
+                        {'name': record.name, 'note': note})
+        else:
+            raise exception.PropertyQuotaExceeded(
+                count=len(counted) - len(optional), quota=property_quota)
     present = set(record.properties) | PLUGIN_ATTRIBUTES
     for name in capabilities.required:
         if name not in present:

@@ -20,6 +20,7 @@ Python host.  Field names are Nova's (``nova.objects.Instance`` and
     {
       "name": "nightly-db01",                 # image name, 1..255 chars
       "image_id": "9f0c...",                  # optional: reuse on retry
+      "backup_type": "daily",                 # optional: a backup
       "metadata": {"backup": "nightly"},      # user metadata (strings)
       "server": {
         "uuid": "6e2b...",                    # instance uuid
@@ -332,9 +333,15 @@ class SnapshotRequest:
         over inherited properties.
     :ivar requester: the caller; when its project differs from the
         server's, the image is shared with the server's project.
-    :ivar image_id: optional id for the image.  A host that retries the
-        same snapshot passes the same id, so the retry finds the image
-        instead of making a second one.
+    :ivar image_id: optional id for the image.  Without it the id is
+        derived from the volume snapshot ids (one snapshot, one id: a retry
+        finds the image instead of making a second one); a host that
+        passes one must pass the same id on every retry.
+    :ivar backup_type: set for a backup (Nova's ``createBackup``
+        ``backup_type``, e.g. ``daily``): the image then says
+        ``image_type=backup`` and carries this ``backup_type``, so the
+        host's backup rotation of *this* server counts it.  ``None`` for a
+        snapshot.
     """
 
     name: str
@@ -343,6 +350,7 @@ class SnapshotRequest:
     requester: Requester
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     image_id: str | None = None
+    backup_type: str | None = None
 
     @classmethod
     def from_dict(cls, data: ty.Any) -> SnapshotRequest:
@@ -372,10 +380,14 @@ class SnapshotRequest:
         image_id = _str(data, 'image_id', '')
         if image_id is not None and not uuidutils.is_uuid_like(image_id):
             _fail('image_id', 'must be a UUID, got %r' % image_id)
+        backup_type = _str(data, 'backup_type', '', max_len=255)
+        if backup_type is not None and not backup_type.strip():
+            _fail('backup_type', 'must not be empty (omit it for a '
+                  'snapshot)')
         request = cls(name=ty.cast(str, name), server=server,
                       block_device_mappings=bdms, requester=requester,
                       metadata=_str_dict(data, 'metadata', ''),
-                      image_id=image_id)
+                      image_id=image_id, backup_type=backup_type)
         request.validate()
         return request
 

@@ -338,11 +338,11 @@ class SnapshotService:
             cleaned up; ``err.snapshot_result`` names the images.
         """
         glance = glance or self.glance
-        record = prepared.record
-        if identity.FINGERPRINT_PROPERTY not in record.properties:
-            identity.stamp(record)
-        return self._engine.register(record, prepared.plan, prepared.notes,
-                                     glance)
+        # The record was stamped before its preflight (check_record), which
+        # may have left the fingerprint out at the property quota: never
+        # stamp it again here.
+        return self._engine.register(prepared.record, prepared.plan,
+                                     prepared.notes, glance)
 
     @staticmethod
     def location_task_failure(glance: glance_mod.GlanceClient,

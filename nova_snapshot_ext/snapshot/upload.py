@@ -45,7 +45,7 @@ IN_PROGRESS = ('saving', 'importing', 'uploading')
 
 def quota_reason(err: exception.SnapshotExtException) -> str:
     """The reason of a 413, saying "storage quota" when Glance says quota."""
-    reason = err.format_message()
+    reason = str(err.kwargs.get('reason') or err.format_message())
     if 'quota' in reason.lower() and 'storage quota' not in reason.lower():
         reason += ' (storage quota)'
     return reason

@@ -82,8 +82,12 @@ class TestCLI(fbase.FunctionalTestCase):
         self.assertEqual(0, proc.returncode, proc.stderr)
         info = json.loads(proc.stdout)
         self.assertNotIn('raw', info['glance']['disk_formats'])
-        self.assertEqual(['vhdx', 'vhd', 'iso'],
-                         [p['disk_format'] for p in info['plan']])
+        # Hyper-V's formats first, then every other honest format this
+        # Glance allows, smallest first (marked fallback).
+        self.assertEqual([('vhdx', False), ('vhd', False), ('iso', False),
+                          ('qcow2', True), ('vmdk', True)],
+                         [(p['disk_format'], p['fallback'])
+                          for p in info['plan']])
         self.assertEqual('hyperv', info['driver']['name'])
 
     def test_bad_request_names_field_and_creates_nothing(self):

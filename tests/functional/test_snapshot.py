@@ -196,11 +196,18 @@ class TestNoRawGlance(SnapshotTestBase):
 
     def test_driver_without_allowed_format_refused(self):
         req = self.make_request()
-        err = self.assertRaises(exception.FormatNotAllowed,
-                                self.make_service('zvm').snapshot, req,
-                                glance=self.plugin_client())
+        err = self.assertRaises(
+            exception.FormatNotAllowed,
+            self.make_service('zvm', driver_formats_only=True).snapshot,
+            req, glance=self.plugin_client())
         self.assertIn("driver 'zvm' reads raw", err.format_message())
         self.assertEqual([], self.images_named(req.name))
+
+    def test_driver_without_allowed_format_gets_a_fallback(self):
+        result = self.make_service('zvm').snapshot(
+            self.make_request(), glance=self.plugin_client())
+        self.assertEqual(('active', 'qcow2', 1536),
+                         (result.status, result.disk_format, result.size))
 
 
 class TestConcurrentTries(SnapshotTestBase):

@@ -92,6 +92,12 @@ class FakeGlance:
 
     def schema(self):
         props = {name: {'type': 'string'} for name in BASE}
+        # The attributes the plugin sets, as Glance 33 defines them.
+        props['name'] = {'type': ['null', 'string'], 'maxLength': 255}
+        props['visibility'] = {'type': 'string', 'enum': [
+            'community', 'public', 'private', 'shared']}
+        for name in ('min_ram', 'min_disk'):
+            props[name] = {'type': 'integer'}
         props['disk_format'] = {'enum': [None] + self.disk_formats}
         props['container_format'] = {'enum': [None] +
                                      self.container_formats}

@@ -38,7 +38,8 @@ class TestOpts(base.TestCase):
             ['driver', 'non_inheritable_image_properties',
              'image_property_quota', 'capabilities_cache_ttl',
              'activation_timeout', 'activation_poll_interval',
-             'disk_formats', 'activation_method', 'location_url',
+             'disk_formats', 'driver_formats_only', 'activation_method',
+             'location_url',
              'location_disk_format', 'location_hash_algo',
              'location_validation_data', 'location_api'],
             groups['snapshot_ext'])

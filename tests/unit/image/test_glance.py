@@ -243,6 +243,17 @@ class TestGlanceClient(base.TestCase):
             kwargs['connect_retries'], kwargs['status_code_retries'],
             kwargs['retriable_status_codes']))
 
+    def test_sample_config_shows_the_defaults(self):
+        from nova_snapshot_ext import opts
+
+        groups = {g.name: o for g, o in opts.list_opts()}
+        defaults = {o.dest: o.default
+                    for o in groups['snapshot_ext_glance']}
+        self.assertEqual((60, 3, 3, [502, 503, 504]), (
+            defaults['timeout'], defaults['connect_retries'],
+            defaults['status_code_retries'],
+            defaults['retriable_status_codes']))
+
 
 class TestIdempotentRetries(base.TestCase):
     """keystoneauth re-sends only what a second send cannot harm."""

@@ -87,6 +87,38 @@ class TestIdempotencyKey(AttemptTestBase):
                          record.properties[identity.FINGERPRINT_PROPERTY])
 
 
+class TestFingerprintAtQuota(AttemptTestBase):
+    """The fingerprint gives way to a full property quota, first."""
+
+    def test_left_out_last_and_retry_still_converges(self):
+        svc = self.make_service()
+        record = svc.build_record(self.make_request())
+        self.assertEqual(identity.FINGERPRINT_PROPERTY, record.optional[0])
+        self.flags(image_property_quota=len(record.properties) -
+                   len(record.optional))
+        svc = self.make_service()
+        first = self.snapshot(svc=svc)
+        image = self.fake.images[first.image_id]
+        self.assertNotIn(identity.FINGERPRINT_PROPERTY, image)
+        self.assertTrue(any('left out' in n for n in first.notes))
+        again = self.snapshot(svc=svc)
+        self.assertEqual((first.image_id, True), (again.image_id,
+                                                  again.reused))
+        self.assertNotIn(identity.FINGERPRINT_PROPERTY,
+                         self.fake.images[first.image_id])
+
+    def test_one_slot_goes_to_the_self_description(self):
+        svc = self.make_service()
+        record = svc.build_record(self.make_request())
+        self.flags(image_property_quota=len(record.properties) -
+                   len(record.optional) + 1)
+        result = self.snapshot()
+        image = self.fake.images[result.image_id]
+        kept = [k for k in record.optional if k in image]
+        self.assertEqual(1, len(kept))
+        self.assertNotEqual(identity.FINGERPRINT_PROPERTY, kept[0])
+
+
 class TestAcceptedIsSuccess(AttemptTestBase):
     """Input 1 kind: after the payload was accepted, reads are best effort.
 
@@ -190,6 +222,15 @@ class TestUncertainCreate(AttemptTestBase):
         self.assertNothingLeft()
         result = err.snapshot_result
         self.assertEqual([IMAGE_ID], result.cleaned_up)
+        self.assertEqual([], result.unconfirmed)
+
+    def test_interrupt_before_the_create_landed_names_the_id(self):
+        with mock.patch.object(fake_glanceclient._Images, 'create',
+                               side_effect=KeyboardInterrupt):
+            err = self.assertRaises(KeyboardInterrupt, self.snapshot)
+        self.assertEqual([IMAGE_ID], err.snapshot_result.unconfirmed)
+        self.assertIn(IMAGE_ID, err.snapshot_result.describe())
+        self.assertNothingLeft()
 
     def test_interrupt_with_glance_unreadable_names_the_image(self):
         with mock.patch.object(attempts.upload, 'activate',
@@ -470,6 +511,7 @@ class TestPayloadTooLarge(AttemptTestBase):
         self.assertEqual(['qcow2', 'vdi'],
                          [a.disk_format for a in result.attempts])
         self.assertIn('storage quota', result.attempts[0].reason)
+        self.assertEqual(1, result.attempts[0].reason.count('Glance upload'))
         self.assertTrue(result.attempts[0].cleaned_up)
         self.assertEqual([result.image_id], self.active_ids())
 

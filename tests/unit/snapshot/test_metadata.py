@@ -88,9 +88,9 @@ class TestMetadataBuilder(base.TestCase):
     def test_min_ram_min_disk_are_ints_from_sysmeta(self):
         # E05: min_ram survives a chain of snapshots.
         rec = self.build(sysmeta={'image_min_ram': '512',
-                                  'image_min_disk': '22'})
+                                  'image_min_disk': '8'})
         self.assertEqual(512, rec.min_ram)
-        self.assertEqual(22, rec.min_disk)
+        self.assertEqual(8, rec.min_disk)
         self.assertNotIn('min_ram', rec.properties)
         kwargs = rec.create_kwargs('raw', 'bare')
         self.assertIsInstance(kwargs['min_ram'], int)
@@ -169,7 +169,8 @@ class TestMetadataBuilder(base.TestCase):
         self.assertEqual({}, {k: v for k, v in rec.properties.items()
                               if k not in ('root_device_name',
                                            'block_device_mapping',
-                                           'bdm_v2')})
+                                           'bdm_v2', 'image_type',
+                                           'instance_uuid', 'user_id')})
 
     def test_legacy_mapping_keys_skipped(self):
         rec = self.build(sysmeta={
@@ -230,7 +231,7 @@ class TestMetadataBuilder(base.TestCase):
             'device_type': 'disk', 'boot_index': 0,
             'delete_on_termination': True,
             'guest_format': None, 'volume_id': None, 'image_id': None,
-            'no_device': None, 'tag': None, 'volume_type': None,
+            'no_device': None, 'tag': None, 'volume_type': 'fast',
             'encrypted': None, 'encryption_secret_uuid': None,
             'encryption_format': None, 'encryption_options': None,
         }, entry)

@@ -147,3 +147,104 @@ class TestPreflight(base.TestCase):
         rec.min_ram = 2 ** 31
         err = self.refuse(exception.PreflightError, rec)
         self.assertIn('min_ram', err.format_message())
+
+
+class TestSchemaKeywords(base.TestCase):
+    """Every JSON-schema keyword of Glance's image schema is checked."""
+
+    UUID = ('^([0-9a-fA-F]){8}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-'
+            '([0-9a-fA-F]){4}-([0-9a-fA-F]){12}$')
+
+    def stock(self):
+        return caps({
+            'kernel_id': {'type': ['null', 'string'], 'pattern': self.UUID},
+            'ramdisk_id': {'type': ['null', 'string'],
+                           'pattern': self.UUID},
+            'cinder_encryption_key_deletion_policy': {
+                'type': 'string',
+                'enum': ['on_image_deletion', 'do_not_delete']},
+            'description': {'type': 'string', 'maxLength': 10},
+            'count': {'type': 'string', 'minLength': 2},
+        })
+
+    def test_pattern_kernel_id(self):
+        err = self.assertRaises(
+            exception.PreflightError, preflight.check_image_record,
+            record(kernel_id='aki-00000001'), self.stock())
+        message = err.format_message()
+        self.assertIn("'kernel_id'", message)
+        self.assertIn('aki-00000001', message)
+        self.assertIn('pattern', message)
+        self.assertEqual(1, message.count('aki-00000001'))
+
+    def test_pattern_ramdisk_id_and_valid_uuid(self):
+        self.assertRaises(exception.PreflightError,
+                          preflight.check_image_record,
+                          record(ramdisk_id='ari-1'), self.stock())
+        preflight.check_image_record(
+            record(kernel_id='3c8f1a2b-0000-4000-8000-000000000001'),
+            self.stock())
+
+    def test_enum(self):
+        err = self.assertRaises(
+            exception.PreflightError, preflight.check_image_record,
+            record(cinder_encryption_key_deletion_policy='sometimes'),
+            self.stock())
+        self.assertIn('on_image_deletion', err.format_message())
+
+    def test_max_and_min_length(self):
+        self.assertRaises(exception.PropertyValueTooLong,
+                          preflight.check_image_record,
+                          record(description='x' * 11), self.stock())
+        self.assertRaises(exception.PreflightError,
+                          preflight.check_image_record,
+                          record(count='1'), self.stock())
+
+    def test_base_attribute_minimum_maximum(self):
+        capa = caps({'min_ram': {'type': 'integer', 'minimum': 0,
+                                 'maximum': 1000}})
+        rec = record()
+        rec.min_ram = 1001
+        err = self.assertRaises(exception.PreflightError,
+                                preflight.check_image_record, rec, capa)
+        self.assertIn('min_ram', err.format_message())
+
+    def test_optional_key_against_schema_left_out(self):
+        capa = caps({'hypervisor_type': {'type': 'string',
+                                         'enum': ['kvm', 'qemu']}})
+        rec = record(hypervisor_type='vz', os_distro='x')
+        rec.optional = ['hypervisor_type']
+        preflight.check_image_record(rec, capa)
+        self.assertNotIn('hypervisor_type', rec.properties)
+        self.assertIn('hypervisor_type', rec.notes[0])
+
+    def test_optional_keys_give_way_to_quota(self):
+        rec = record(**{'k%d' % i: 'v' for i in range(127)})
+        rec.properties.update(image_type='snapshot', user_id='u')
+        rec.optional = ['user_id', 'image_type']
+        preflight.check_image_record(rec, caps(), 128)
+        self.assertEqual(128, len(rec.properties))
+        self.assertNotIn('user_id', rec.properties)
+        self.assertEqual('snapshot', rec.properties['image_type'])
+
+    def test_quota_refusal_counts_without_optional_keys(self):
+        rec = record(**{'k%d' % i: 'v' for i in range(129)})
+        rec.properties['user_id'] = 'u'
+        rec.optional = ['user_id']
+        err = self.assertRaises(exception.PropertyQuotaExceeded,
+                                preflight.check_image_record, rec, caps(),
+                                128)
+        self.assertIn('129', err.format_message())
+
+    def test_bookkeeping_key_gives_way_last(self):
+        rec = record(**{'k%d' % i: 'v' for i in range(127)})
+        rec.properties.update(snapshot_ext_fingerprint='f', user_id='u')
+        rec.optional = ['user_id']
+        preflight.check_image_record(rec, caps(), 128)
+        self.assertEqual('f', rec.properties['snapshot_ext_fingerprint'])
+        self.assertNotIn('user_id', rec.properties)
+        rec = record(**{'k%d' % i: 'v' for i in range(128)})
+        rec.properties['snapshot_ext_fingerprint'] = 'f'
+        preflight.check_image_record(rec, caps(), 128)
+        self.assertNotIn('snapshot_ext_fingerprint', rec.properties)
+        self.assertIn('snapshot_ext_fingerprint', rec.notes[0])

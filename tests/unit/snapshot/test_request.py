@@ -196,3 +196,25 @@ class TestSnapshotRequest(base.TestCase):
                                 metadata.build_image_record, req)
         self.assertEqual('server.system_metadata.image_min_ram',
                          err.kwargs['field'])
+
+
+class TestBackupType(base.TestCase):
+
+    def test_absent_is_a_snapshot(self):
+        req = request.SnapshotRequest.from_dict(base.sample_request_dict())
+        self.assertIsNone(req.backup_type)
+
+    def test_backup_type(self):
+        data = base.sample_request_dict()
+        data['backup_type'] = 'daily'
+        req = request.SnapshotRequest.from_dict(data)
+        self.assertEqual('daily', req.backup_type)
+        self.assertEqual('daily', req.to_dict()['backup_type'])
+
+    def test_bad_backup_type(self):
+        for value in ('', '  ', 5):
+            data = base.sample_request_dict()
+            data['backup_type'] = value
+            err = self.assertRaises(exception.InvalidRequest,
+                                    request.SnapshotRequest.from_dict, data)
+            self.assertEqual('backup_type', err.kwargs['field'])

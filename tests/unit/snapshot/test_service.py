@@ -169,6 +169,7 @@ class TestPreflightRefusals(ServiceTestBase):
     glance_kwargs = {'disk_formats': ['qcow2', 'vhd']}
 
     def test_no_honest_format_refused_before_create(self):
+        self.flags(driver_formats_only=True)
         err = self.assertRaises(exception.FormatNotAllowed,
                                 self.make_service('zvm').snapshot,
                                 self.make_request())
@@ -498,6 +499,7 @@ class TestLocationPlan(LocationTestBase):
         self.flags(activation_method='location-fallback')
         self.fake.disk_formats = ['qcow2']
         self.fake.stores = [{'id': 'fs'}]
+        self.flags(driver_formats_only=True)
         err = self.assertRaises(exception.LocationUnusable,
                                 self.make_service('zvm').snapshot,
                                 self.make_request())
@@ -822,6 +824,7 @@ class TestAdoption(ServiceTestBase):
         self.assertNothingLeft()
 
     def test_leftover_in_format_not_allowed_is_refused_not_uploaded(self):
+        self.flags(driver_formats_only=True)
         svc = self.make_service('zvm')
         self._leftover(svc, 'qcow2')
         err = self.assertRaises(exception.ActivationFailed, svc.snapshot,

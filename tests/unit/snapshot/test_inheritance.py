@@ -1,0 +1,263 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The kinds of never-inherited properties and the min_disk limit."""
+
+from nova_snapshot_ext.snapshot import metadata
+from tests import base
+
+
+class TestNeverInheritedKind(base.TestCase):
+
+    # One or more members of every kind; the issue's inputs first.
+    CASES = {
+        'secret': ['cinder_encryption_key_id', 'vtpm_secret_uuid',
+                   'password_0', 'password_3',
+                   'cinder_encryption_key_deletion_policy',
+                   'hw_ephemeral_encryption_secret_uuid'],
+        'ownership': ['owner', 'instance_owner', 'visibility', 'is_public',
+                      'protected', 'os_hidden', 'owner_user_name',
+                      'owner_project_name'],
+        'glance-state': ['id', 'status', 'locations', 'direct_url',
+                         'os_glance_importing_to_stores',
+                         'os_glance_import_task', 'tags', 'created_at'],
+        'foreign-data': ['checksum', 'os_hash_algo', 'os_hash_value',
+                         'size', 'virtual_size'],
+        'provenance': ['img_signature', 'img_signature_certificate_uuid',
+                       'image_id', 'image_name'],
+        'borrowed-identity': ['image_type', 'backup_type', 'instance_uuid',
+                              'user_id', 'snapshot_ext_fingerprint'],
+        'status-marker': ['signature_verified', 'network_allocated',
+                          'clean_attempts', 'old_vm_state'],
+        'server-record': ['boot_roles', 'instance_type_memory_mb',
+                          'old_instance_type_id'],
+        'mapping': ['block_device_mapping', 'bdm_v2', 'root_device_name',
+                    'mappings'],
+    }
+
+    def test_every_kind(self):
+        for kind, keys in self.CASES.items():
+            for key in keys:
+                self.assertEqual(kind, metadata.never_inherited_kind(key),
+                                 key)
+                self.assertTrue(metadata.is_never_inherited(key), key)
+
+    def test_image_properties_are_inherited(self):
+        for key in ('os_distro', 'hw_disk_bus', 'hw_qemu_guest_agent',
+                    'kernel_id', 'ramdisk_id', 'architecture',
+                    'hypervisor_type', 'vm_mode', 'os_require_quiesce',
+                    'base_image_ref', 'hw_tpm_model', 'img_config_drive',
+                    'cinder_img_volume_type', 'backup_schedule'):
+            self.assertIsNone(metadata.never_inherited_kind(key), key)
+            self.assertFalse(metadata.is_never_inherited(key), key)
+
+    def test_operator_list(self):
+        self.assertEqual('operator-list', metadata.never_inherited_kind(
+            'cache_in_nova', ['cache_in_nova', 'bittorrent']))
+        self.assertIsNone(metadata.never_inherited_kind('cache_in_nova'))
+        # A built-in kind wins over the operator's list.
+        self.assertEqual('secret', metadata.never_inherited_kind(
+            'vtpm_secret_uuid', ['vtpm_secret_uuid']))
+
+
+class TestMaxMinDisk(base.TestCase):
+
+    def test_root_volume_size(self):
+        mappings = [
+            {'source_type': 'blank', 'destination_type': 'local',
+             'boot_index': -1, 'volume_size': 1},
+            {'source_type': 'snapshot', 'destination_type': 'volume',
+             'boot_index': 0, 'volume_size': 8},
+            {'source_type': 'snapshot', 'destination_type': 'volume',
+             'boot_index': None, 'volume_size': 200}]
+        self.assertEqual(8, metadata.max_min_disk(mappings))
+
+    def test_boot_index_as_string(self):
+        self.assertEqual(8, metadata.max_min_disk([
+            {'destination_type': 'volume', 'boot_index': '0',
+             'volume_size': '8'}]))
+
+    def test_no_limit(self):
+        for mappings in (
+                [],
+                [{'destination_type': 'volume', 'boot_index': 0,
+                  'volume_size': None}],
+                [{'destination_type': 'local', 'boot_index': 0,
+                  'volume_size': 5}],
+                [{'destination_type': 'volume', 'boot_index': 1,
+                  'volume_size': 5}],
+                [{'destination_type': 'volume', 'boot_index': 0,
+                  'volume_size': 5, 'no_device': True}]):
+            self.assertIsNone(metadata.max_min_disk(mappings), mappings)
+
+
+SERVER = '6e2b6c1e-8f4a-4a51-9c3e-2f1d0b7a9c11'
+OTHER_SERVER = '0b5f1f4e-0000-4000-8000-00000000a001'
+
+
+def _request(sysmeta=None, metadata_=None, bdms=None, backup_type=None,
+             requester=('p1', 'u9')):
+    from nova_snapshot_ext.snapshot import request
+
+    data = {
+        'name': 'snap',
+        'server': {'uuid': SERVER, 'project_id': 'p1', 'user_id': 'u1',
+                   'root_device_name': '/dev/vda',
+                   'system_metadata': sysmeta or {}},
+        'block_device_mappings': bdms or [
+            {'source_type': 'blank', 'destination_type': 'local',
+             'boot_index': -1, 'guest_format': 'swap', 'volume_size': 1,
+             'device_name': '/dev/vdb'},
+            {'source_type': 'volume', 'destination_type': 'volume',
+             'boot_index': 0, 'device_name': '/dev/vda', 'volume_id': 'V1',
+             'snapshot_id': 'S1', 'volume_size': 8,
+             'volume_type': 'LUKS-T', 'encrypted': True,
+             'encryption_secret_uuid': 'sec-1',
+             'encryption_format': 'luks'}],
+        'metadata': metadata_ or {},
+        'requester': {'project_id': requester[0], 'user_id': requester[1]},
+    }
+    if backup_type:
+        data['backup_type'] = backup_type
+    return request.SnapshotRequest.from_dict(data)
+
+
+class TestImageRecord(base.TestCase):
+    """The issue's inputs, each with its right value."""
+
+    def build(self, *args, non_inheritable=(), driver_properties=None,
+              **kwargs):
+        return metadata.build_image_record(
+            _request(*args, **kwargs), non_inheritable=non_inheritable,
+            driver_properties=driver_properties, image_id='id-1')
+
+    def test_borrowed_identity_replaced_by_own(self):
+        rec = self.build(sysmeta={
+            'image_image_type': 'backup', 'image_backup_type': 'daily',
+            'image_instance_uuid': OTHER_SERVER, 'image_user_id': 'other',
+            'image_signature_verified': 'True'})
+        self.assertEqual('snapshot', rec.properties['image_type'])
+        self.assertEqual(SERVER, rec.properties['instance_uuid'])
+        self.assertEqual('u9', rec.properties['user_id'])
+        self.assertNotIn('backup_type', rec.properties)
+        self.assertNotIn('signature_verified', rec.properties)
+
+    def test_base_image_type_not_inherited(self):
+        rec = self.build(sysmeta={'image_image_type': 'base'})
+        self.assertEqual('snapshot', rec.properties['image_type'])
+
+    def test_backup_request_describes_backup(self):
+        rec = self.build(backup_type='weekly',
+                         sysmeta={'image_backup_type': 'daily'})
+        self.assertEqual(('backup', 'weekly', SERVER),
+                         (rec.properties['image_type'],
+                          rec.properties['backup_type'],
+                          rec.properties['instance_uuid']))
+
+    def test_user_metadata_wins_as_in_nova(self):
+        rec = self.build(metadata_={'image_type': 'golden'})
+        self.assertEqual('golden', rec.properties['image_type'])
+        self.assertNotIn('image_type', rec.optional)
+
+    def test_min_disk_capped_at_root_volume(self):
+        rec = self.build(sysmeta={'image_min_disk': '160'})
+        self.assertEqual(8, rec.min_disk)
+        self.assertEqual(1, len(rec.notes))
+        self.assertIn('160', rec.notes[0])
+        self.assertEqual(8, metadata.max_min_disk(rec.mappings))
+
+    def test_min_disk_below_root_kept(self):
+        rec = self.build(sysmeta={'image_min_disk': '5'})
+        self.assertEqual((5, []), (rec.min_disk, rec.notes))
+
+    def test_volume_type_kept_encryption_not(self):
+        rec = self.build(sysmeta={
+            'image_cinder_encryption_key_id': 'k1',
+            'image_cinder_encryption_key_deletion_policy': 'do_not_delete'})
+        root = [m for m in rec.mappings if m['boot_index'] == 0][0]
+        self.assertEqual('LUKS-T', root['volume_type'])
+        for field in ('encrypted', 'encryption_secret_uuid',
+                      'encryption_format', 'encryption_options'):
+            self.assertIsNone(root[field], field)
+        for key in ('cinder_encryption_key_id',
+                    'cinder_encryption_key_deletion_policy'):
+            self.assertNotIn(key, rec.properties)
+        self.assertIn('"volume_type": "LUKS-T"',
+                      rec.properties['block_device_mapping'])
+
+    def test_horizon_sees_a_snapshot_with_swap_first(self):
+        rec = self.build()
+        self.assertEqual('blank', rec.mappings[0]['source_type'])
+        self.assertEqual('snapshot', rec.properties['image_type'])
+
+    def test_ownership_and_secrets_not_inherited(self):
+        rec = self.build(sysmeta={'image_owner': 'p0', 'image_is_public':
+                                  'True', 'image_vtpm_secret_uuid': 's1',
+                                  'vtpm_secret_uuid': 's1',
+                                  'image_password_0': 'pw'})
+        for key in ('owner', 'is_public', 'vtpm_secret_uuid',
+                    'password_0'):
+            self.assertNotIn(key, rec.properties)
+
+    def test_stamped_keys_honour_operator_list(self):
+        stamps = {'hypervisor_type': 'kvm', 'vm_mode': 'hvm'}
+        rec = self.build(driver_properties=stamps)
+        self.assertEqual('kvm', rec.properties['hypervisor_type'])
+        rec = self.build(driver_properties=stamps,
+                         non_inheritable=['hypervisor_type', 'vm_mode'])
+        self.assertNotIn('hypervisor_type', rec.properties)
+        self.assertNotIn('vm_mode', rec.properties)
+
+    def test_optional_keys_in_drop_order(self):
+        rec = self.build(driver_properties={'hypervisor_type': 'kvm',
+                                            'vm_mode': 'hvm'})
+        self.assertEqual(['hypervisor_type', 'vm_mode', 'user_id',
+                          'instance_uuid', 'image_type'], rec.optional)
+        self.assertEqual(['hypervisor_type', 'vm_mode', 'user_id'],
+                         rec.drop_optional(3))
+        self.assertEqual('snapshot', rec.properties['image_type'])
+        self.assertNotIn('user_id', rec.properties)
+
+    def test_every_kind_dropped_from_sysmeta(self):
+        sysmeta = {'image_os_distro': 'ubuntu'}
+        for keys in TestNeverInheritedKind.CASES.values():
+            for key in keys:
+                sysmeta['image_' + key] = 'x'
+        rec = self.build(sysmeta=sysmeta)
+        own = {'image_type', 'instance_uuid', 'user_id',
+               'block_device_mapping', 'bdm_v2', 'root_device_name'}
+        self.assertEqual({'os_distro'}, set(rec.properties) - own)
+        self.assertEqual('/dev/vda', rec.properties['root_device_name'])
+
+
+class TestInstanceOwner(base.TestCase):
+
+    def test_own_project_is_not_a_property(self):
+        rec = metadata.build_image_record(
+            _request(metadata_={'instance_owner': 'p1'}))
+        self.assertNotIn('instance_owner', rec.properties)
+        self.assertEqual(('private', None), (rec.visibility, rec.member))
+
+    def test_other_project_refused(self):
+        from nova_snapshot_ext import exception
+
+        err = self.assertRaises(
+            exception.SharingNotAllowed, metadata.build_image_record,
+            _request(metadata_={'instance_owner': 'p7'}))
+        self.assertEqual(403, err.code)
+        self.assertIn("'instance_owner' = 'p7'", err.format_message())
+
+    def test_admin_of_other_project_shares_with_owner(self):
+        rec = metadata.build_image_record(
+            _request(requester=('admin-p', 'admin-u')))
+        self.assertEqual(('shared', 'p1'), (rec.visibility, rec.member))
+        self.assertEqual('admin-u', rec.properties['user_id'])
