@@ -124,6 +124,25 @@ def _short(value: ty.Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
+#: id(definition) -> (definition, its jsonschema validator).  The
+#: definitions come from the cached capabilities, so one validator serves
+#: every snapshot (building one costs more than validating a value).
+_VALIDATORS: dict[int, tuple[ty.Mapping[str, ty.Any], ty.Any]] = {}
+
+
+def _validator(definition: ty.Mapping[str, ty.Any]) -> ty.Any:
+    cached = _VALIDATORS.get(id(definition))
+    if cached is not None and cached[0] is definition:
+        return cached[1]
+    cls = jsonschema.validators.validator_for(
+        definition, default=jsonschema.Draft4Validator)
+    validator = cls(definition)
+    if len(_VALIDATORS) >= 4096:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(definition)] = (definition, validator)
+    return validator
+
+
 def check_schema_value(key: str, value: ty.Any,
                        definition: ty.Mapping[str, ty.Any]) -> None:
     """Refuse a value its image-schema definition does not allow.
@@ -136,12 +155,11 @@ def check_schema_value(key: str, value: ty.Any,
         ``pattern``, ``minimum``...), naming the key, the value and the
         keyword.
     """
-    cls = jsonschema.validators.validator_for(
-        definition, default=jsonschema.Draft4Validator)
-    errors = sorted(cls(definition).iter_errors(value),
-                    key=lambda e: str(e.validator))
-    if not errors:
+    validator = _validator(definition)
+    if validator.is_valid(value):
         return
+    errors = sorted(validator.iter_errors(value),
+                    key=lambda e: str(e.validator))
     error = errors[0]
     if error.validator == 'maxLength' and isinstance(value, str):
         raise exception.PropertyValueTooLong(
