@@ -27,6 +27,8 @@ import typing as ty
 ROWS = (
     ('req_per_snapshot', 'HTTP requests / snapshot, steady (at Glance)',
      '%.2f'),
+    ('warmup_req_per_snapshot', 'HTTP requests / snapshot, warm-up',
+     '%.2f'),
     ('first_requests', 'HTTP requests, first snapshot', '%d'),
     ('cpu_ms', 'client CPU ms / snapshot', '%.1f'),
     ('p50_ms', 'wall-clock p50 ms', '%.1f'),
@@ -68,8 +70,10 @@ def summarise(doc: ty.Mapping[str, ty.Any]) -> dict[str, ty.Any]:
     cells: dict[str, dict[str, ty.Any]] = {}
     for key, worker in doc['workers'].items():
         batches = [b for b in doc['batches']
-                   if '%s/c%d' % (b['path'], b['concurrency']) == key]
+                   if '%s/c%d' % (b.get('name', b['path']),
+                                  b['concurrency']) == key]
         first = [b for b in batches if b['phase'] == 'first']
+        warmup = [b for b in batches if b['phase'] == 'warmup']
         steady = [b for b in batches if b['phase'] == 'steady']
         latencies = [x for b in steady for x in b['latencies_s']]
         errors = [e for b in steady for e in b['errors']]
@@ -82,8 +86,16 @@ def summarise(doc: ty.Mapping[str, ty.Any]) -> dict[str, ty.Any]:
             '%s %d' % (r[0], r[1]) for r in requests if r[1] >= 400)
         wall = sum(b['wall_s'] for b in steady)
         final = worker.get('final', {})
+        warm_ops = sum(b['count'] for b in warmup)
         cells[key] = {
-            'path': worker['path'], 'concurrency': worker['concurrency'],
+            'path': worker['path'], 'name': worker.get('name', key),
+            'scale': worker.get('scale'),
+            'concurrency': worker['concurrency'],
+            'warmup_req_per_snapshot': sum(
+                len(b['requests']) for b in warmup) / warm_ops
+            if warm_ops else math.nan,
+            'warmup_errors': sum(1 for b in warmup for e in b['errors']
+                                 if e),
             'ops': ops,
             'errors': sum(1 for e in errors if e),
             'error_types': _error_types(errors),
@@ -122,40 +134,127 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b else math.nan
 
 
+#: The path in location mode, compared with the reference (upload mode).
+LOCATION = 'plugin-location'
+
+
 def targets(doc: ty.Mapping[str, ty.Any],
             cells: ty.Mapping[str, ty.Mapping[str, ty.Any]]
             ) -> list[dict[str, ty.Any]]:
-    """The issue's targets, judged per concurrency (reported only)."""
+    """The issues' targets, judged per concurrency (reported only).
+
+    Issue 13: location mode <= 4 requests per snapshot and p50 <= 2x
+    upload mode's; upload mode's client CPU <= 1.3x the floor's, its
+    requests the floor's and its p50 <= 1.05x the floor's.  Earlier
+    issues: client CPU <= 0.5x Nova's, p50 <= 0.8x Nova's, no errors.
+    """
     ref = doc['reference']
     out = []
+
+    def add(c: int, target: str, met: bool, value: str) -> None:
+        out.append({'concurrency': c, 'target': target, 'met': met,
+                    'value': value})
+
     for c in doc['concurrency']:
         mine = cells.get('%s/c%d' % (ref, c))
         nova = cells.get('%s/c%d' % ('nova', c))
         floor = cells.get('%s/c%d' % ('floor', c))
+        loc = cells.get('%s/c%d' % (LOCATION, c))
         if mine is None:
             continue
+        if loc is not None:
+            add(c, 'location: requests / snapshot <= 4',
+                loc['req_per_snapshot'] <= 4.0,
+                '%.2f' % loc['req_per_snapshot'])
+            ratio = _ratio(loc['p50_ms'], mine['p50_ms'])
+            add(c, "location: p50 <= 2x upload's", ratio <= 2.0,
+                '%.2fx (%.0f vs %.0f ms)' % (ratio, loc['p50_ms'],
+                                             mine['p50_ms']))
         if floor is not None:
-            out.append({
-                'concurrency': c, 'target': 'requests / snapshot = floor',
-                'met': abs(mine['req_per_snapshot'] -
-                           floor['req_per_snapshot']) < 0.005,
-                'value': '%.2f vs %.2f' % (mine['req_per_snapshot'],
-                                           floor['req_per_snapshot'])})
+            add(c, 'upload: requests / snapshot = floor',
+                abs(mine['req_per_snapshot'] -
+                    floor['req_per_snapshot']) < 0.005,
+                '%.2f vs %.2f' % (mine['req_per_snapshot'],
+                                  floor['req_per_snapshot']))
+            cpu = _ratio(mine['cpu_ms'], floor['cpu_ms'])
+            add(c, "upload: client CPU <= 1.3x floor's", cpu <= 1.3,
+                '%.2fx (%.1f vs %.1f ms)' % (cpu, mine['cpu_ms'],
+                                             floor['cpu_ms']))
+            p50 = _ratio(mine['p50_ms'], floor['p50_ms'])
+            add(c, "upload: p50 <= 1.05x floor's", p50 <= 1.05,
+                '%.2fx' % p50)
         if nova is not None:
             cpu = _ratio(mine['cpu_ms'], nova['cpu_ms'])
             p50 = _ratio(mine['p50_ms'], nova['p50_ms'])
-            out.append({'concurrency': c,
-                        'target': "client CPU <= 0.5x Nova's",
-                        'met': cpu <= 0.5, 'value': '%.2fx' % cpu})
-            out.append({'concurrency': c,
-                        'target': "wall-clock p50 <= 0.8x Nova's",
-                        'met': p50 <= 0.8, 'value': '%.2fx' % p50})
-        if c > 1:
-            out.append({'concurrency': c, 'target': 'no errors',
-                        'met': mine['errors'] == 0 and
-                        mine['first_errors'] == 0,
-                        'value': '%d/%d' % (mine['errors'], mine['ops'])})
+            add(c, "upload: client CPU <= 0.5x Nova's", cpu <= 0.5,
+                '%.2fx' % cpu)
+            add(c, "upload: p50 <= 0.8x Nova's", p50 <= 0.8, '%.2fx' % p50)
+        errors = sum(cell['errors'] + cell['first_errors'] +
+                     cell.get('warmup_errors', 0) for cell in cells.values()
+                     if cell['concurrency'] == c)
+        ops = sum(cell['ops'] for cell in cells.values()
+                  if cell['concurrency'] == c)
+        add(c, 'no errors (every path)', errors == 0,
+            '%d/%d' % (errors, ops))
+    for scale, info in sorted(doc.get('scales', {}).items()):
+        for c in doc.get('scale_concurrency', ()):
+            mine = cells.get('%s@%s/c%d' % (ref, scale, c))
+            floor = cells.get('floor@%s/c%d' % (scale, c))
+            if mine is None or floor is None:
+                continue
+            cpu = _ratio(mine['cpu_ms'], floor['cpu_ms'])
+            add(c, "upload, %d mappings, %d properties: client CPU <= "
+                "1.3x floor's" % (info['mappings'], info['properties']),
+                cpu <= 1.3, '%.2fx (%.1f vs %.1f ms)' % (
+                    cpu, mine['cpu_ms'], floor['cpu_ms']))
     return out
+
+
+def scaling(doc: ty.Mapping[str, ty.Any],
+            summary: ty.Mapping[str, ty.Any]) -> list[str]:
+    """Markdown lines of the scaling table (empty without workloads)."""
+    scales = doc.get('scales') or {}
+    cells = summary['cells']
+    ref = doc['reference']
+    lines: list[str] = []
+    for c in doc.get('scale_concurrency', ()):
+        header = ['workload (concurrency %d)' % c, 'mappings',
+                  'properties'] + [
+            '%s: req / CPU ms / p50 ms' % p for p in doc['scale_paths']] + [
+            '%s/floor CPU' % ref, '%s/nova CPU' % ref]
+        lines += ['| ' + ' | '.join(header) + ' |',
+                  '|---' + '|---:' * (len(header) - 1) + '|']
+        rows = [(None, None)] + [(k, v) for k, v in scales.items()]
+        for scale, info in rows:
+            info = info or doc.get('sample') or {}
+            row = [scale or 'sample request',
+                   '%s' % info.get('mappings', 'n/a'),
+                   '%s' % info.get('properties', 'n/a')]
+            for p in doc['scale_paths']:
+                cell = cells.get('%s/c%d' % (
+                    '%s@%s' % (p, scale) if scale else p, c))
+                if not cell:
+                    row.append('n/a')
+                    continue
+                text = '%s / %s / %s' % (
+                    _fmt('%.2f', cell['req_per_snapshot']),
+                    _fmt('%.1f', cell['cpu_ms']),
+                    _fmt('%.1f', cell['p50_ms']))
+                if cell['errors'] or cell['first_errors']:
+                    text += ' **%d errors**' % (cell['errors'] +
+                                                cell['first_errors'])
+                row.append(text)
+            for b in ('floor', 'nova'):
+                mine = cells.get('%s/c%d' % (
+                    '%s@%s' % (ref, scale) if scale else ref, c), {})
+                theirs = cells.get('%s/c%d' % (
+                    '%s@%s' % (b, scale) if scale else b, c), {})
+                row.append(_fmt('%.2f', _ratio(mine['cpu_ms'],
+                                               theirs['cpu_ms']))
+                           if mine and theirs else 'n/a')
+            lines.append('| ' + ' | '.join(row) + ' |')
+        lines.append('')
+    return lines
 
 
 def _load(values: ty.Sequence[float] | None) -> str:
@@ -181,9 +280,10 @@ def markdown(doc: ty.Mapping[str, ty.Any],
         '# Snapshot cost: %s vs %s' % (ref, ', '.join(bases)),
         '',
         '%s; N = %d steady snapshots per path and concurrency (batches of '
-        '%d, interleaved), plus 1 first snapshot per worker; Glance '
-        'profile `%s`.' % (doc['date'], doc['n'], doc['batch'],
-                           doc['profile']),
+        '%d, interleaved), after 1 first snapshot and %d warm-up batch(es) '
+        'per worker; Glance profile `%s`.' % (
+            doc['date'], doc['n'], doc['batch'], doc.get('warmup', 0),
+            doc['profile']),
         '',
         'Machine: %d cores, %s, Python %s, glance %s, nova %s, '
         'python-glanceclient %s, keystoneauth1 %s; nova-snapshot-ext %s. '
@@ -225,6 +325,10 @@ def markdown(doc: ty.Mapping[str, ty.Any],
             row.append(text)
         lines.append('| ' + ' | '.join(row + [''] * len(bases)) + ' |')
         lines.append('')
+    if doc.get('scales'):
+        lines += ['Cost as the work grows: HTTP requests / snapshot, client '
+                  'CPU ms / snapshot and wall-clock p50 ms (steady):', '']
+        lines += scaling(doc, summary)
     keys = ['%s/c%d' % (n, c) for c in doc['concurrency'] for n in names]
     kinds = sorted({k for key in keys
                     for k in cells.get(key, {}).get('breakdown', {})} |

@@ -191,29 +191,118 @@ def build_template(request: dict[str, ty.Any]) -> dict[str, ty.Any]:
             'properties': dict(record.properties)}
 
 
-def schedule(names: ty.Sequence[str], concurrencies: ty.Sequence[int],
-             n: int, batch: int) -> list[tuple[str, int, int, str]]:
+def _device_name(index: int) -> str:
+    """``/dev/vdb``, ..., ``/dev/vdz``, ``/dev/vdaa``... (index >= 1)."""
+    letters = ''
+    while True:
+        letters = chr(ord('a') + index % 26) + letters
+        index = index // 26 - 1
+        if index < 0:
+            return '/dev/vd' + letters
+
+
+#: System metadata a shrunk request keeps (no image properties from them).
+_KEPT_SYSMETA = ('image_min_ram', 'image_min_disk', 'image_disk_format',
+                 'image_container_format')
+
+
+def scale_request(request: dict[str, ty.Any], mappings: int | None = None,
+                  properties: int | None = None) -> dict[str, ty.Any]:
+    """The sample request grown (or shrunk) to a workload.
+
+    :param request: the shipped sample request (not modified).
+    :param mappings: number of block device mappings: the sample's root
+        volume mapping plus ``mappings - 1`` data-volume mappings (each
+        with its own volume, snapshot and device name); ``None`` keeps the
+        sample's three.
+    :param properties: number of image properties the record carries: the
+        sample's user metadata is replaced by ``bench_property_NNN`` keys
+        so that the record has exactly this many (below the sample's own,
+        the server's inherited ``image_*`` system metadata goes too, down
+        to what the mappings and the plugin's own keys give); ``None``
+        keeps the sample's.
+    :returns: a new request dict.
+    :raises ValueError: ``mappings < 1``, or fewer ``properties`` than the
+        record needs anyway.
+    """
+    out = json.loads(json.dumps(request))
+    if mappings is not None:
+        if mappings < 1:
+            raise ValueError('at least one (root) mapping')
+        root = next(b for b in out['block_device_mappings']
+                    if b.get('boot_index') == 0)
+        bdms = [root]
+        for i in range(1, mappings):
+            bdms.append({
+                'id': 100 + i, 'source_type': 'volume',
+                'destination_type': 'volume', 'boot_index': None,
+                'device_name': _device_name(i), 'disk_bus': 'virtio',
+                'device_type': 'disk',
+                'volume_id': str(uuid.UUID(int=(1 << 64) + i)),
+                'snapshot_id': str(uuid.UUID(int=(2 << 64) + i)),
+                'volume_size': 10 + i, 'delete_on_termination': False})
+        out['block_device_mappings'] = bdms
+    if properties is not None:
+        out['metadata'] = {}
+        base = len(build_template(out)['properties'])
+        if properties < base:
+            # Fewer inherited properties: keep only the image's formats
+            # and minimums in the server's system metadata.
+            sysmeta = out['server']['system_metadata']
+            for key in list(sysmeta):
+                if key.startswith('image_') and key not in _KEPT_SYSMETA:
+                    del sysmeta[key]
+            base = len(build_template(out)['properties'])
+        if properties < base:
+            raise ValueError('the record has %d properties without user '
+                             'metadata; cannot shrink it to %d'
+                             % (base, properties))
+        out['metadata'] = {'bench_property_%03d' % i: 'value-%03d' % i
+                           for i in range(properties - base)}
+    return out
+
+
+def schedule(jobs: ty.Sequence[tuple[str, int]], n: int, batch: int,
+             warmup: int = 0) -> list[tuple[str, int, int, str]]:
     """The interleaved batch order.
 
-    :returns: ``[(path, concurrency, count, phase), ...]`` where phase is
-        ``'first'`` (one snapshot per worker, first) or ``'steady'``;
-        steady batches go round-robin over concurrencies and paths, the
-        path order rotating every round.
+    :param jobs: ``[(name, concurrency), ...]``, one per worker.
+    :param n: steady snapshots per job.
+    :param batch: snapshots per steady batch (at least 2 x concurrency).
+    :param warmup: warm-up batches per job (same size, not counted as
+        steady).
+    :returns: ``[(name, concurrency, count, phase), ...]`` where phase is
+        ``'first'`` (one snapshot per worker, first), ``'warmup'`` or
+        ``'steady'``; warm-up and steady batches go round-robin over the
+        jobs, the order rotating every round.
     """
-    order = [(p, c, 1, 'first') for c in concurrencies for p in names]
-    left = {(p, c): n for p in names for c in concurrencies}
+    order = [(p, c, 1, 'first') for p, c in jobs]
+    for _ in range(warmup):
+        order += [(p, c, max(batch, 2 * c), 'warmup') for p, c in jobs]
+    left = {job: n for job in jobs}
     rnd = 0
     while any(left.values()):
-        for c in concurrencies:
-            size = max(batch, 2 * c)
-            shift = rnd % len(names)
-            for p in list(names[shift:]) + list(names[:shift]):
-                count = min(size, left[(p, c)])
-                if count:
-                    order.append((p, c, count, 'steady'))
-                    left[(p, c)] -= count
+        shift = rnd % len(jobs)
+        for p, c in list(jobs[shift:]) + list(jobs[:shift]):
+            count = min(max(batch, 2 * c), left[(p, c)])
+            if count:
+                order.append((p, c, count, 'steady'))
+                left[(p, c)] -= count
         rnd += 1
     return order
+
+
+#: Workloads of the scaling table: name -> (mappings, properties); None
+#: keeps the sample request's (3 mappings, 11 properties).
+SCALES: dict[str, tuple[int | None, int | None]] = {
+    'm1': (1, None), 'm10': (10, None), 'm50': (50, None),
+    'p10': (None, 10), 'p100': (None, 100),
+}
+
+
+def job_name(path: str, scale: str | None) -> str:
+    """``plugin`` for the sample request, ``plugin@m50`` for a workload."""
+    return path if not scale else '%s@%s' % (path, scale)
 
 
 def machine() -> dict[str, ty.Any]:
@@ -257,19 +346,29 @@ def source() -> str:
     return head + (' + local changes' if dirty else '')
 
 
-def count_active(endpoint: str, token: str, prefix: str) -> dict[str, int]:
-    """Image statuses of the images named ``prefix*`` (after the run)."""
+def count_statuses(endpoint: str, token: str,
+                   prefixes: ty.Mapping[str, str]
+                   ) -> dict[str, dict[str, int]]:
+    """Image statuses per worker after the run (one listing of Glance).
+
+    :param prefixes: worker key -> image name prefix of that worker.
+    :returns: worker key -> ``{status: count}`` of its images.
+    """
     session = paths.token_session(endpoint, token)
-    statuses: dict[str, int] = {}
+    ordered = sorted(prefixes.items(), key=lambda kv: -len(kv[1]))
+    out: dict[str, dict[str, int]] = {key: {} for key in prefixes}
     url = '%s/v2/images?limit=1000' % endpoint
     while url:
         body = session.get(url).json()
         for image in body.get('images', []):
-            if str(image.get('name', '')).startswith(prefix):
-                status = str(image.get('status'))
-                statuses[status] = statuses.get(status, 0) + 1
+            name = str(image.get('name', ''))
+            for key, prefix in ordered:
+                if name.startswith(prefix):
+                    status = str(image.get('status'))
+                    out[key][status] = out[key].get(status, 0) + 1
+                    break
         url = '%s%s' % (endpoint, body['next']) if body.get('next') else ''
-    return statuses
+    return out
 
 
 def run(args: argparse.Namespace) -> dict[str, ty.Any]:
@@ -295,11 +394,36 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     template = build_template(request)
     token = tokenauth.make_token(user, project, _ROLES)
     names = list(args.paths)
+    # (name, base path, concurrency, scale): the sample request on every
+    # path and concurrency, then the workloads on --scale-paths.
+    jobs: list[tuple[str, str, int, str | None]] = [
+        (p, p, c, None) for c in args.concurrency for p in names]
+    scales: dict[str, dict[str, ty.Any]] = {}
+    for scale in args.scales:
+        mappings, props = SCALES[scale]
+        scaled = scale_request(request, mappings, props)
+        record = build_template(scaled)
+        scales[scale] = {
+            'mappings': len(scaled['block_device_mappings']),
+            'properties': len(record['properties']),
+            'block_device_mapping_bytes': len(
+                record['properties']['block_device_mapping']),
+            'request': scaled, 'template': record}
+        jobs += [(job_name(p, scale), p, c, scale)
+                 for c in args.scale_concurrency for p in args.scale_paths]
     doc: dict[str, ty.Any] = {
         'date': stamp.isoformat(timespec='seconds'), 'run_id': run_id,
         'machine': machine(), 'n': args.n, 'batch': args.batch,
+        'warmup': args.warmup,
         'concurrency': list(args.concurrency), 'profile': args.profile,
         'paths': {p: paths.describe(p) for p in names},
+        'scales': {k: {x: v[x] for x in ('mappings', 'properties',
+                                         'block_device_mapping_bytes')}
+                   for k, v in scales.items()},
+        'sample': {'mappings': len(request['block_device_mappings']),
+                   'properties': len(template['properties'])},
+        'scale_paths': list(args.scale_paths),
+        'scale_concurrency': list(args.scale_concurrency),
         'reference': paths.REFERENCE, 'baselines': list(paths.BASELINES),
         'workers': {}, 'batches': [], 'unavailable': {}}
     glance = embedded.from_profile(args.profile, identity='token',
@@ -314,53 +438,54 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
         access = AccessLog(glance.access_log_file, glance.endpoint)
         access.take()  # the startup health checks
         try:
-            for c in args.concurrency:
-                for p in names:
-                    if p in doc['unavailable']:
-                        continue
-                    spec = {'path': p, 'endpoint': glance.endpoint,
-                            'token': token, 'project_id': project,
-                            'user_id': user, 'roles': list(_ROLES),
-                            'template': template, 'request': request,
-                            'concurrency': c, 'location_url': location_url,
-                            'prefix': 'bench-%s-c%d-' % (p, c)}
-                    key = '%s/c%d' % (p, c)
-                    proc = WorkerProcess(spec, os.path.join(
-                        logs, '%s-c%d.log' % (p, c)))
-                    if not proc.ready.get('ready'):
-                        doc['unavailable'][p] = proc.ready.get('error')
-                        print('path %s unavailable: %s' % (
-                            p, proc.ready.get('error')), file=sys.stderr)
-                        proc.kill()
-                        continue
-                    workers[(p, c)] = proc
-                    doc['workers'][key] = {
-                        'path': p, 'concurrency': c, 'ready': proc.ready,
-                        'setup_requests': access.take()}
-            plan = [b for b in schedule(names, args.concurrency, args.n,
-                                        args.batch) if (b[0], b[1]) in
-                    workers]
-            for i, (p, c, count, phase) in enumerate(plan):
-                measured = workers[(p, c)].batch(
+            for name, p, c, scale in jobs:
+                if p in doc['unavailable']:
+                    continue
+                prefix = 'bench-%s-c%d-' % (name.replace('@', '-'), c)
+                spec = {'path': p, 'endpoint': glance.endpoint,
+                        'token': token, 'project_id': project,
+                        'user_id': user, 'roles': list(_ROLES),
+                        'template': scales[scale]['template'] if scale
+                        else template,
+                        'request': scales[scale]['request'] if scale
+                        else request,
+                        'concurrency': c, 'location_url': location_url,
+                        'prefix': prefix}
+                key = '%s/c%d' % (name, c)
+                proc = WorkerProcess(spec, os.path.join(
+                    logs, '%s-c%d.log' % (name, c)))
+                if not proc.ready.get('ready'):
+                    doc['unavailable'][p] = proc.ready.get('error')
+                    print('path %s unavailable: %s' % (
+                        p, proc.ready.get('error')), file=sys.stderr)
+                    proc.kill()
+                    continue
+                workers[(name, c)] = proc
+                doc['workers'][key] = {
+                    'path': p, 'name': name, 'scale': scale,
+                    'concurrency': c, 'ready': proc.ready,
+                    'prefix': prefix, 'setup_requests': access.take()}
+            plan = schedule(list(workers), args.n, args.batch, args.warmup)
+            for i, (name, c, count, phase) in enumerate(plan):
+                measured = workers[(name, c)].batch(
                     count, 1 if phase == 'first' else c)
-                measured.update(path=p, concurrency=c, count=count,
-                                phase=phase, requests=access.take())
+                measured.update(path=doc['workers']['%s/c%d' % (
+                    name, c)]['path'], name=name, concurrency=c,
+                    count=count, phase=phase, requests=access.take())
                 doc['batches'].append(measured)
                 failed = sum(1 for e in measured['errors'] if e)
-                print('[%3d/%d] %-7s c=%-2d %-6s %3d snapshots %6.2f s '
-                      '%d errors' % (i + 1, len(plan), p, c, phase, count,
+                print('[%3d/%d] %-22s c=%-2d %-6s %3d snapshots %6.2f s '
+                      '%d errors' % (i + 1, len(plan), name, c, phase, count,
                                      measured['wall_s'], failed),
                       file=sys.stderr, flush=True)
-            for (p, c), proc in workers.items():
-                doc['workers']['%s/c%d' % (p, c)]['final'] = proc.quit()
+            for (name, c), proc in workers.items():
+                doc['workers']['%s/c%d' % (name, c)]['final'] = proc.quit()
         finally:
             for proc in workers.values():
                 proc.kill()
         doc['unattributed_requests'] = access.take()
-        doc['images'] = {
-            '%s/c%d' % (p, c): count_active(glance.endpoint, token,
-                                            'bench-%s-c%d-' % (p, c))
-            for (p, c) in workers}
+        doc['images'] = count_statuses(glance.endpoint, token, {
+            key: worker['prefix'] for key, worker in doc['workers'].items()})
     doc['logs'] = logs
     doc['machine']['loadavg_end'] = os.getloadavg()
     return doc
@@ -384,6 +509,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--paths', nargs='+', default=list(paths.PATHS),
                         choices=list(paths.PATHS),
                         help='paths to run (default: all)')
+    parser.add_argument('--warmup', type=int, default=1,
+                        help='warm-up batches per worker after the first '
+                             'snapshot, not counted as steady (location '
+                             'mode learns when to read the image; '
+                             'default: %(default)s)')
+    parser.add_argument('--scales', nargs='*', default=list(SCALES),
+                        choices=list(SCALES),
+                        help='workloads of the scaling table: mN = N '
+                             'block device mappings, pN = N image '
+                             'properties (default: all; none: no '
+                             'scaling table)')
+    parser.add_argument('--scale-paths', nargs='+',
+                        default=['plugin', 'floor', 'nova'],
+                        choices=list(paths.PATHS),
+                        help='paths run on each workload (default: '
+                             '%(default)s)')
+    parser.add_argument('--scale-concurrency', type=int, nargs='+',
+                        default=[1],
+                        help='concurrencies of the workloads (default: 1)')
     parser.add_argument('--profile', default='http-store',
                         help='embedded Glance profile (default: '
                              '%(default)s: Glance defaults plus the http '
@@ -394,8 +538,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--no-chart', action='store_true',
                         help='skip the PNG chart')
     args = parser.parse_args(argv)
-    if args.n < 1 or args.batch < 1 or min(args.concurrency) < 1:
-        parser.error('--n, --batch and --concurrency must be >= 1')
+    if args.n < 1 or args.batch < 1 or min(args.concurrency) < 1 or (
+            min(args.scale_concurrency) < 1) or args.warmup < 0:
+        parser.error('--n, --batch and the concurrencies must be >= 1, '
+                     '--warmup >= 0')
     return args
 
 

@@ -302,8 +302,11 @@ the cache at once. ``0`` discovers before every snapshot.
         'activation_poll_interval',
         default=0.5,
         min=0.05,
-        help='Seconds between two reads of an image while waiting for it to '
-             'become active.'),
+        help='Seconds between two reads of an image while waiting for an '
+             'upload another try of the same snapshot made to finish. A '
+             'location import is read on its own schedule: first when the '
+             'import is expected to be done (learnt from earlier imports), '
+             'then each time the wait has grown by 30 %.'),
     cfg.ListOpt(
         'disk_formats',
         default=[],

@@ -135,8 +135,10 @@ def activate(ctx: Context, source: locations.LocationSource,
             # running: follow the image; give up when no task shows.
             LOG.warning('The answer to the location POST for image %s was '
                         'lost (%s); following the image', image_id, err)
-            return wait(ctx, image_id, attempt, obj, lost=err)
-    return wait(ctx, image_id, attempt, obj)
+            return wait(ctx, image_id, attempt, obj, lost=err,
+                        estimate=source.import_estimate)
+    return wait(ctx, image_id, attempt, obj,
+                estimate=source.import_estimate)
 
 
 def status_of(glance: ty.Any, image_id: str) -> str:
@@ -151,28 +153,45 @@ def status_of(glance: ty.Any, image_id: str) -> str:
 
 def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
          obj: locations.LocationObject,
-         lost: exception.SnapshotExtException | None = None) -> Outcome:
+         lost: exception.SnapshotExtException | None = None,
+         estimate: locations.ImportEstimate | None = None) -> Outcome:
     """Poll until active, the task failed, or the timeout.
+
+    The image is read when :class:`~nova_snapshot_ext.image.locations.
+    ImportWait` says: first when the import is expected to be done, then
+    at growing intervals; its tasks only while it stays ``queued``.
 
     :param lost: the error of a location POST whose answer was lost: the
         image is followed, and when it stays queued with no
         ``location_import`` task for :data:`UNCERTAIN_POLLS` polls the
         POST did not reach Glance: ``STOP`` with that error.
+    :param estimate: the location source's import estimate (a fresh one
+        when not given).
     """
     deadline = ctx.clock() + ctx.timeout
+    reads = locations.ImportWait(estimate or locations.ImportEstimate(),
+                                 ctx.timeout)
     polls = 0
-    while True:
+    status = 'queued'
+    for delay in reads:
+        ctx.sleep(delay)
         try:
             image = ctx.glance.get(image_id)
         except exception.GlanceNotFound:
             return Outcome.fail(Step.STOP, exception.LocationTaskFailed(
                 image_id=image_id, url=obj.redacted, status=404,
-                reason='the image was deleted while Glance was adding its '
-                'location'))
+                reason='the image is not visible after its location was '
+                'accepted: it was deleted while Glance was adding its '
+                "location, or this identity has only the 'service' role "
+                '(Glance lets it add a location but not read the image; '
+                "act as the owner's member and add a service token, see "
+                '[snapshot_ext_service_user])'))
         except exception.SnapshotExtException as err:
             return Outcome.fail(Step.STOP, err)
-        status = image.get('status')
+        status = str(image.get('status'))
         if status == 'active':
+            if lost is None:
+                reads.active()
             failure = upload.verify(image, attempt, obj.validation_data)
             if failure:
                 # Active, but not what was sent: reported, never deleted.
@@ -183,20 +202,20 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
                 image_id=image_id, url=obj.redacted,
                 reason='image is %s after its location was accepted'
                 % status))
-        if status == 'queued':
+        if reads.saw(status) or (lost is not None and status == 'queued'):
             task = task_failure(ctx.glance, image_id)
             if task:
                 return Outcome.fail(Step.NEXT, exception.LocationTaskFailed(
                     image_id=image_id, url=obj.redacted, reason=task))
-            if lost is not None:
-                polls += 1
-                if polls >= UNCERTAIN_POLLS and not has_task(
-                        ctx.glance, image_id):
-                    return Outcome.fail(Step.STOP, lost)
+        if lost is not None and status == 'queued':
+            polls += 1
+            if polls >= UNCERTAIN_POLLS and not has_task(
+                    ctx.glance, image_id):
+                return Outcome.fail(Step.STOP, lost)
         if ctx.clock() >= deadline:
-            return Outcome.fail(Step.STOP, exception.ActivationTimeout(
-                image_id=image_id, timeout=ctx.timeout, status=status))
-        ctx.sleep(ctx.interval)
+            break
+    return Outcome.fail(Step.STOP, exception.ActivationTimeout(
+        image_id=image_id, timeout=ctx.timeout, status=status))
 
 
 def has_task(glance: ty.Any, image_id: str) -> bool:

@@ -41,6 +41,7 @@ every image record the target Glance would refuse.  Rules and sources
 
 from __future__ import annotations
 
+import re
 import typing as ty
 
 import jsonschema
@@ -105,18 +106,41 @@ def check_property_name(key: str,
 MAX_INT = 2 ** 31 - 1
 
 
+#: Characters outside the Basic Multilingual Plane (4 bytes in UTF-8).
+_NON_BMP_RE = re.compile('[\U00010000-\U0010FFFF]')
+
+
 def _check_bmp(what: str, key: str, text: str) -> None:
     # Glance refuses 4-byte UTF-8 characters in image attributes and
     # properties (glance.common.utils.no_4byte_params, for MySQL's utf8).
-    for char in text:
-        if ord(char) > 0xFFFF:
-            raise exception.UnsupportedCharacter(
-                what=what, property=key[:40], char='U+%04X' % ord(char))
+    match = _NON_BMP_RE.search(text)
+    if match:
+        raise exception.UnsupportedCharacter(
+            what=what, property=key[:40], char='U+%04X' % ord(match.group()))
 
 
 def _short(value: ty.Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+#: id(definition) -> (definition, its jsonschema validator).  The
+#: definitions come from the cached capabilities, so one validator serves
+#: every snapshot (building one costs more than validating a value).
+_VALIDATORS: dict[int, tuple[ty.Mapping[str, ty.Any], ty.Any]] = {}
+
+
+def _validator(definition: ty.Mapping[str, ty.Any]) -> ty.Any:
+    cached = _VALIDATORS.get(id(definition))
+    if cached is not None and cached[0] is definition:
+        return cached[1]
+    cls = jsonschema.validators.validator_for(
+        definition, default=jsonschema.Draft4Validator)
+    validator = cls(definition)
+    if len(_VALIDATORS) >= 4096:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(definition)] = (definition, validator)
+    return validator
 
 
 def check_schema_value(key: str, value: ty.Any,
@@ -131,12 +155,11 @@ def check_schema_value(key: str, value: ty.Any,
         ``pattern``, ``minimum``...), naming the key, the value and the
         keyword.
     """
-    cls = jsonschema.validators.validator_for(
-        definition, default=jsonschema.Draft4Validator)
-    errors = sorted(cls(definition).iter_errors(value),
-                    key=lambda e: str(e.validator))
-    if not errors:
+    validator = _validator(definition)
+    if validator.is_valid(value):
         return
+    errors = sorted(validator.iter_errors(value),
+                    key=lambda e: str(e.validator))
     error = errors[0]
     if error.validator == 'maxLength' and isinstance(value, str):
         raise exception.PropertyValueTooLong(

@@ -21,7 +21,8 @@ injected per operation with :meth:`FakeGlance.fail`.
 
 Locations (Glance 33, see tests/functional/test_locations.py): the new
 API (``add_image_location``) raises ``HTTPNotImplemented`` client-side
-without v2.17, 409 unless queued, answers with the image still queued and
+without v2.17 (a ``POST .../locations`` through ``http_client``: 404),
+409 unless queued, answers with the image still queued and
 runs its ``location_import`` task on the next ``get`` (``objects`` maps a
 URL to its bytes; a missing or empty object or a wrong hash fails the
 task, leaving the image queued); the legacy API (``add_location``) is 403
@@ -111,15 +112,18 @@ class _Images:
     def __init__(self, glance):
         self.g = glance
 
-    def create(self, **kwargs):
-        g = self.g
-        g._maybe_fail('create')
-        if kwargs.get('disk_format') not in [None] + g.disk_formats:
+    def _check(self, kwargs):
+        if kwargs.get('disk_format') not in [None] + self.g.disk_formats:
             raise TypeError("Unable to set 'disk_format' to '%s'"
                             % kwargs.get('disk_format'))
         for key, value in kwargs.items():
             if key not in BASE and not isinstance(value, str):
                 raise TypeError('Unable to set %r: not a string' % key)
+
+    def create(self, **kwargs):
+        g = self.g
+        g._maybe_fail('create')
+        self._check(kwargs)
         image_id = kwargs.get('id') or str(uuid.uuid4())
         if image_id in g.used_ids:
             raise exc.HTTPConflict('Image ID %s already exists!' % image_id)
@@ -291,8 +295,42 @@ class _Versions:
 
 
 class _HTTPClient:
+    """glanceclient's ``http_client``: the routes the wrapper calls directly.
+
+    ``post``/``get`` answer ``(response, body)`` like glanceclient's
+    ``SessionClient``; each route runs the matching controller method
+    above (same failure injection names).  A body Glance's schema refuses
+    is a 400 here (``images.create`` refuses it client-side).  Without
+    v2.17 Glance has no ``/locations`` route: 404, as its router answers.
+    """
+
+    def __init__(self, glance, images):
+        self.g = glance
+        self.images = images
+
     def get_endpoint(self):
         return 'http://glance.test:9292'
+
+    def post(self, url, data=None, headers=None):
+        parts = url.strip('/').split('/')
+        if parts == ['v2', 'images']:
+            try:
+                return None, self.images.create(**data)
+            except TypeError as err:  # Glance's own schema check: 400
+                raise exc.HTTPBadRequest(str(err))
+        if parts[:2] == ['v2', 'images'] and parts[3:] == ['locations']:
+            if not any(v['id'] == 'v2.17' for v in self.g.versions):
+                raise exc.HTTPNotFound('The resource could not be found.')
+            self.images.add_image_location(
+                parts[2], data['url'], data.get('validation_data') or {})
+            return None, None
+        raise AssertionError('unexpected POST %s' % url)
+
+    def get(self, url, headers=None):
+        parts = url.strip('/').split('/')
+        if parts[:2] == ['v2', 'images'] and parts[3:] == ['tasks']:
+            return None, self.images.get_associated_image_tasks(parts[2])
+        raise AssertionError('unexpected GET %s' % url)
 
 
 class _Client:
@@ -301,7 +339,7 @@ class _Client:
         self.image_members = _Members(glance)
         self.schemas = _Schemas(glance)
         self.versions = _Versions(glance)
-        self.http_client = _HTTPClient()
+        self.http_client = _HTTPClient(glance, self.images)
 
 
 class FakeGlanceFixture(fixtures.Fixture):

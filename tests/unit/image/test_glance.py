@@ -134,6 +134,64 @@ class TestGlanceClient(base.TestCase):
         self.assertEqual(('raw', 'bar'), (image['disk_format'],
                                           image['foo']))
 
+    def test_create_refused_by_glance_schema_creates_nothing(self):
+        # Validated once, by Glance: a 400 naming the attribute.
+        err = self.assertRaises(exception.GlanceSchemaRefusal,
+                                self.client.create, id='i1',
+                                disk_format='nope', container_format='bare')
+        self.assertEqual(400, err.kwargs['status'])
+        self.assertIn('disk_format', err.format_message())
+        self.assertEqual({}, self.fake.images)
+
+    def test_create_validates_no_model(self):
+        # glanceclient's warlock model (a per-attribute validation) is not
+        # used: the body goes to Glance as built.
+        with mock.patch.object(fake_glanceclient._Images, 'create',
+                               autospec=True,
+                               side_effect=lambda ctl, **kw: dict(
+                                   kw, self='/v2/images/i1')) as create:
+            image = self.client.create(id='i1', name='n',
+                                       disk_format='raw')
+        create.assert_called_once()
+        self.assertEqual({'id': 'i1', 'name': 'n', 'disk_format': 'raw'},
+                         image)
+
+    def test_add_image_location_asks_no_versions(self):
+        self.client.create(id='i1', disk_format='qcow2',
+                           container_format='bare')
+        with mock.patch.object(fake_glanceclient._Versions, 'list') as vl:
+            self.assertIsNone(self.client.add_image_location(
+                'i1', 'http://h/x', {'os_hash_algo': 'sha512',
+                                     'os_hash_value': 'ab'}))
+            self.client.image_tasks('i1')
+        vl.assert_not_called()
+        self.assertEqual(('http://h/x', {'os_hash_algo': 'sha512',
+                                         'os_hash_value': 'ab'}),
+                         self.fake.pending['i1'][1:])
+        self.assertEqual(['add_image_location', 'tasks'],
+                         [c for c in self.fake.calls
+                          if c in ('add_image_location', 'tasks')])
+
+    def test_add_image_location_without_2_17_is_501(self):
+        # The cached capabilities said 2.17; this Glance has no such route
+        # (404 for an image it shows): 501, as glanceclient's own check.
+        self.fake.versions = [{'id': 'v2.16', 'status': 'CURRENT'}]
+        self.client.create(id='i1', disk_format='qcow2',
+                           container_format='bare')
+        err = self.assertRaises(exception.GlanceNotImplemented,
+                                self.client.add_image_location, 'i1',
+                                'http://u:pw@h/x?sig=s', None)
+        self.assertEqual(501, err.kwargs['status'])
+        self.assertNotIn('pw', err.format_message())
+        self.assertEqual('queued', self.fake.images['i1']['status'])
+
+    def test_add_image_location_to_missing_image_is_404(self):
+        for versions in (['v2.17'], ['v2.16']):
+            self.fake.versions = [{'id': v} for v in versions]
+            self.assertRaises(exception.GlanceNotFound,
+                              self.client.add_image_location, 'gone',
+                              'http://h/x', None)
+
     def test_empty_upload_sends_empty_string(self):
         self.client.create(id='i1', disk_format='raw',
                            container_format='bare')

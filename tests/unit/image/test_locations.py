@@ -370,3 +370,150 @@ class TestSecretLogFilter(base.TestCase):
                       'GET', '/my%20disk.qcow2?sig=S3CRET%20x', 200)
         self.assertEqual(1, len(records))
         self.assertNotIn('S3CRET', records[0])
+
+
+class TestPollDelays(base.TestCase):
+    """The read schedule of a location import (a pure function)."""
+
+    def test_first_then_growing_reads(self):
+        delays = list(locations.poll_delays(60.0, first=0.1))
+        self.assertAlmostEqual(0.1, delays[0])
+        offsets = [sum(delays[:i + 1]) for i in range(len(delays))]
+        for before, after in zip(offsets[:-2], offsets[1:-1]):
+            self.assertAlmostEqual(1.0 + locations.POLL_GROWTH,
+                                   after / before)
+        # A minute costs a few dozen reads, not one per 0.5 s.
+        self.assertLess(len(delays), 30)
+
+    def test_delays_add_up_to_the_timeout(self):
+        for timeout, first in ((60.0, 0.1), (1.0, 0.5), (0.3, 5.0),
+                               (10.0, 0.0), (2.0, 2.0)):
+            delays = list(locations.poll_delays(timeout, first=first))
+            self.assertAlmostEqual(timeout, sum(delays))
+            self.assertTrue(all(d > 0 for d in delays))
+
+    def test_first_clipped(self):
+        self.assertEqual(locations.MIN_POLL_S,
+                         next(locations.poll_delays(5.0, first=0.0)))
+        self.assertEqual([0.3], list(locations.poll_delays(0.3, first=5.0)))
+
+    def test_longest_bounds_later_delays_only(self):
+        delays = list(locations.poll_delays(30.0, first=2.0, longest=0.5))
+        self.assertEqual(2.0, delays[0])
+        self.assertLessEqual(max(delays[1:]), 0.5)
+        self.assertAlmostEqual(30.0, sum(delays))
+
+    def test_shortest_delay(self):
+        delays = list(locations.poll_delays(1.0, first=0.02, growth=0.01))
+        self.assertTrue(all(d >= locations.MIN_POLL_S - 1e-12
+                            for d in delays[:-1]))
+
+
+class TestImportEstimate(base.TestCase):
+
+    def test_hit_lowers_miss_raises(self):
+        est = locations.ImportEstimate(first=1.0)
+        est.record(1)
+        lowered = est.first_poll
+        self.assertLess(lowered, 1.0)
+        est.record(2, last_miss=lowered)
+        self.assertGreater(est.first_poll, lowered)
+
+    def test_miss_raises_to_half_the_last_missed_read(self):
+        est = locations.ImportEstimate(first=0.1)
+        est.record(5, last_miss=3.0)
+        self.assertEqual(1.5, est.first_poll)
+
+    def test_bounds(self):
+        est = locations.ImportEstimate(first=0.1, highest=2.0)
+        for _ in range(200):
+            est.record(1)
+        self.assertEqual(locations.MIN_POLL_S, est.first_poll)
+        est.record(9, last_miss=100.0)
+        self.assertEqual(2.0, est.first_poll)
+
+    def simulate(self, est, import_s, count):
+        reads = []
+        for _ in range(count):
+            wait = locations.ImportWait(est, 60.0)
+            for _delay in wait:
+                if wait.offset >= import_s:
+                    wait.active()
+                    break
+                wait.saw('importing')
+            reads.append(wait.reads)
+        return reads
+
+    def test_follows_the_import_time(self):
+        # One snapshot at a time (0.15 s), then sixteen (2.5 s), then one.
+        est = locations.ImportEstimate()
+        for import_s in (0.15, 2.5, 0.15):
+            reads = self.simulate(est, import_s, 100)
+            self.assertTrue(import_s / 1.5 < est.first_poll
+                            < import_s * 1.5, (import_s, est.first_poll))
+            # Once settled: about 1.5 reads per import, never a poll
+            # every activation_poll_interval.
+            tail = reads[-50:]
+            self.assertLessEqual(sum(tail) / len(tail), 2.0)
+
+
+class TestImportWait(base.TestCase):
+
+    def wait(self, first=0.1):
+        return locations.ImportWait(locations.ImportEstimate(first=first),
+                                    60.0)
+
+    def offsets_with_task_reads(self, wait, statuses):
+        out = []
+        it = iter(wait)
+        for status in statuses:
+            next(it)
+            if wait.saw(status):
+                out.append(round(wait.offset, 4))
+        return out
+
+    def test_first_read_at_the_estimate(self):
+        wait = self.wait(first=0.4)
+        self.assertEqual(0.4, next(iter(wait)))
+        self.assertEqual(1, wait.reads)
+
+    def test_tasks_read_when_queued_long_doubling(self):
+        wait = self.wait(first=0.1)
+        reads = self.offsets_with_task_reads(wait, ['queued'] * 12)
+        # Not at the first reads; from 2x the first delay, then each time
+        # the wait doubled.
+        self.assertGreaterEqual(reads[0], 0.2)
+        for before, after in zip(reads, reads[1:]):
+            self.assertGreaterEqual(after, 2 * before - 1e-9)
+        self.assertLess(len(reads), 6)
+
+    def test_importing_never_reads_tasks(self):
+        wait = self.wait()
+        self.assertEqual([], self.offsets_with_task_reads(
+            wait, ['importing'] * 10))
+
+    def test_back_to_queued_reads_tasks_at_once(self):
+        # A failed location_import task reverts the image to queued.
+        wait = self.wait()
+        self.assertEqual(2, len(self.offsets_with_task_reads(
+            wait, ['importing', 'queued', 'queued'])))
+
+    def test_active_teaches_the_estimate(self):
+        est = locations.ImportEstimate(first=0.1)
+        wait = locations.ImportWait(est, 60.0)
+        it = iter(wait)
+        next(it)
+        wait.saw('queued')
+        next(it)
+        wait.active()
+        self.assertGreater(est.first_poll, 0.1)
+
+    def test_source_has_an_estimate(self):
+        conf = mock.Mock(location_url='http://h/x.qcow2',
+                         location_disk_format='qcow2',
+                         location_validation_data=None,
+                         location_hash_algo='sha512', location_api='auto',
+                         capabilities_cache_ttl=300, activation_timeout=9.0)
+        source = locations.LocationSource(conf)
+        self.assertEqual(locations.FIRST_POLL_S,
+                         source.import_estimate.first_poll)

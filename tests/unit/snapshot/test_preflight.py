@@ -132,6 +132,16 @@ class TestPreflight(base.TestCase):
         self.refuse(exception.UnsupportedCharacter, rec)
         preflight.check_image_record(record(k='caf\u00e9 \u4e2d'), caps())
 
+    def test_four_byte_boundaries(self):
+        # The last 3-byte character passes; the first and the last 4-byte
+        # ones are refused, wherever they are in the text.
+        preflight.check_image_record(record(k='\uffff\ud7ff'), caps())
+        for char in ('\U00010000', '\U0010ffff'):
+            for text in (char, 'a' * 300 + char, char + 'a'):
+                err = self.refuse(exception.UnsupportedCharacter,
+                                  record(k=text))
+                self.assertIn('U+%04X' % ord(char), err.format_message())
+
     def test_min_ram_out_of_range(self):
         rec = record()
         rec.min_ram = 2 ** 31

@@ -22,6 +22,7 @@ from glanceclient import exc as gexc
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import attempts
 from nova_snapshot_ext.snapshot import identity
@@ -520,6 +521,34 @@ class TestLocationActivation(LocationTestBase):
         self.assertNotIn('secret', result.describe())
         self.assertNotIn('upload', self.fake.calls)
         self.assertEqual(1, len(self.fetches))
+
+    def test_quick_import_read_once(self):
+        # Steady state: create, POST /locations, one read of the image
+        # when the import is expected to be done; no tasks, no versions.
+        svc = self.make_service()
+        first = svc.location_source.import_estimate.first_poll
+        svc.snapshot(self.make_request())
+        self.assertEqual([first], self.sleeps)
+        self.assertEqual(['create', 'add_image_location', 'get'],
+                         [c for c in self.fake.calls if c != 'schema'])
+        # The estimate learnt from it: the next first read comes sooner.
+        self.assertLess(svc.location_source.import_estimate.first_poll,
+                        first)
+
+    def test_task_failure_read_from_tasks_while_queued(self):
+        # A task that fails leaves the image queued: its tasks are read
+        # once the wait is twice the expected import, not at every read.
+        self.fake.task_fails_with = 'Task failed due to Internal Error'
+        result = self.make_service().snapshot(self.make_request(
+            image_id=None))
+        first = result.attempts[0]
+        self.assertEqual('location', first.method)
+        self.assertIn('no detail', first.reason)
+        self.assertEqual('upload', result.attempts[1].method)
+        self.assertEqual(1, self.fake.calls.count('tasks'))
+        self.assertGreaterEqual(
+            sum(self.sleeps),
+            2 * locations.FIRST_POLL_S - 1e-9)
 
     def test_task_failure_reason_then_next_attempt(self):
         self.fake.task_fails_with = 'Task failed due to Internal Error'
