@@ -486,7 +486,10 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
                                   image.get('root_device_name')},
             {'op': 'replace', 'path': '/min_disk', 'value': limit})
     for key in sorted(image):
-        if key in GLANCE_ATTRIBUTES or key in metadata.MAPPING_KEYS:
+        if (key in GLANCE_ATTRIBUTES or key in metadata.MAPPING_KEYS or
+                key.startswith(metadata.NEVER_INHERITED_PREFIXES)):
+            # Glance's own attributes and reserved namespace (it writes
+            # os_glance_* itself), and the mapping keys Nova writes.
             continue
         why = never_inherited_kind(key)
         if why is None:

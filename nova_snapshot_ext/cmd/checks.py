@@ -84,14 +84,20 @@ class CLIError(Exception):
 
 
 _LOCATION_INFO_RE = re.compile(
-    r"LocationInfo\(location=<Locations\.(\w+): \d+>, detail=(?:'([^']*)'|"
-    r"None)\)")
+    r"(from )?LocationInfo\(location=<Locations\.(\w+): [^>]*>, "
+    r"detail=(?:'([^']*)'|None)\)")
 
 
 def clean_message(text: str) -> str:
-    """Replace oslo.config's internal ``LocationInfo(...)`` reprs."""
+    """Replace oslo.config's internal ``LocationInfo(...)`` reprs.
+
+    ``from LocationInfo(location=<Locations.user: ...>, detail='/f.conf')``
+    becomes ``in /f.conf``; without a file, the kind of place (``user``,
+    ``command_line``...).
+    """
     def _place(match: re.Match[str]) -> str:
-        return match.group(2) or match.group(1)
+        where = match.group(3) or match.group(2).replace('_', ' ')
+        return ('in %s' % where) if match.group(1) else where
     return _LOCATION_INFO_RE.sub(_place, text)
 
 

@@ -525,6 +525,7 @@ def driver_source(conf: cfg.ConfigOpts) -> str:
 
 
 def cmd_probe(conf: cfg.ConfigOpts) -> int:
+    service_mod.check_options(conf)
     glance = checks.connect(conf)
     service = service_mod.SnapshotService(conf, glance=glance)
     info = describe_plan(service, glance)
@@ -580,6 +581,7 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
 
 def cmd_snapshot(conf: cfg.ConfigOpts) -> int:
     request = _read_request(conf.command.request)
+    service_mod.check_options(conf)
     glance = checks.connect(conf)
     ownership = checks.check_ownership(
         glance, request.requester.project_id, request.server.project_id)

@@ -244,7 +244,6 @@ def run(profile: str = 'default', driver: str = 'libvirt',
     """
     from nova_snapshot_ext import exception
 
-    check_extra()
     _check_driver(driver)
     if location and profile == 'default':
         profile = 'http-store'
@@ -254,6 +253,7 @@ def run(profile: str = 'default', driver: str = 'libvirt',
             reason='unknown profile %r; known: %s' % (
                 profile, ', '.join(sorted(embedded.PROFILES))))
     request = cli._read_request(request_path)
+    check_extra()
     roles = request.requester.roles or ['member', 'reader']
     token = '%s:%s:%s' % (request.requester.user_id or 'demo-user',
                           request.requester.project_id, ','.join(roles))

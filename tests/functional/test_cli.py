@@ -146,3 +146,129 @@ class TestDemo(testtools.TestCase):
             timeout=60, check=False)
         self.assertEqual(2, proc.returncode)
         self.assertIn("unknown profile 'nope'", proc.stderr)
+
+
+class TestOperatorCLI(fbase.FunctionalTestCase):
+    """Conventions and errors an operator meets (issue 12)."""
+
+    GLANCE_PROFILE = 'default'
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def write_conf(self, roles=fbase.MEMBER_ROLES, extra='', endpoint=None):
+        path = os.path.join(self.tmp, 'c-%d.conf' % len(os.listdir(self.tmp)))
+        token = self.glance.token(self.project_id, self.user_id, roles=roles)
+        demo.write_config(path, endpoint or self.glance.endpoint, token,
+                          'libvirt')
+        with open(path, 'a', encoding='utf-8') as f:
+            f.write(extra)
+        return path
+
+    def run_cli(self, *args):
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main'] +
+            list(args), capture_output=True, text=True, timeout=120,
+            check=False)
+
+    def test_global_options_before_or_after_the_command(self):
+        conf = self.write_conf()
+        for argv in (['--config-file', conf, '--format', 'json', 'probe'],
+                     ['probe', '--config-file', conf, '--format=json'],
+                     ['--format', 'json', 'probe', '--config-file', conf]):
+            proc = self.run_cli(*argv)
+            self.assertEqual(0, proc.returncode, (argv, proc.stderr))
+            info = json.loads(proc.stdout)
+            self.assertEqual('libvirt', info['driver']['name'])
+
+    def test_probe_says_where_the_driver_came_from_and_leaves_nothing(self):
+        proc = self.run_cli('probe', '--config-file', self.write_conf())
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('Driver chosen by: [snapshot_ext] driver = libvirt in '
+                      '%s' % self.tmp, proc.stdout)
+        self.assertIn('create ok, upload ok, share ok, delete ok',
+                      proc.stdout)
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)
+
+    def test_probe_with_reader_only_credentials_names_what_is_missing(self):
+        proc = self.run_cli('probe', '--format', 'json', '--config-file',
+                            self.write_conf(roles=fbase.READER_ROLES))
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        perms = json.loads(proc.stdout)['permissions']
+        self.assertFalse(perms['ok'])
+        self.assertEqual([('create', False)],
+                         [(s['step'], s['ok']) for s in perms['steps']])
+        self.assertIn('create images', perms['missing'][0])
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)
+
+    def test_unknown_section_and_option_warned(self):
+        conf = self.write_conf(extra='\n[snapshot_ext_glace]\nx = 1\n'
+                               '[snapshot_ext]\nactivation_timout = 5\n')
+        proc = self.run_cli('probe', '--no-write-check', '--config-file',
+                            conf)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
+                      '[snapshot_ext_glance]?)', proc.stderr)
+        self.assertIn('unknown option [snapshot_ext] activation_timout '
+                      '(did you mean activation_timeout?)', proc.stderr)
+
+    def test_no_config_file_warned(self):
+        proc = self.run_cli('probe', '--format', 'json')
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('warning: no configuration file found or given',
+                      proc.stderr)
+        self.assertIn('[snapshot_ext_glance] auth_type',
+                      json.loads(proc.stdout)['error'])
+
+    def test_unreachable_glance_is_exit_3_and_names_glance_and_option(self):
+        conf = self.write_conf(endpoint='http://127.0.0.1:9')
+        proc = self.run_cli('probe', '--format', 'json', '--config-file',
+                            conf)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        error = json.loads(proc.stdout)['error']
+        self.assertIn('Glance at http://127.0.0.1:9', error)
+        self.assertIn('[snapshot_ext_glance] endpoint_override', error)
+        self.assertNotIn('keystoneauth', proc.stderr)
+        self.assertEqual(1, len(proc.stderr.strip().splitlines()),
+                         proc.stderr)
+
+    def test_unreachable_keystone_is_named(self):
+        conf = os.path.join(self.tmp, 'ks.conf')
+        with open(conf, 'w') as f:
+            f.write('[snapshot_ext_glance]\nauth_type = password\n'
+                    'auth_url = http://127.0.0.1:9/v3\nusername = u\n'
+                    'password = secret\nproject_name = p\n'
+                    'user_domain_id = default\nproject_domain_id = default\n')
+        proc = self.run_cli('snapshot', '--config-file', conf,
+                            demo.cli.SAMPLE_REQUEST)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertIn('Keystone at http://127.0.0.1:9/v3 could not be '
+                      'reached (option [snapshot_ext_glance] auth_url)',
+                      proc.stderr)
+        self.assertNotIn('secret', proc.stderr)
+        self.assertNotIn('Glance', proc.stderr)
+
+    def test_endpoint_that_is_not_glance(self):
+        with demo.ObjectServer({'/versions': b'{"nope": 1}'}) as server:
+            conf = self.write_conf(endpoint=server.url(''))
+            proc = self.run_cli('probe', '--config-file', conf)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertIn('is not a Glance image API', proc.stderr)
+        self.assertNotIn('subscriptable', proc.stderr)
+
+    def test_bad_option_value_has_no_internal_repr(self):
+        conf = self.write_conf(extra='\n[snapshot_ext]\n'
+                               'activation_timeout = abc\n')
+        proc = self.run_cli('probe', '--config-file', conf)
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertIn('activation_timeout', proc.stderr)
+        self.assertNotIn('LocationInfo', proc.stderr)
+
+    def test_version(self):
+        proc = self.run_cli('--version')
+        self.assertEqual(0, proc.returncode)
+        self.assertRegex(proc.stdout.strip(), r'^\d+\.\d+\.\d+')
