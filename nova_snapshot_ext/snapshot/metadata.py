@@ -62,33 +62,169 @@ SYSMETA_SKIP_KEYS = frozenset([
 BASE_ATTRIBUTE_KEYS = frozenset(['min_ram', 'min_disk', 'disk_format',
                                  'container_format'])
 
-#: Never inherited, whatever the configuration says.  Nova's
-#: ``NON_INHERITABLE_IMAGE_PROPERTIES`` (encryption key and signature: a
-#: copied key id lets deleting one image destroy the shared secret,
-#: LP#1852106), plus:
+#: Kinds of properties that are never copied from another image onto a
+#: snapshot, whatever the configuration says.  Each kind names *why*; the
+#: operator docs (``doc/source/image-record.rst``) list them with their
+#: sources.  The vocabulary is public (``nova-snapshot-ext audit`` reports
+#: it):
 #:
-#: * the mapping keys the plugin always rebuilds from the server;
-#: * ownership and sharing (``owner``, ``instance_owner``, ``visibility``);
-#: * Glance's read-only and reserved attributes and data-derived fields
-#:   (``size``, ``checksum``, ``os_hash_*``...); Cinder copies these into
-#:   ``volume_image_metadata`` (LP#1439819);
-#: * the source image's identity (``image_id``, ``image_name``).
-NEVER_INHERITED = frozenset([
-    'cinder_encryption_key_id', 'cinder_encryption_key_deletion_policy',
-    'img_signature', 'img_signature_hash_method', 'img_signature_key_type',
-    'img_signature_certificate_uuid',
-    'block_device_mapping', 'bdm_v2', 'root_device_name', 'mappings',
-    'owner', 'instance_owner', 'visibility', 'is_public', 'protected',
-    'os_hidden', 'tags', 'name',
-    'id', 'status', 'size', 'virtual_size', 'checksum', 'os_hash_algo',
-    'os_hash_value', 'created_at', 'updated_at', 'deleted', 'deleted_at',
-    'location', 'locations', 'direct_url', 'self', 'file', 'schema',
-    'stores', 'image_id', 'image_name',
-])
+#: ``secret``
+#:     a reference to (or the value of) a secret of the server or of
+#:     another image: a copied key id lets deleting one image destroy the
+#:     shared secret (Nova's ``NON_INHERITABLE_IMAGE_PROPERTIES``,
+#:     LP#1852106); ``vtpm_secret_uuid`` names the server's vTPM secret,
+#:     ``password_N`` holds its encrypted admin password.
+#: ``ownership``
+#:     who owns or may see an image (``owner``, ``visibility``...;
+#:     LP#1322195, LP#1255316); the snapshot's own come from the request.
+#: ``glance-state``
+#:     Glance's own attributes of another image (id, status, dates,
+#:     locations, tags...) and the reserved ``os_glance`` namespace
+#:     (LP#1912001); Cinder copies many into ``volume_image_metadata``
+#:     (LP#1439819).
+#: ``foreign-data``
+#:     facts about bytes the snapshot does not hold (size, checksum,
+#:     ``os_hash_*``).
+#: ``provenance``
+#:     where another image came from or who signed it (``img_signature*``,
+#:     Cinder's ``image_id``/``image_name`` of the volume's source image).
+#: ``borrowed-identity``
+#:     what an image says it *is*: ``image_type``, ``backup_type``,
+#:     ``instance_uuid``, ``user_id`` (Nova LP#1031079: a copied backup
+#:     identity puts the snapshot in another server's backup rotation).
+#:     The snapshot writes its own (:func:`self_description`).
+#: ``status-marker``
+#:     the state another service keeps about another object: Cinder's
+#:     ``signature_verified`` (LP#1823445), Nova's ``network_allocated``,
+#:     ``clean_attempts``, ``old_vm_state``.
+#: ``server-record``
+#:     Nova system metadata that is not image metadata (``owner_user_name``,
+#:     ``boot_roles``, legacy ``instance_type_*`` flavors): Nova copies it,
+#:     the plugin never does.
+#: ``mapping``
+#:     the keys always rebuilt from this server (``block_device_mapping``,
+#:     ``bdm_v2``, ``root_device_name``, ``mappings``).
+#: ``operator-list``
+#:     listed in ``[snapshot_ext] non_inheritable_image_properties``.
+NEVER_INHERITED_KINDS: dict[str, frozenset[str]] = {
+    'secret': frozenset([
+        'cinder_encryption_key_id', 'cinder_encryption_key_deletion_policy',
+        'vtpm_secret_uuid', 'vtpm_secret_value']),
+    'ownership': frozenset([
+        'owner', 'instance_owner', 'owner_id', 'visibility', 'is_public',
+        'protected', 'os_hidden', 'owner_user_name', 'owner_project_name']),
+    'glance-state': frozenset([
+        'id', 'name', 'status', 'created_at', 'updated_at', 'deleted',
+        'deleted_at', 'location', 'locations', 'direct_url', 'self', 'file',
+        'schema', 'stores', 'tags', 'container_format', 'disk_format']),
+    'foreign-data': frozenset([
+        'size', 'virtual_size', 'checksum', 'os_hash_algo',
+        'os_hash_value']),
+    'provenance': frozenset([
+        'img_signature', 'img_signature_hash_method',
+        'img_signature_key_type', 'img_signature_certificate_uuid',
+        'image_id', 'image_name']),
+    'borrowed-identity': frozenset([
+        'image_type', 'backup_type', 'instance_uuid', 'user_id',
+        'image_location', 'image_state']),
+    'status-marker': frozenset([
+        'signature_verified', 'network_allocated', 'clean_attempts',
+        'old_vm_state']),
+    'server-record': frozenset(['boot_roles']),
+    'mapping': frozenset([
+        'block_device_mapping', 'bdm_v2', 'root_device_name', 'mappings']),
+}
 
-#: Namespaces never inherited (Nova's ``NON_INHERITABLE_IMAGE_NAMESPACES``;
-#: Glance reserves the prefix, LP#1912001).
-NEVER_INHERITED_PREFIXES = ('os_glance',)
+#: Name prefixes of a kind (checked after the exact names).
+NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ('os_glance', 'glance-state'),
+    ('password_', 'secret'),
+    ('instance_type_', 'server-record'),
+    ('new_instance_type_', 'server-record'),
+    ('old_instance_type_', 'server-record'),
+)
+
+#: Name suffixes of a kind: references to a key-manager secret.
+NEVER_INHERITED_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ('_secret_uuid', 'secret'),
+    ('_encryption_key_id', 'secret'),
+)
+
+#: Every exact never-inherited name (any kind).
+NEVER_INHERITED = frozenset().union(*NEVER_INHERITED_KINDS.values())
+
+
+def never_inherited_kind(key: str,
+                         operator_keys: ty.Collection[str] = ()
+                         ) -> str | None:
+    """The kind of a property that is never copied from another image.
+
+    :param key: a property name, as Glance stores it (no ``image_``
+        system-metadata prefix).
+    :param operator_keys: ``[snapshot_ext] non_inheritable_image_
+        properties`` (reported as ``'operator-list'``).
+    :returns: one of ``'secret'``, ``'ownership'``, ``'glance-state'``,
+        ``'foreign-data'``, ``'provenance'``, ``'borrowed-identity'``,
+        ``'status-marker'``, ``'server-record'``, ``'mapping'``,
+        ``'operator-list'`` (see :data:`NEVER_INHERITED_KINDS`), or
+        ``None`` when the property may be inherited.
+    """
+    for kind, names in NEVER_INHERITED_KINDS.items():
+        if key in names:
+            return kind
+    for prefix, kind in NEVER_INHERITED_PREFIXES:
+        if key.startswith(prefix):
+            return kind
+    for suffix, kind in NEVER_INHERITED_SUFFIXES:
+        if key.endswith(suffix):
+            return kind
+    if key in operator_keys:
+        return 'operator-list'
+    return None
+
+
+def root_mapping(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
+                 ) -> ty.Mapping[str, ty.Any] | None:
+    """The root entry (``boot_index`` 0, not ``no_device``) or ``None``.
+
+    :param mappings: image mapping entries (decoded
+        ``block_device_mapping``) or request mapping dicts.
+    """
+    for entry in mappings:
+        if entry.get('no_device'):
+            continue
+        try:
+            index = int(entry.get('boot_index'))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if index == 0:
+            return entry
+    return None
+
+
+def max_min_disk(mappings: ty.Iterable[ty.Mapping[str, ty.Any]]
+                 ) -> int | None:
+    """The largest ``min_disk`` an image with these mappings may carry.
+
+    Nova refuses to boot from an image whose ``min_disk`` exceeds the size
+    of the volume it creates for the root disk
+    (``VolumeSmallerThanMinDisk``); that volume is the root mapping's
+    (``boot_index`` 0) ``volume_size``.
+
+    :param mappings: image mapping entries (decoded
+        ``block_device_mapping``), e.g. :attr:`ImageRecord.mappings`.
+    :returns: the root mapping's ``volume_size`` in GiB, or ``None`` when
+        there is no root volume mapping or its size is unknown (no cap).
+    """
+    root = root_mapping(mappings)
+    if root is None or root.get('destination_type') != 'volume':
+        return None
+    try:
+        size = int(root.get('volume_size'))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return size if size >= 0 else None
+
 
 #: Keys the plugin writes itself; user metadata cannot override them
 #: (Nova pops them after merging ``extra_properties``).
@@ -153,26 +289,15 @@ class ImageRecord:
         return kwargs
 
 
-#: Keys Nova keeps in an instance's system metadata that are not image
-#: metadata (``owner_*`` names, the boot roles, the encrypted admin
-#: password of the metadata API, Ironic's counters...).  Nova's
-#: ``get_image_from_system_metadata`` copies them onto snapshots; the
-#: plugin never does.
-NON_IMAGE_SYSTEM_METADATA = frozenset([
-    'owner_user_name', 'owner_project_name', 'boot_roles',
-    'network_allocated', 'clean_attempts', 'old_vm_state'])
-
-#: Prefixes of the same kind: ``password_0``..``password_3`` hold the
-#: server's encrypted password; ``*instance_type_*`` are legacy flavors.
-NON_IMAGE_SYSTEM_METADATA_PREFIXES = ('password_', 'instance_type_',
-                                      'new_instance_type_',
-                                      'old_instance_type_')
-
-
 def is_non_image_system_metadata(key: str) -> bool:
-    """True for Nova system metadata keys that are not image metadata."""
-    return (key in NON_IMAGE_SYSTEM_METADATA or
-            key.startswith(NON_IMAGE_SYSTEM_METADATA_PREFIXES))
+    """True for Nova system metadata keys that are not image metadata.
+
+    (``owner_user_name``, ``boot_roles``, ``password_N``, legacy flavors,
+    Nova's and Ironic's counters, the vTPM secret id...: Nova copies them
+    onto a snapshot; the plugin never does.)
+    """
+    return never_inherited_kind(key) in (
+        'server-record', 'secret', 'status-marker', 'ownership')
 
 
 def is_never_inherited(key: str,
@@ -183,9 +308,7 @@ def is_never_inherited(key: str,
     :param operator_keys: ``[snapshot_ext] non_inheritable_image_
         properties``.
     """
-    return (key in NEVER_INHERITED or key in operator_keys or
-            key.startswith(NEVER_INHERITED_PREFIXES) or
-            is_non_image_system_metadata(key))
+    return never_inherited_kind(key, operator_keys) is not None
 
 
 def _to_int(value: ty.Any, field: str) -> int:
