@@ -104,17 +104,19 @@ DEFAULT_MAX_DOWNLOAD = 1024 * 1024
 #: Default ``limit`` of one ``GET /v2/images`` page.
 DEFAULT_PAGE_SIZE = 200
 
-#: Properties describing another image's identity or provenance.  On a
-#: volume-backed snapshot Nova never sets them itself (only the image-backed
-#: path does), so when present they were inherited.
-IDENTITY_PROPERTIES = frozenset([
-    'image_type', 'backup_type', 'instance_uuid', 'user_id', 'image_id',
-    'image_name', 'image_location', 'image_state', 'base_image_ref',
-    'owner_id', 'signature_verified', 'instance_owner',
-])
-
-#: Never removed by ``--fix`` (reported only): secrets and signatures.
-NOT_REMOVABLE_PREFIXES = ('cinder_encryption_key', 'img_signature')
+#: Kinds (:func:`nova_snapshot_ext.snapshot.metadata.never_inherited_kind`)
+#: never judged on an image: Glance writes its own state, Nova the mapping.
+NOT_JUDGED_KINDS = ('glance-state', 'mapping')
+#: Kinds reported but never removed by ``--fix``: removing a key-manager
+#: reference or a signature changes how Glance and Nova treat secrets.
+NOT_REMOVABLE_KINDS = ('secret',)
+NOT_REMOVABLE_PREFIXES = ('img_signature',)
+#: Identity a snapshot may carry as its own: a snapshot stamped
+#: ``image_type=snapshot`` (Nova's image-backed path, or the plugin's own
+#: self-description) owns its ``instance_uuid`` and ``user_id``; without
+#: that stamp, a volume-backed snapshot only has them by inheritance (Nova's
+#: volume-backed path never sets them).
+OWN_IDENTITY_WITH_SNAPSHOT_TYPE = ('instance_uuid', 'user_id')
 
 #: Glance's own image attributes (never judged as inherited properties).
 GLANCE_ATTRIBUTES = frozenset([
@@ -133,68 +135,36 @@ FORBIDDEN_MAPPING_FIELDS = ('id', 'instance_uuid', 'attachment_id',
 RAW_LIKE = ('raw', 'gpt', 'mbr')
 
 
-def never_inherited_kind(key: str) -> str | None:
-    """Why ``key`` must not be on a snapshot, or ``None``.
+def borrowed_kind(key: str, image: ty.Mapping[str, ty.Any]) -> str | None:
+    """Why property ``key`` of ``image`` is borrowed, or ``None``.
 
-    Uses the rule of :mod:`nova_snapshot_ext.snapshot.metadata` (the one the
-    snapshot path applies) when it publishes ``never_inherited_kind``, and
-    adds the identity properties that only image-backed snapshots set.
+    The kinds are the snapshot path's own rule
+    (:func:`nova_snapshot_ext.snapshot.metadata.never_inherited_kind`);
+    ``image_type=snapshot`` and, next to it, ``instance_uuid``/``user_id``
+    are the snapshot's own identity (see
+    :data:`OWN_IDENTITY_WITH_SNAPSHOT_TYPE`).
     """
-    rule = getattr(metadata, 'never_inherited_kind', None)
-    kind = rule(key) if rule is not None else None
-    if kind:
-        return str(kind)
-    if key in IDENTITY_PROPERTIES:
-        return 'identity of another image or server'
-    if key.startswith(NOT_REMOVABLE_PREFIXES):
-        return 'secret or signature of another image'
-    if metadata.is_never_inherited(key):
-        return 'never inherited by snapshots'
-    return None
+    if key in GLANCE_ATTRIBUTES:
+        return None
+    kind = metadata.never_inherited_kind(key)
+    if kind is None or kind in NOT_JUDGED_KINDS:
+        return None
+    if kind == 'borrowed-identity':
+        stamped = image.get('image_type') == 'snapshot'
+        if key == 'image_type' and stamped:
+            return None
+        if key in OWN_IDENTITY_WITH_SNAPSHOT_TYPE and stamped:
+            return None
+    return kind
 
 
-def root_volume_limit(image: ty.Mapping[str, ty.Any],
-                      mappings: list[dict[str, ty.Any]]) -> int | None:
+def root_volume_limit(mappings: list[dict[str, ty.Any]]) -> int | None:
     """The largest ``min_disk`` (GiB) the image's root volume allows.
 
-    Uses :mod:`nova_snapshot_ext.snapshot.metadata`'s rule when it
-    publishes ``min_disk_limit``; else the ``volume_size`` of the entry whose
-    ``device_name`` is ``root_device_name`` (or ``boot_index`` 0).
-
-    :returns: GiB, or ``None`` when the image has no volume root.
+    :func:`nova_snapshot_ext.snapshot.metadata.max_min_disk`: the root
+    mapping's (``boot_index`` 0) ``volume_size``; ``None`` without one.
     """
-    rule = getattr(metadata, 'min_disk_limit', None)
-    if rule is not None:
-        try:
-            limit = rule(mappings, image.get('root_device_name'))
-        except Exception:  # noqa: B902 - a malformed entry: judged elsewhere
-            limit = None
-        return None if limit is None else int(limit)
-    root = _root_entry(mappings, image.get('root_device_name'))
-    if root is None or root.get('destination_type') != 'volume':
-        return None
-    try:
-        return int(root.get('volume_size'))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
-def _short_device(name: ty.Any) -> str:
-    text = str(name or '')
-    return text[len('/dev/'):] if text.startswith('/dev/') else text
-
-
-def _root_entry(mappings: list[dict[str, ty.Any]],
-                root_device_name: ty.Any) -> dict[str, ty.Any] | None:
-    if root_device_name:
-        for entry in mappings:
-            if _short_device(entry.get('device_name')) == _short_device(
-                    root_device_name):
-                return entry
-    for entry in mappings:
-        if str(entry.get('boot_index')) == '0':
-            return entry
-    return None
+    return metadata.max_min_disk(mappings)
 
 
 @dataclasses.dataclass
@@ -427,9 +397,8 @@ def _mappings(image: ty.Mapping[str, ty.Any]
                             'snapshot_id' % i)
     if str(image.get('bdm_v2')) != 'True':
         problems.append('bdm_v2 is %r, not \'True\'' % image.get('bdm_v2'))
-    if good and _root_entry(good, image.get('root_device_name')) is None:
-        problems.append('no entry is the root device (%s) or has '
-                        'boot_index 0' % image.get('root_device_name'))
+    if good and metadata.root_mapping(good) is None:
+        problems.append('no entry has boot_index 0 (the root disk)')
     return good, problems
 
 
@@ -477,7 +446,7 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
     mappings, problems = _mappings(image)
     if problems:
         add(MALFORMED_MAPPING, {'problems': problems})
-    limit = root_volume_limit(image, mappings)
+    limit = root_volume_limit(mappings)
     min_disk = image.get('min_disk') or 0
     if limit is not None and int(min_disk) > limit:
         add(MIN_DISK_ABOVE_ROOT, {'min_disk': min_disk,
@@ -486,15 +455,11 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
                                   image.get('root_device_name')},
             {'op': 'replace', 'path': '/min_disk', 'value': limit})
     for key in sorted(image):
-        if (key in GLANCE_ATTRIBUTES or key in metadata.MAPPING_KEYS or
-                key.startswith(metadata.NEVER_INHERITED_PREFIXES)):
-            # Glance's own attributes and reserved namespace (it writes
-            # os_glance_* itself), and the mapping keys Nova writes.
-            continue
-        why = never_inherited_kind(key)
+        why = borrowed_kind(key, image)
         if why is None:
             continue
-        removable = not key.startswith(NOT_REMOVABLE_PREFIXES)
+        removable = (why not in NOT_REMOVABLE_KINDS and
+                     not key.startswith(NOT_REMOVABLE_PREFIXES))
         add(BORROWED_PROPERTY, {'property': key, 'value': image[key],
                                 'why': why},
             {'op': 'remove', 'path': '/%s' % key} if removable else None)

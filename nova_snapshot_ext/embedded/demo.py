@@ -319,21 +319,28 @@ def _run(objects: ObjectServer, profile: str, driver: str,
 _TOKEN_RE = re.compile(r'^(token\s*=\s*)(.*)$', re.MULTILINE)
 
 
+#: Why a kind of property is never inherited, for the demo's account.
+DROPPED_BECAUSE = {
+    'secret': 'a key-manager secret of the source; a copy lets deleting '
+              'one image destroy the other\'s key',
+    'ownership': 'ownership belongs to the new image',
+    'glance-state': 'Glance\'s own state of another image',
+    'foreign-data': 'describes bytes the snapshot does not hold',
+    'provenance': 'where another image came from or who signed it',
+    'borrowed-identity': 'another image\'s identity (backup rotation)',
+    'status-marker': 'another service\'s state of another object',
+    'server-record': 'Nova system metadata, not image metadata',
+    'mapping': 'always rebuilt from this server',
+    'operator-list': 'listed in [snapshot_ext] '
+                     'non_inheritable_image_properties',
+}
+
+
 def _why_dropped(key: str, operator_keys: ty.Collection[str]) -> str:
-    rule = getattr(metadata, 'never_inherited_kind', None)
-    kind = rule(key) if rule is not None else None
-    if kind:
-        return str(kind)
-    if key in operator_keys:
-        return 'listed in [snapshot_ext] non_inheritable_image_properties'
-    if key.startswith(metadata.NEVER_INHERITED_PREFIXES):
-        return 'Glance reserves the os_glance namespace'
-    if metadata.is_non_image_system_metadata(key):
-        return 'Nova system metadata, not image metadata'
-    if key in metadata.NEVER_INHERITED:
-        return ('secret, ownership, Glance-internal or another image\'s '
-                'identity/data: never inherited')
-    return 'empty value'
+    kind = metadata.never_inherited_kind(key, operator_keys)
+    if kind is None:
+        return 'empty value'
+    return '%s (%s)' % (kind, DROPPED_BECAUSE.get(kind, 'never inherited'))
 
 
 def explain(conf: ty.Any, conf_path: str,

@@ -120,41 +120,68 @@ class TestJudge(base.TestCase):
         self.assertFalse(finding.fixable)
 
     def test_min_disk_above_the_root_volume(self):
-        for root in ('/dev/vda', 'vda'):
-            findings = audit.judge(image(min_disk=160, root_device_name=root),
-                                   now=NOW)
-            self.assertEqual(['min-disk-above-root'],
-                             [f.kind for f in findings], root)
-            self.assertEqual({'op': 'replace', 'path': '/min_disk',
-                              'value': 10}, findings[0].fix)
-        # Root found by boot_index when root_device_name is missing.
-        img = image([entry(device_name=None, volume_size=4)],
+        findings = audit.judge(image(min_disk=160), now=NOW)
+        self.assertEqual(['min-disk-above-root'], [f.kind for f in findings])
+        self.assertEqual({'op': 'replace', 'path': '/min_disk',
+                          'value': 10}, findings[0].fix)
+        # The root is the boot_index 0 entry, wherever it is listed.
+        img = image([{'source_type': 'blank', 'destination_type': 'local',
+                      'boot_index': -1, 'volume_size': 1},
+                     entry(boot_index='0', device_name=None, volume_size=4)],
                     min_disk=5)
-        del img['root_device_name']
-        self.assertIn('min-disk-above-root', self.kinds(img))
+        self.assertEqual(['min-disk-above-root'], self.kinds(img))
+        self.assertEqual([], self.kinds(dict(img, min_disk=4)))
         # A local root (image-backed) has no volume limit.
         local = image([entry(destination_type='local')], min_disk=160)
         self.assertEqual([], self.kinds(local))
 
     def test_borrowed_identity_properties(self):
-        img = image(image_type='backup', backup_type='daily',
-                    instance_uuid='x', user_id='u', os_distro='ubuntu',
-                    base_image_ref='b')
+        for image_type in ('backup', 'base', None):
+            img = image(backup_type='daily', instance_uuid='x', user_id='u',
+                        os_distro='ubuntu')
+            if image_type:
+                img['image_type'] = image_type
+            findings = audit.judge(img, now=NOW)
+            self.assertEqual(
+                sorted(['backup_type', 'instance_uuid', 'user_id'] +
+                       (['image_type'] if image_type else [])),
+                sorted(f.evidence['property'] for f in findings))
+            self.assertTrue(all(f.fixable for f in findings))
+            self.assertEqual({'borrowed-identity'},
+                             {f.evidence['why'] for f in findings})
+
+    def test_own_snapshot_identity_is_not_borrowed(self):
+        # image_type=snapshot: the snapshot's own stamp (Nova's image-backed
+        # path, the plugin's self-description) with its own server and user.
+        img = image(image_type='snapshot', instance_uuid='x', user_id='u')
+        self.assertEqual([], self.kinds(img))
+        img['backup_type'] = 'daily'
+        self.assertEqual(['borrowed-property'], self.kinds(img))
+
+    def test_other_never_inherited_kinds_are_borrowed(self):
+        img = image(signature_verified='True', image_location='snapshot',
+                    boot_roles='admin', owner_user_name='alice',
+                    image_name='src')
         findings = audit.judge(img, now=NOW)
-        self.assertEqual(['backup_type', 'base_image_ref', 'image_type',
-                          'instance_uuid', 'user_id'],
-                         sorted(f.evidence['property'] for f in findings))
-        self.assertTrue(all(f.fixable for f in findings))
+        self.assertEqual(
+            {('boot_roles', 'server-record'),
+             ('image_location', 'borrowed-identity'),
+             ('image_name', 'provenance'),
+             ('owner_user_name', 'ownership'),
+             ('signature_verified', 'status-marker')},
+            {(f.evidence['property'], f.evidence['why']) for f in findings})
 
     def test_secrets_reported_not_removed(self):
-        img = image(cinder_encryption_key_id='k', img_signature='s')
+        img = image(cinder_encryption_key_id='k', img_signature='s',
+                    vtpm_secret_uuid='v')
         findings = audit.judge(img, now=NOW)
-        self.assertEqual(['borrowed-property'] * 2,
+        self.assertEqual(['borrowed-property'] * 3,
                          [f.kind for f in findings])
         self.assertFalse(any(f.fixable for f in findings))
 
     def test_glance_attributes_and_own_namespace_not_judged(self):
         img = image(os_glance_importing_to_stores='', stores='fs',
+                    os_glance_failed_import='',
                     checksum='c', os_hash_value='h', direct_url='file://x')
         self.assertEqual([], self.kinds(img))
 
@@ -220,8 +247,9 @@ class TestRepair(base.TestCase):
         queued = image(status='queued', size=None,
                        updated_at='2026-11-01T00:00:00Z')
         report = self.report_for(queued)
-        for change in ({'status': 'active'}, {'updated_at':
-                                               '2026-11-01T00:00:01Z'}):
+        changes = ({'status': 'active'},
+                   {'updated_at': '2026-11-01T00:00:01Z'})
+        for change in changes:
             auditor = FakeAuditor([dict(queued, **change)])
             actions = audit.repair(auditor, report, act=True, queued_age=60)
             self.assertEqual('skipped', actions[-1].outcome, change)
