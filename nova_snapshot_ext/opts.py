@@ -32,6 +32,7 @@ Groups (none collides with Nova's own ``[glance]`` or ``[DEFAULT]``):
 
 from __future__ import annotations
 
+import copy
 import typing as ty
 
 from keystoneauth1 import loading as ks_loading
@@ -170,7 +171,9 @@ Related options:
     cfg.StrOpt(
         'location_hash_algo',
         default='sha512',
-        choices=HASH_ALGOS + ('none',),
+        choices=[(algo, 'send %s validation data' % algo)
+                 for algo in HASH_ALGOS] + [
+            ('none', 'send no validation data')],
         help='''
 Hash the plugin computes over the object (it downloads it once anyway, to
 check its size and format) and sends as ``validation_data`` with every
@@ -309,14 +312,50 @@ Related options:
 ]
 
 
-def _ks_opts() -> list[cfg.Opt]:
-    """keystoneauth1 session + adapter + auth options, deduplicated."""
+#: The keystoneauth1 auth plugin whose options the sample config and the
+#: options reference show (``auth_type = password``, as the docs use).
+SAMPLE_AUTH_PLUGIN = 'password'
+
+
+def _with_registered_defaults(opt_list: list[cfg.Opt],
+                              group: str) -> list[cfg.Opt]:
+    """``opt_list`` with the defaults :func:`register_opts` sets.
+
+    Changed options are copies (e.g. ``service_type`` with default
+    ``image``), for the sample config and the options reference.
+    """
+    scratch = cfg.ConfigOpts()
+    register_opts(scratch)
+    shown = []
+    for opt in opt_list:
+        try:
+            value = scratch[group][opt.dest]
+        except (cfg.NoSuchOptError, KeyError, AttributeError):
+            value = opt.default
+        if value != opt.default:
+            opt = copy.deepcopy(opt)
+            opt.default = value
+        shown.append(opt)
+    return shown
+
+
+def _ks_opts(group: str = GLANCE_GROUP,
+             session: bool = True) -> list[cfg.Opt]:
+    """keystoneauth1 (session +) adapter + auth options, deduplicated.
+
+    The auth options are the common ones (``auth_type``,
+    ``auth_section``) and those of :data:`SAMPLE_AUTH_PLUGIN`.
+    """
     opts: dict[str, cfg.Opt] = {}
-    for opt in (ks_loading.get_session_conf_options() +
-                ks_loading.get_adapter_conf_options(include_deprecated=False) +
-                ks_loading.get_auth_common_conf_options()):
+    found = (ks_loading.get_auth_common_conf_options() +
+             ks_loading.get_auth_plugin_conf_options(SAMPLE_AUTH_PLUGIN))
+    if session:
+        found = (ks_loading.get_session_conf_options() +
+                 ks_loading.get_adapter_conf_options(
+                     include_deprecated=False) + found)
+    for opt in found:
         opts.setdefault(opt.dest, opt)
-    return list(opts.values())
+    return _with_registered_defaults(list(opts.values()), group)
 
 
 def _fresh(group: cfg.OptGroup) -> cfg.OptGroup:
@@ -368,12 +407,13 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
 
     :returns: ``[(OptGroup, [Opt, ...]), ...]``: the core group (with the
         location options), the Glance connection group (keystoneauth1
-        session, adapter and auth options, with ``service_type`` defaulting
-        to ``image``), then the service token group and one group per
-        installed driver, sorted by group name.
+        session, adapter and auth options -- those of the ``password``
+        plugin -- with the defaults :func:`register_opts` sets, e.g.
+        ``service_type = image``), then the service token group and one
+        group per installed driver, sorted by group name.
     """
     service_user = (service_user_group, service_user_opts +
-                    ks_loading.get_auth_common_conf_options())
+                    _ks_opts(SERVICE_USER_GROUP, session=False))
     others = sorted([service_user] + _driver_opts(),
                     key=lambda item: item[0].name)
     return ([(core_group, core_opts + location_opts),
