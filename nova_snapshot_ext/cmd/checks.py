@@ -340,11 +340,12 @@ def check_permissions(glance: glance_mod.GlanceClient,
             'missing': missing, 'left': left}
 
 
-def _known_options(conf: cfg.ConfigOpts, group: str) -> set[str]:
-    names: set[str] = set()
+def _known_options(conf: cfg.ConfigOpts, group: str,
+                   listed: ty.Collection[str]) -> set[str]:
+    names: set[str] = set(listed)
     try:
         names |= {name for name in conf[group]}
-    except (cfg.NoSuchGroupError, KeyError):
+    except (cfg.NoSuchGroupError, cfg.NoSuchOptError, KeyError):
         pass
     if group in (opts.GLANCE_GROUP, opts.SERVICE_USER_GROUP):
         auth_type = None
@@ -373,10 +374,12 @@ def config_files(conf: cfg.ConfigOpts) -> list[str]:
 
 
 def unknown_options(conf: cfg.ConfigOpts,
-                    groups: ty.Iterable[str]) -> list[str]:
+                    groups: ty.Mapping[str, ty.Collection[str]]
+                    ) -> list[str]:
     """Warnings for unknown ``[snapshot_ext*]`` sections and options.
 
-    :param groups: the names of every group this program knows.
+    :param groups: every group this program knows -> its option names
+        (the auth plugin's options are added from ``auth_type``).
     :returns: one message per unknown section or option, with the file and
         a close known name when there is one.
     """
@@ -402,7 +405,7 @@ def unknown_options(conf: cfg.ConfigOpts,
                 continue
             if not section.startswith(opts.CORE_GROUP):
                 continue
-            known = _known_options(conf, section)
+            known = _known_options(conf, section, groups[section])
             for key in parser.options(section):
                 if key.replace('-', '_') not in known:
                     near = difflib.get_close_matches(key, sorted(known),

@@ -15,11 +15,13 @@
 import io
 import json
 import os
+import signal
 
 from unittest import mock
 
 import fixtures
 
+from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
@@ -129,3 +131,198 @@ class TestDemoChoices(base.TestCase):
             self.assertRaises(exception.DriverNotFound, demo.run,
                               driver='bogus')
         glance.assert_not_called()
+
+
+class TestConventions(base.TestCase):
+    """Parsing, warnings and exit codes of the console script."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(text)
+        return path
+
+    def test_global_options_hoisted_before_the_command(self):
+        conf = main.new_conf()
+        cases = [
+            (['probe', '--config-file', 'a', '--debug'],
+             ['--config-file', 'a', '--debug', 'probe']),
+            (['snapshot', 'r.json', '--format=json', '--log-file', 'l'],
+             ['--format=json', '--log-file', 'l', 'snapshot', 'r.json']),
+            (['--config-file', 'probe', 'audit', '--fix', '-d'],
+             ['--config-file', 'probe', '-d', 'audit', '--fix']),
+            (['demo', '--profile', 'no-raw', '--', '--debug'],
+             ['demo', '--profile', 'no-raw', '--', '--debug']),
+            (['probe', '--help'], ['probe', '--help']),
+        ]
+        for argv, expected in cases:
+            self.assertEqual(expected, main.hoist_global_options(conf, argv))
+
+    def test_help_lists_every_exit_code(self):
+        self.assertEqual(0, main.main(['--help']))
+        text = ' '.join(self.stdout.getvalue().split())
+        for code, _ in checks.EXIT_CODES:
+            self.assertIn('%d ' % code, text)
+        self.assertIn('3 cannot reach or authenticate', text)
+
+    def test_usage_error_is_json_with_format_json(self):
+        self.assertEqual(2, main.main(['nope', '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual(2, out['exit_code'])
+        self.assertIn("invalid choice: 'nope'", out['error'])
+
+    def test_clean_message_hides_location_info(self):
+        text = ("Value for option x from LocationInfo(location=<Locations."
+                "user: (4, True)>, detail='/etc/a.conf') is not valid")
+        self.assertEqual('Value for option x in /etc/a.conf is not valid',
+                         checks.clean_message(text))
+        text = ("x LocationInfo(location=<Locations.opt_default: (1, "
+                "False)>, detail=None)")
+        self.assertEqual('x opt default', checks.clean_message(text))
+
+    def test_unknown_sections_and_options(self):
+        path = self.write('c.conf', (
+            '[DEFAULT]\ndebug = true\n'
+            '[snapshot_ext]\ndriver = libvirt\nactivaton_method = upload\n'
+            '[snapshot_ext_glance]\nauth_type = password\n'
+            'auth_url = http://k/v3\nusernme = u\n'
+            '[snapshot_ext_glace]\nx = 1\n[snapshot-ext]\n[glance]\n'
+            'api_servers = x\n[snapshot_ext_libvirt]\nvirt_type = kvm\n'
+            '[snapshot_ext_nova]\n'))
+        conf = main.parse(['--config-file', path, 'probe'])
+        found = main.warn_configuration(conf)
+        self.assertEqual(4, len(found), found)
+        text = '\n'.join(found)
+        self.assertIn('unknown option [snapshot_ext] activaton_method (did '
+                      'you mean activation_method?)', text)
+        self.assertIn('unknown option [snapshot_ext_glance] usernme (did '
+                      'you mean username?)', text)
+        self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
+                      '[snapshot_ext_glance]?)', text)
+        self.assertIn('unknown section [snapshot-ext] (did you mean '
+                      '[snapshot_ext]?)', text)
+        self.assertIn('warning: %s: unknown' % path, self.stderr.getvalue())
+
+    def test_no_config_file_warning(self):
+        conf = main.parse(['probe'])
+        found = main.warn_configuration(conf)
+        self.assertIn('no configuration file found or given', found[0])
+
+    def test_sigterm_handled_like_ctrl_c(self):
+        def interrupted(conf):
+            os.kill(os.getpid(), signal.SIGTERM)
+            self.fail('SIGTERM did not interrupt')
+
+        def ctrl_c(conf):
+            err = KeyboardInterrupt()
+            err.result = mock.Mock(leftover=['img-9'])
+            raise err
+
+        conf = self.write('c.conf', '')
+        with mock.patch.dict(main.HANDLERS, probe=interrupted):
+            self.assertEqual(143, main.main(['probe', '--config-file', conf,
+                                             '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual((143, []), (out['exit_code'], out['left']))
+        self.assertIn('terminated (SIGTERM)', self.stderr.getvalue())
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        with mock.patch.dict(main.HANDLERS, probe=ctrl_c):
+            self.assertEqual(130, main.main(['probe', '--config-file', conf,
+                                             '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual(['img-9'], out['left'])
+        self.assertIn('COULD NOT DELETE image(s) img-9', out['error'])
+        # The handler is restored afterwards.
+        self.assertIsNot(signal.getsignal(signal.SIGTERM), main._on_sigterm)
+
+    def test_glance_errors_map_to_exit_codes(self):
+        cases = [
+            (exception.GlanceUnavailable(operation='get', reason='r'), 3),
+            (exception.GlanceForbidden(operation='get', reason='r',
+                                       status=401), 3),
+            (exception.GlanceForbidden(operation='get', reason='r',
+                                       status=403), 1),
+            (exception.GlanceError(operation='get', reason='r',
+                                   status=500), 1),
+            (exception.FormatNotAllowed(reason='r', allowed='a',
+                                        containers='c', driver='d',
+                                        readable='r'), 2),
+        ]
+        conf = self.write('c.conf', '')
+        for err, code in cases:
+            def handler(conf, err=err):
+                raise err
+            with mock.patch.dict(main.HANDLERS, probe=handler):
+                self.assertEqual(code, main.main(['probe', '--config-file',
+                                                  conf]), err)
+
+
+class FakeSession:
+    def __init__(self, project):
+        self.auth = object() if project is not None else None
+        self.project = project
+
+    def get_project_id(self):
+        return self.project
+
+
+class TestOwnership(base.TestCase):
+
+    def glance(self, project):
+        glance = glance_mod.GlanceClient.__new__(glance_mod.GlanceClient)
+        glance.session = FakeSession(project)
+        return glance
+
+    def test_identity_in_the_requester_project(self):
+        self.assertEqual(
+            {'identity_project': 'p1', 'owner': 'p1', 'member': None},
+            checks.check_ownership(self.glance('p1'), 'p1', 'p1'))
+        # An admin's snapshot of another project's server: shared, as Nova.
+        self.assertEqual(
+            {'identity_project': 'p1', 'owner': 'p1', 'member': 's'},
+            checks.check_ownership(self.glance('p1'), 'p1', 's'))
+
+    def test_identity_in_another_project_is_refused(self):
+        err = self.assertRaises(checks.CLIError, checks.check_ownership,
+                                self.glance('svc'), 'p1', 'p1')
+        self.assertEqual(2, err.code)
+        self.assertIn('owned by project svc', err.message)
+        self.assertIn('Scope [snapshot_ext_glance] to project p1',
+                      err.message)
+        self.assertIn('set requester.project_id to svc', err.message)
+
+    def test_unknown_identity_project_is_not_checked(self):
+        self.assertEqual(
+            {'identity_project': None, 'owner': 'p1', 'member': None},
+            checks.check_ownership(self.glance(None), 'p1', 'p1'))
+
+
+class TestDemoWithoutExtra(base.TestCase):
+
+    def test_missing_extra_is_exit_2_and_says_what_to_install(self):
+        from nova_snapshot_ext.embedded import demo
+
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        real = demo.importlib.util.find_spec
+        with mock.patch.object(demo.importlib.util, 'find_spec',
+                               lambda name: None if name == 'glance'
+                               else real(name)):
+            self.assertEqual(2, main.main(['demo', '--format', 'json']))
+        out = json.loads(stdout.getvalue())
+        self.assertEqual(2, out['exit_code'])
+        self.assertIn('not installed: glance', out['error'])
+        self.assertIn("pip install '.[embedded]'", out['error'])
+        self.assertNotIn('Traceback', stderr.getvalue())
+        self.assertNotIn('log', out['error'].replace('glance-api', ''))
