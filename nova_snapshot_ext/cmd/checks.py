@@ -121,10 +121,13 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
     :raises CLIError: exit 3, Keystone unreachable or refusing.
     """
     auth_url = _group_value(conf, 'auth_url')
-    if session.auth is None or not auth_url:
+    auth_type = _group_value(conf, 'auth_type')
+    if session.auth is None:
+        return
+    if not auth_url:
+        _check_static_credentials(session, auth_type)
         return
     shown = locations.redact_url(auth_url)
-    auth_type = _group_value(conf, 'auth_type')
     try:
         session.get_auth_headers()
     except (ks_exc.ConnectionError, ks_exc.DiscoveryFailure) as err:
@@ -146,6 +149,29 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
         raise CLIError('Keystone at %s: authentication with [%s] failed: %s'
                        % (shown, opts.GLANCE_GROUP, _reason(err)),
                        EXIT_UNREACHABLE)
+
+
+#: Plugins whose credential is the ``token`` option itself.
+TOKEN_PLUGINS = ('admin_token', 'token', 'v2token', 'v3token')
+
+
+def _check_static_credentials(session: ty.Any, auth_type: str) -> None:
+    """A plugin without Keystone (``admin_token``...) must yield a token.
+
+    :raises CLIError: exit 2, naming the option to set.
+    """
+    option = ('token' if auth_type in TOKEN_PLUGINS else
+              'the options of auth_type %s' % auth_type)
+    try:
+        headers = session.get_auth_headers()
+    except ks_exc.ClientException as err:
+        raise CLIError('[%s] auth_type %s gives no credentials (%s): set '
+                       '[%s] %s' % (opts.GLANCE_GROUP, auth_type,
+                                    _reason(err), opts.GLANCE_GROUP, option))
+    if not headers or not any(headers.values()):
+        raise CLIError('[%s] auth_type %s gives no credentials: set [%s] %s'
+                       % (opts.GLANCE_GROUP, auth_type, opts.GLANCE_GROUP,
+                          option))
 
 
 def find_endpoint(conf: cfg.ConfigOpts, session: ty.Any) -> None:
@@ -231,7 +257,35 @@ def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
     find_endpoint(conf, session)
     glance = glance_mod.GlanceClient.from_conf(conf, session=session)
     check_glance(conf, glance)
+    CONNECTED['endpoint'] = locations.redact_url(glance.endpoint)
+    CONNECTED['authenticated'] = 'yes' if session.auth else ''
     return glance
+
+
+#: The Glance the command talks to (redacted URL), for later errors.
+CONNECTED: dict[str, str] = {}
+
+
+def glance_error(err: exception.GlanceError) -> tuple[str, int]:
+    """The message and exit status of a Glance error met mid-command.
+
+    Adds the Glance URL when the message lacks it; a 401 is a missing or
+    refused credential (exit 3) and names ``auth_type``.
+    """
+    message = err.format_message()
+    status = err.kwargs.get('status')
+    where = CONNECTED.get('endpoint')
+    if where and where not in message:
+        message = 'Glance at %s: %s' % (where, message)
+    if isinstance(err, exception.GlanceUnavailable):
+        return message, EXIT_UNREACHABLE
+    if status == 401:
+        hint = ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
+                if CONNECTED.get('authenticated') else
+                'no credentials were sent: set [%s] auth_type and its '
+                'options' % opts.GLANCE_GROUP)
+        return '%s (%s)' % (message, hint), EXIT_UNREACHABLE
+    return message, EXIT_FAILED
 
 
 def identity_project(glance: glance_mod.GlanceClient) -> str | None:

@@ -624,14 +624,6 @@ def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
     return code
 
 
-def _glance_code(err: exception.GlanceError) -> int:
-    if isinstance(err, exception.GlanceUnavailable):
-        return checks.EXIT_UNREACHABLE
-    if err.kwargs.get('status') == 401:
-        return checks.EXIT_UNREACHABLE
-    return checks.EXIT_FAILED
-
-
 def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
     code = (checks.EXIT_SIGTERM if isinstance(err, Terminated)
             else checks.EXIT_SIGINT)
@@ -694,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
             err, exception.SnapshotExtException) else str(err))
         return _fail(message, checks.EXIT_INPUT, fmt)
     except exception.GlanceError as err:
-        return _fail(err.format_message(), _glance_code(err), fmt)
+        return _fail(*checks.glance_error(err), fmt)
     except exception.SnapshotExtException as err:
         return _fail(err.format_message(), checks.EXIT_FAILED, fmt)
     except KeyboardInterrupt as err:

@@ -272,3 +272,23 @@ class TestOperatorCLI(fbase.FunctionalTestCase):
         proc = self.run_cli('--version')
         self.assertEqual(0, proc.returncode)
         self.assertRegex(proc.stdout.strip(), r'^\d+\.\d+\.\d+')
+
+    def test_no_credentials_name_the_option(self):
+        conf = os.path.join(self.tmp, 'noauth.conf')
+        with open(conf, 'w') as f:
+            f.write('[snapshot_ext_glance]\nendpoint_override = %s\n'
+                    % self.glance.endpoint)
+        proc = self.run_cli('snapshot', '--config-file', conf,
+                            demo.cli.SAMPLE_REQUEST)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertIn('Glance at %s' % self.glance.endpoint, proc.stderr)
+        self.assertIn('no credentials were sent: set [snapshot_ext_glance] '
+                      'auth_type', proc.stderr)
+        with open(conf, 'w') as f:
+            f.write('[snapshot_ext_glance]\nauth_type = admin_token\n'
+                    'endpoint = %s\nendpoint_override = %s\n'
+                    % (self.glance.endpoint, self.glance.endpoint))
+        proc = self.run_cli('probe', '--config-file', conf)
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertIn('auth_type admin_token gives no credentials: set '
+                      '[snapshot_ext_glance] token', proc.stderr)
