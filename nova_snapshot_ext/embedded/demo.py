@@ -369,6 +369,11 @@ def explain(conf: ty.Any, conf_path: str,
     first = info['plan'][0] if info['plan'] else None
     if first is None:
         why = 'no format is both allowed here and read by the driver'
+    elif first.get('method') == 'location':
+        why = ('[snapshot_ext] activation_method is %s: Glance reads the '
+               'location object (a valid empty %s image) instead of an '
+               'upload' % (conf.snapshot_ext.activation_method,
+                           first.get('disk_format')))
     elif first.get('disk_format') == 'raw':
         why = ('raw is allowed here, and zero bytes are honest only as raw: '
                'the payload is 0 B')

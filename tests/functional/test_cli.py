@@ -12,10 +12,14 @@
 
 """The console script, as an operator runs it, against a real Glance."""
 
+import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import fixtures
 import testtools
@@ -138,6 +142,24 @@ class TestDemo(testtools.TestCase):
         # Nothing left: the demo's temp dir is gone.
         self.assertFalse(os.path.exists(image['direct_url'][len('file://'):]
                                         .rsplit('/images/', 1)[0]))
+
+    def test_demo_explains_itself(self):
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'demo',
+             '--profile', 'no-raw', '--format', 'json'], capture_output=True,
+            text=True, timeout=300, check=False)
+        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+        explain = json.loads(proc.stdout)['explain']
+        self.assertNotIn('raw', explain['disk_formats'])
+        self.assertIn('raw is not allowed here', explain['why_payload'])
+        self.assertIn('valid empty qcow2 image', explain['why_payload'])
+        dropped = explain['dropped_properties']
+        self.assertTrue(dropped['cinder_encryption_key_id'].startswith(
+            'secret'))
+        self.assertTrue(dropped['os_glance_importing_to_stores'].startswith(
+            'glance-state'))
+        self.assertIn('token = ***', explain['config'])
+        self.assertIn('[snapshot_ext_glance]', explain['config'])
 
     def test_demo_unknown_profile(self):
         proc = subprocess.run(
@@ -292,3 +314,43 @@ class TestOperatorCLI(fbase.FunctionalTestCase):
         self.assertEqual(2, proc.returncode, proc.stderr)
         self.assertIn('auth_type admin_token gives no credentials: set '
                       '[snapshot_ext_glance] token', proc.stderr)
+
+
+class _Stall(http.server.BaseHTTPRequestHandler):
+    """Answers nothing for a long time (a Glance that hangs)."""
+
+    arrived = None
+
+    def do_GET(self):  # noqa: N802 - http.server's API
+        self.arrived.set()
+        time.sleep(60)
+
+    def log_message(self, *args):
+        pass
+
+
+class TestSignals(testtools.TestCase):
+
+    def test_sigterm_is_handled_like_ctrl_c(self):
+        _Stall.arrived = threading.Event()
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Stall)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        conf = os.path.join(tmp, 'c.conf')
+        endpoint = 'http://127.0.0.1:%d' % server.server_address[1]
+        demo.write_config(conf, endpoint, 'u:p:member', 'libvirt')
+        for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+            _Stall.arrived.clear()
+            proc = subprocess.Popen(
+                [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'probe',
+                 '--config-file', conf, '--format', 'json'],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertTrue(_Stall.arrived.wait(60))
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=60)
+            self.assertEqual(code, proc.returncode, err)
+            self.assertEqual(code, json.loads(out)['exit_code'])
+            self.assertNotIn('Traceback', err)
