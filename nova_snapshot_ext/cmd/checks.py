@@ -358,10 +358,16 @@ def check_permissions(glance: glance_mod.GlanceClient,
     def run(step: str, needs: str, func: ty.Callable[[], ty.Any]) -> bool:
         try:
             func()
+        except exception.GlanceUnavailable:
+            raise
         except exception.GlanceError as err:
             steps.append({'step': step, 'ok': False,
                           'detail': err.format_message()})
-            missing.append(needs)
+            if isinstance(err, exception.GlanceForbidden):
+                missing.append(needs)
+            else:
+                missing.append('%s: Glance refused with HTTP %s'
+                               % (needs, err.kwargs.get('status')))
             return False
         steps.append({'step': step, 'ok': True, 'detail': ''})
         return True

@@ -546,8 +546,9 @@ def cmd_probe(conf: cfg.ConfigOpts) -> int:
     if permissions is None:
         text += '\nPermissions: not checked'
     else:
-        text += '\nPermissions (throwaway image %s, deleted): %s' % (
-            permissions['image_id'], ', '.join(
+        text += '\nPermissions (throwaway image %s, %s): %s' % (
+            permissions['image_id'], 'deleted' if not permissions['left']
+            else 'COULD NOT DELETE', ', '.join(
                 '%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
                 for s in permissions['steps']))
         for need in permissions['missing']:

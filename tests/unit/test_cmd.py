@@ -326,3 +326,72 @@ class TestDemoWithoutExtra(base.TestCase):
         self.assertIn("pip install '.[embedded]'", out['error'])
         self.assertNotIn('Traceback', stderr.getvalue())
         self.assertNotIn('log', out['error'].replace('glance-api', ''))
+
+
+class FakePermGlance:
+    """Records calls; ``refuse`` maps a call name to the error it raises."""
+
+    def __init__(self, **refuse):
+        self.refuse = refuse
+        self.calls = []
+
+    def _do(self, name, *args):
+        self.calls.append((name,) + args)
+        if name in self.refuse:
+            raise self.refuse[name]
+
+    def create(self, **kwargs):
+        self._do('create', kwargs['disk_format'], kwargs['visibility'])
+
+    def upload(self, image_id, data, disk_format=None):
+        self._do('upload', len(data))
+
+    def add_member(self, image_id, member):
+        self._do('add_member')
+
+    def delete(self, image_id):
+        self._do('delete')
+
+
+class TestPermissionCheck(base.TestCase):
+
+    def forbidden(self):
+        return exception.GlanceForbidden(operation='x', reason='policy',
+                                         status=403)
+
+    def test_all_allowed_and_nothing_left(self):
+        glance = FakePermGlance()
+        out = checks.check_permissions(glance, 'qcow2')
+        self.assertTrue(out['ok'])
+        self.assertEqual([('create', 'qcow2', 'shared'), ('upload', 1536),
+                          ('add_member',), ('delete',)], glance.calls)
+        self.assertIsNone(out['left'])
+
+    def test_each_refusal_named_and_image_deleted(self):
+        for step, needs in (('upload', 'upload image data'),
+                            ('add_member', 'add image members')):
+            glance = FakePermGlance(**{step: self.forbidden()})
+            out = checks.check_permissions(glance, 'raw')
+            self.assertFalse(out['ok'])
+            self.assertEqual(1, len(out['missing']))
+            self.assertIn(needs, out['missing'][0])
+            self.assertEqual(('delete',), glance.calls[-1])
+
+    def test_create_refused_deletes_nothing(self):
+        glance = FakePermGlance(create=self.forbidden())
+        out = checks.check_permissions(glance, 'raw')
+        self.assertEqual([('create', 'raw', 'shared')], glance.calls)
+        self.assertIn('create images', out['missing'][0])
+
+    def test_delete_refused_names_the_image_left(self):
+        glance = FakePermGlance(delete=self.forbidden())
+        out = checks.check_permissions(glance, 'raw')
+        self.assertEqual(out['image_id'], out['left'])
+        self.assertIn('is left', out['missing'][-1])
+
+    def test_unreachable_glance_is_not_a_missing_permission(self):
+        glance = FakePermGlance(upload=exception.GlanceUnavailable(
+            operation='upload', reason='reset'))
+        self.assertRaises(exception.GlanceUnavailable,
+                          checks.check_permissions, glance, 'raw')
+        self.assertEqual(('delete',), glance.calls[-1])
