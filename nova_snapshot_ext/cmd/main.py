@@ -647,8 +647,9 @@ def run(argv: list[str]) -> int:
         with contextlib.redirect_stderr(_Tee(sys.stderr, captured)):
             conf = parse(argv)
     except SystemExit as err:
-        code = err.code if isinstance(err.code, int) else (
-            0 if err.code is None else checks.EXIT_INPUT)
+        # --help/--version: 0. argparse usage errors exit 2, oslo.config's
+        # own CLI value checks 1: both are bad input.
+        code = checks.EXIT_OK if err.code in (None, 0) else checks.EXIT_INPUT
         _parse_error_json(argv, code, captured.getvalue())
         return code
     setup_logging(conf)

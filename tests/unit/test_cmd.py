@@ -179,6 +179,10 @@ class TestConventions(base.TestCase):
         self.assertEqual(2, out['exit_code'])
         self.assertIn("invalid choice: 'nope'", out['error'])
 
+    def test_bad_global_option_value_is_exit_2(self):
+        self.assertEqual(2, main.main(['probe', '--format', 'xml']))
+        self.assertIn('xml', self.stderr.getvalue())
+
     def test_clean_message_hides_location_info(self):
         text = ("Value for option x from LocationInfo(location=<Locations."
                 "user: (4, True)>, detail='/etc/a.conf') is not valid")
