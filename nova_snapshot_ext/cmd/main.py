@@ -628,7 +628,10 @@ def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
 def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
     code = (checks.EXIT_SIGTERM if isinstance(err, Terminated)
             else checks.EXIT_SIGINT)
-    result = getattr(err, 'result', None)
+    # The engine attaches what the interrupted snapshot left as
+    # ``snapshot_result`` (``result`` on older engines).
+    result = (getattr(err, 'snapshot_result', None) or
+              getattr(err, 'result', None))
     left = list(getattr(result, 'leftover', None) or [])
     message = '%s; what this run created was cleaned up' % (
         'terminated (SIGTERM)' if code == checks.EXIT_SIGTERM

@@ -227,7 +227,7 @@ class TestConventions(base.TestCase):
 
         def ctrl_c(conf):
             err = KeyboardInterrupt()
-            err.result = mock.Mock(leftover=['img-9'])
+            err.snapshot_result = mock.Mock(leftover=['img-9'])
             raise err
 
         conf = self.write('c.conf', '')
