@@ -318,6 +318,9 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
     from keystoneauth, stevedore or glanceclient: the error the command
     reports says what failed.
     """
+    if conf.log_file or conf.log_config_append:
+        # --log-file: logs go there only; stderr keeps the errors.
+        conf.set_default('use_stderr', False)
     level = 'DEBUG' if conf.debug else 'CRITICAL'
     levels = list(conf.default_log_levels) + [
         '%s=%s' % (name, level) for name in QUIET_LIBRARIES]

@@ -315,6 +315,17 @@ class TestOperatorCLI(fbase.FunctionalTestCase):
         self.assertIn('auth_type admin_token gives no credentials: set '
                       '[snapshot_ext_glance] token', proc.stderr)
 
+    def test_log_file_takes_the_logs_stderr_keeps_the_error(self):
+        log = os.path.join(self.tmp, 'cli.log')
+        conf = self.write_conf(endpoint='http://127.0.0.1:9')
+        proc = self.run_cli('probe', '--config-file', conf, '--debug',
+                            '--log-file', log)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertEqual(1, len(proc.stderr.strip().splitlines()),
+                         proc.stderr)
+        with open(log) as f:
+            self.assertIn('GET http://127.0.0.1:9/versions', f.read())
+
 
 class _Stall(http.server.BaseHTTPRequestHandler):
     """Answers nothing for a long time (a Glance that hangs)."""
