@@ -12,6 +12,7 @@
 
 """The console script, as an operator runs it, against a real Glance."""
 
+import http.client
 import http.server
 import json
 import os
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 import fixtures
 import testtools
@@ -365,3 +367,81 @@ class TestSignals(testtools.TestCase):
             self.assertEqual(code, proc.returncode, err)
             self.assertEqual(code, json.loads(out)['exit_code'])
             self.assertNotIn('Traceback', err)
+
+
+class _HoldUploads(http.server.BaseHTTPRequestHandler):
+    """A reverse proxy to Glance that holds every image upload."""
+
+    upstream = None
+    held = None
+
+    def _forward(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        body = self.rfile.read(length) if length else None
+        if self.command == 'PUT' and self.path.endswith('/file'):
+            self.held.set()
+            time.sleep(60)
+            return
+        conn = http.client.HTTPConnection(*self.upstream, timeout=60)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in ('host', 'connection')}
+        conn.request(self.command, self.path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        self.send_response(resp.status)
+        for key, value in resp.getheaders():
+            if key.lower() not in ('transfer-encoding', 'connection',
+                                   'content-length'):
+                self.send_header(key, value)
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+    def log_message(self, *args):
+        pass
+
+
+class TestInterruptedSnapshot(fbase.FunctionalTestCase):
+    """SIGTERM in the middle of a snapshot cleans up like Ctrl-C."""
+
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def test_sigterm_during_upload_leaves_nothing(self):
+        parsed = urllib.parse.urlsplit(self.glance.endpoint)
+        _HoldUploads.upstream = (parsed.hostname, parsed.port)
+        _HoldUploads.held = threading.Event()
+        proxy = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                _HoldUploads)
+        proxy.daemon_threads = True
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        self.addCleanup(proxy.server_close)
+        self.addCleanup(proxy.shutdown)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        conf = os.path.join(tmp, 'c.conf')
+        token = self.glance.token(self.project_id, self.user_id,
+                                  roles=fbase.MEMBER_ROLES)
+        demo.write_config(conf, 'http://127.0.0.1:%d'
+                          % proxy.server_address[1], token, 'libvirt')
+        data = base.sample_request_dict()
+        data['server']['project_id'] = self.project_id
+        data['requester']['project_id'] = self.project_id
+        request = os.path.join(tmp, 'r.json')
+        with open(request, 'w') as f:
+            json.dump(data, f)
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             request, '--config-file', conf, '--format', 'json'],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertTrue(_HoldUploads.held.wait(60), 'no upload arrived')
+        self.assertEqual(1, len(self.list_all_images(
+            filters={'owner': self.project_id})))
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=90)
+        self.assertEqual(143, proc.returncode, err)
+        self.assertEqual(143, json.loads(out)['exit_code'])
+        self.assertNotIn('Traceback', err)
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)
