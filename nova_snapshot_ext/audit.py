@@ -46,10 +46,13 @@ Problem kinds (:data:`KINDS`; the ``kind`` field of every finding):
     which are reported only (removing them changes how Glance and Nova
     treat the image's secrets).
 ``malformed-mapping``
-    ``block_device_mapping`` that is not a JSON list of objects, a volume
-    entry without ``snapshot_id``, an entry carrying database ids or
-    ``connection_info``, ``bdm_v2`` missing or not ``True``, no root
-    entry.  *Not fixed*: rebuilding mappings needs the server's record.
+    ``block_device_mapping`` that is not a JSON list of objects, or
+    missing while ``bdm_v2`` is set; an entry carrying database ids or
+    ``connection_info``; with ``bdm_v2``: a value other than ``True``, a
+    volume snapshot entry without ``snapshot_id``, no root entry
+    (``boot_index`` 0).  Without ``bdm_v2`` the list is Nova's legacy
+    format, which Nova still reads.  *Not fixed*: rebuilding mappings needs
+    the server's record.
 
 Every finding is a :class:`Finding` (``image_id``, ``kind``, ``evidence``,
 ``fixable``, ``fix``); every repair an :class:`Action` (what was done, or
@@ -381,6 +384,9 @@ def _mappings(image: ty.Mapping[str, ty.Any]
     if not isinstance(entries, list):
         return [], ['block_device_mapping is a JSON %s, not a list'
                     % type(entries).__name__]
+    # Without bdm_v2 the list is Nova's legacy (v1) format, which Nova still
+    # reads: only the v2 rules below are skipped.
+    v2 = 'bdm_v2' in image
     good = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
@@ -390,14 +396,16 @@ def _mappings(image: ty.Mapping[str, ty.Any]
         bad = [f for f in FORBIDDEN_MAPPING_FIELDS if f in entry]
         if bad:
             problems.append('entry %d carries %s' % (i, ', '.join(bad)))
-        if (entry.get('destination_type') == 'volume' and
+        if (v2 and entry.get('destination_type') == 'volume' and
                 entry.get('source_type') == 'snapshot' and
                 not entry.get('snapshot_id')):
             problems.append('entry %d is a volume snapshot entry without '
                             'snapshot_id' % i)
-    if str(image.get('bdm_v2')) != 'True':
+    if v2 and str(image.get('bdm_v2')) != 'True':
+        # Nova tests the property's truth: any non-empty string, 'False'
+        # too, makes it read the entries as v2.
         problems.append('bdm_v2 is %r, not \'True\'' % image.get('bdm_v2'))
-    if good and metadata.root_mapping(good) is None:
+    if v2 and good and metadata.root_mapping(good) is None:
         problems.append('no entry has boot_index 0 (the root disk)')
     return good, problems
 

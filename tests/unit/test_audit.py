@@ -204,6 +204,15 @@ class TestJudge(base.TestCase):
                              case)
             self.assertFalse(audit.judge(case, now=NOW)[0].fixable)
 
+    def test_legacy_mappings_are_not_malformed(self):
+        legacy = image([{'device_name': '/dev/vda', 'snapshot_id': 's',
+                         'volume_size': 10, 'delete_on_termination': False}])
+        del legacy['bdm_v2']
+        self.assertEqual([], self.kinds(legacy))
+        legacy['block_device_mapping'] = json.dumps(
+            [{'device_name': 'vda', 'connection_info': '{}'}])
+        self.assertEqual(['malformed-mapping'], self.kinds(legacy))
+
     def test_is_volume_snapshot(self):
         self.assertTrue(audit.is_volume_snapshot({'bdm_v2': 'True'}))
         self.assertTrue(audit.is_volume_snapshot(
