@@ -399,3 +399,22 @@ class TestPermissionCheck(base.TestCase):
         self.assertRaises(exception.GlanceUnavailable,
                           checks.check_permissions, glance, 'raw')
         self.assertEqual(('delete',), glance.calls[-1])
+
+    def test_glance_start_failure_quotes_the_log_not_its_deleted_path(self):
+        from nova_snapshot_ext.embedded import demo
+
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        failure = demo.embedded.EmbeddedGlanceError(
+            'glance-api exited early with 1; log /tmp/eg-x/glance.log:\n'
+            'ImportError: no module named foo')
+        with mock.patch.object(demo, 'check_extra'), \
+                mock.patch.object(demo.embedded, 'EmbeddedGlance',
+                                  side_effect=failure):
+            self.assertEqual(3, main.main(['demo']))
+        text = stderr.getvalue()
+        self.assertIn('the embedded Glance failed: glance-api exited early '
+                      'with 1:', text)
+        self.assertIn('no module named foo', text)
+        self.assertNotIn('/tmp/eg-x', text)
