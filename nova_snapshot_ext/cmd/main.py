@@ -568,22 +568,34 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
                  fmt: str, glance: ty.Any = None,
                  ownership: dict[str, ty.Any] | None = None,
                  extra: dict[str, ty.Any] | None = None
-                 ) -> dict[str, ty.Any]:
+                 ) -> dict[str, ty.Any] | None:
     """Snapshot ``request`` and print the result.
 
-    :returns: the image as Glance returns it (redacted).
+    :returns: the image as Glance returns it (redacted), or ``None`` when
+        it could not be read back (a warning says so; still a success).
     :raises ActivationFailed: every attempt failed (exit 1).
     """
     service = service_mod.SnapshotService(conf, glance=glance)
     result = service.snapshot(request)
-    image = redact_image(service.glance.get(result.image_id or ''))
+    # The snapshot succeeded: reading the image back is for display only,
+    # and no failure of that read turns the success into a failure.
+    image: dict[str, ty.Any] | None = None
+    try:
+        image = redact_image(service.glance.get(result.image_id or ''))
+    except exception.GlanceError as err:
+        print('warning: snapshot image %s is %s; it could not be read back '
+              'for display: %s' % (result.image_id, result.status,
+                                   checks.clean_message(
+                                       err.format_message())),
+              file=sys.stderr)
     if fmt == 'json':
         _emit(dict(extra or {}, result=result.to_dict(), image=image,
                    ownership=ownership), '', fmt)
     else:
         print(result.describe())
-        print('Image as Glance returns it:')
-        print(json.dumps(image, indent=2, sort_keys=True, default=str))
+        if image is not None:
+            print('Image as Glance returns it:')
+            print(json.dumps(image, indent=2, sort_keys=True, default=str))
     return image
 
 

@@ -418,3 +418,29 @@ class TestPermissionCheck(base.TestCase):
                       'with 1:', text)
         self.assertIn('no module named foo', text)
         self.assertNotIn('/tmp/eg-x', text)
+
+
+class TestAfterSuccess(base.TestCase):
+    """Rule 1 of issue 9: after success every read is best effort."""
+
+    def test_failed_display_read_is_a_warning_not_a_failure(self):
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        result = mock.Mock(image_id='img-1', status='active')
+        result.to_dict.return_value = {'image_id': 'img-1',
+                                       'status': 'active'}
+        fake = mock.Mock()
+        fake.snapshot.return_value = result
+        fake.glance.get.side_effect = exception.GlanceUnavailable(
+            operation='get', reason='connection reset')
+        with mock.patch.object(main.service_mod, 'SnapshotService',
+                               return_value=fake):
+            image = main.run_snapshot(self.conf, mock.Mock(), 'json')
+        self.assertIsNone(image)
+        out = json.loads(stdout.getvalue())
+        self.assertEqual('active', out['result']['status'])
+        self.assertIsNone(out['image'])
+        self.assertIn('warning: snapshot image img-1 is active; it could not '
+                      'be read back', stderr.getvalue())
