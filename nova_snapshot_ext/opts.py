@@ -32,6 +32,7 @@ Groups (none collides with Nova's own ``[glance]`` or ``[DEFAULT]``):
 
 from __future__ import annotations
 
+import copy
 import typing as ty
 
 from keystoneauth1 import loading as ks_loading
@@ -185,7 +186,9 @@ Related options:
     cfg.StrOpt(
         'location_hash_algo',
         default='sha512',
-        choices=HASH_ALGOS + ('none',),
+        choices=[(algo, 'send %s validation data' % algo)
+                 for algo in HASH_ALGOS] + [
+            ('none', 'send no validation data')],
         help='''
 Hash the plugin computes over the object (it downloads it once anyway, to
 check its size and format) and sends as ``validation_data`` with every
@@ -418,21 +421,66 @@ def _driver_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
             if cls.CONFIG_OPTS]
 
 
+#: The keystoneauth1 auth plugin whose options the sample config and the
+#: options reference show (``auth_type = password``, as the docs use).
+SAMPLE_AUTH_PLUGIN = 'password'
+
+
+def _with_registered_defaults(opt_list: list[cfg.Opt],
+                              group: str) -> list[cfg.Opt]:
+    """``opt_list`` with the defaults :func:`register_opts` sets.
+
+    Changed options are copies (e.g. ``service_type`` with default
+    ``image``), for the sample config and the options reference.
+    """
+    scratch = cfg.ConfigOpts()
+    register_opts(scratch)
+    shown = []
+    for opt in opt_list:
+        try:
+            value = scratch[group][opt.dest]
+        except (cfg.NoSuchOptError, KeyError, AttributeError):
+            value = opt.default
+        if value != opt.default:
+            opt = copy.deepcopy(opt)
+            opt.default = value
+        shown.append(opt)
+    return shown
+
+
+def _shown_ks_opts(group: str, session: bool = True) -> list[cfg.Opt]:
+    """The keystoneauth1 options of ``group`` as the sample shows them.
+
+    Session and adapter options (with ``session``), the common auth
+    options and those of :data:`SAMPLE_AUTH_PLUGIN`, deduplicated, with
+    the defaults :func:`register_opts` sets.
+    """
+    found = (_ks_opts() if session else
+             list(ks_loading.get_auth_common_conf_options()))
+    names = {opt.dest for opt in found}
+    for opt in ks_loading.get_auth_plugin_conf_options(SAMPLE_AUTH_PLUGIN):
+        if opt.dest not in names:
+            names.add(opt.dest)
+            found.append(opt)
+    return _with_registered_defaults(found, group)
+
+
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """Options for ``oslo-config-generator`` (namespace nova_snapshot_ext).
 
     :returns: ``[(OptGroup, [Opt, ...]), ...]``: the core group (with the
         location options), the Glance connection group (keystoneauth1
-        session, adapter and auth options, with ``service_type`` defaulting
-        to ``image``), then the service token group and one group per
-        installed driver, sorted by group name.
+        session, adapter and auth options -- those of the ``password``
+        plugin -- with the defaults :func:`register_opts` sets, e.g.
+        ``service_type = image``), then the service token group and one
+        group per installed driver, sorted by group name.
     """
     service_user = (service_user_group, service_user_opts +
-                    ks_loading.get_auth_common_conf_options())
+                    _shown_ks_opts(SERVICE_USER_GROUP, session=False))
     others = sorted([service_user] + _driver_opts(),
                     key=lambda item: item[0].name)
     return ([(core_group, core_opts + location_opts),
-             (glance_group, _ks_opts())] + others)
+             (glance_group, _shown_ks_opts(GLANCE_GROUP))] + others)
 
 
 def set_defaults(conf: cfg.ConfigOpts, **overrides: ty.Any) -> None:

@@ -10,9 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '_ext'))
+
 project = 'nova-snapshot-ext'
 copyright = '2026, nova-snapshot-ext developers'
 master_doc = 'index'
 source_suffix = '.rst'
-exclude_patterns = []
+exclude_patterns = ['_ext']
 html_theme = 'alabaster'
+
+extensions = [
+    # The options reference (.. show-options::) from the oslo.config.opts
+    # entry points, the same lists oslo-config-generator reads.
+    'oslo_config.sphinxext',
+    # The CLI reference (.. cli-help::) from the console script's parser.
+    'clidoc',
+]

@@ -12,30 +12,39 @@
 
 """The ``nova-snapshot-ext`` console script.
 
+Options and configuration follow oslo.config as ``nova-manage`` does: one
+parser (``cfg.SubCommandOpt`` for the sub-commands), global options
+accepted before or after the sub-command (``--config-file``,
+``--config-dir``, ``--format``, oslo.log's ``--debug``, ``--log-file``...),
+``--version``, and the default configuration oslo.config looks for
+(``/etc/nova-snapshot-ext/nova-snapshot-ext.conf``,
+``~/.nova-snapshot-ext/nova-snapshot-ext.conf``, their ``.conf.d``
+directories).
+
 Sub-commands:
 
-``snapshot --config-file FILE REQUEST.json``
+``snapshot REQUEST.json``
     register and activate the snapshot image described by REQUEST.json
     (see :mod:`nova_snapshot_ext.snapshot.request`) in the Glance that
     ``[snapshot_ext_glance]`` reaches.
-``probe --config-file FILE``
-    what that Glance allows and the activation plan the plugin would use.
-``demo [--location]``
-    start an embedded real Glance, snapshot the shipped sample request,
-    print the image as Glance returns it, stop Glance.  ``--location``
-    activates through a location served by a local web server.
+``probe``
+    what that Glance allows, the activation plan, where the driver choice
+    came from, and whether the identity can create, upload and share.
+``audit [--fix [--yes]]``
+    find (and repair) broken volume-backed snapshot images
+    (:mod:`nova_snapshot_ext.audit`).
+``demo``
+    all of the above against an embedded real Glance.
 
-Each takes ``--format json`` for scripts.  Exit status: 0 success;
-1 the snapshot or probe failed (Glance refused or failed, or this Glance and
-this driver have no honest format in common); 2 bad input: usage, the
-request (including a preflight refusal of its properties) or the
-configuration.
+Exit status: :data:`~nova_snapshot_ext.cmd.checks.EXIT_CODES`.  Every
+error goes to stderr as ``error: ...``; with ``--format json`` stdout also
+carries one JSON object ``{"error", "exit_code", ...}``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import io
 import json
 import os
 import signal
@@ -45,6 +54,8 @@ import typing as ty
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext import opts
@@ -53,15 +64,123 @@ from nova_snapshot_ext.snapshot import service as service_mod
 
 LOG = logging.getLogger(__name__)
 
+PROJECT = 'nova-snapshot-ext'
+PROG = 'nova-snapshot-ext'
+#: The configuration file operators are told to write.
+DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
+
 SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'data', 'sample-request.json')
+
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo')
 
 #: Nova options read (never required) to infer the driver when the
 #: plugin reads nova.conf; registered only on the CLI's own ConfigOpts.
 _NOVA_HINT_OPTS = [
-    (None, cfg.StrOpt('compute_driver')),
-    ('libvirt', cfg.StrOpt('virt_type')),
+    (None, cfg.StrOpt('compute_driver',
+                      help="Nova's compute driver; read only to infer "
+                      '[snapshot_ext] driver when that is unset.')),
+    ('libvirt', cfg.StrOpt('virt_type',
+                           help="Nova's libvirt virt_type (read only).")),
 ]
+
+#: Libraries whose log lines are noise before an error at default
+#: verbosity (``--debug`` shows them).
+QUIET_LIBRARIES = ('keystoneauth', 'keystoneauth1', 'stevedore',
+                   'glanceclient', 'urllib3', 'requests')
+
+CLI_OPTS = [
+    cfg.StrOpt('format', default='text',
+               choices=[('text', 'for people'),
+                        ('json', 'one JSON object on stdout, also for '
+                         'errors')],
+               help='Output format.'),
+]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be so cleanup runs the same."""
+
+
+def _on_sigterm(signum: int, frame: ty.Any) -> None:
+    raise Terminated()
+
+
+def version() -> str:
+    """The installed package's version (pbr)."""
+    try:
+        import pbr.version
+        return str(pbr.version.VersionInfo(PROJECT).version_string())
+    except Exception:  # noqa: B902 - not installed: no metadata
+        return 'unknown'
+
+
+def exit_code_text() -> str:
+    return 'exit status: ' + '; '.join(
+        '%d %s' % (code, text) for code, text in checks.EXIT_CODES)
+
+
+def add_commands(subparsers: ty.Any) -> None:
+    """The sub-commands and their own arguments (``cfg.SubCommandOpt``)."""
+    p = subparsers.add_parser(
+        'snapshot', help='register and activate one snapshot image',
+        description='Register and activate the volume-backed snapshot '
+        'image REQUEST.json describes, in the Glance [snapshot_ext_glance] '
+        'reaches, owned where Nova would own it.')
+    p.add_argument('request', metavar='REQUEST.json',
+                   help='the snapshot request (JSON)')
+
+    p = subparsers.add_parser(
+        'probe', help='what this Glance allows, the plan, the permissions',
+        description='Show what the configured Glance allows, the activation '
+        'plan, where the driver choice came from, and check with a '
+        'throwaway image (deleted at once) that the identity can create, '
+        'upload and share images.')
+    p.add_argument('--no-write-check', action='store_true',
+                   help='skip the throwaway-image permission check')
+
+    p = subparsers.add_parser(
+        'audit', help='find and repair broken snapshot images',
+        description='Scan the images this identity can list (an admin sees '
+        'every project) for volume-backed snapshot images with problems: '
+        'queued-leftover, dishonest-payload, min-disk-above-root, '
+        'borrowed-property, malformed-mapping.')
+    p.add_argument('--fix', action='store_true',
+                   help='repair what is safely repairable (a dry run '
+                   'unless --yes is given)')
+    p.add_argument('--yes', action='store_true',
+                   help='with --fix: act (default: only say what would be '
+                   'done)')
+    p.add_argument('--queued-older-than', type=float, metavar='SECONDS',
+                   default=None, help='age after which a queued snapshot '
+                   'image is a leftover (default: 86400, a day)')
+    p.add_argument('--max-download', type=int, metavar='BYTES',
+                   default=None, help='largest payload downloaded to '
+                   'inspect (default: 1048576)')
+    p.add_argument('--page-size', type=int, metavar='N', default=None,
+                   help='images per GET /v2/images page (default: 200)')
+    p.add_argument('--owner', metavar='PROJECT_ID',
+                   help='only images owned by this project')
+
+    p = subparsers.add_parser(
+        'demo', help='run against an embedded real Glance',
+        description='Start a real glance-api on 127.0.0.1 in a temp dir, '
+        'snapshot a request, print the image, stop Glance. Needs the '
+        '"embedded" extra (glance, gunicorn).')
+    p.add_argument('--profile', default='default',
+                   help='embedded Glance profile: default, no-raw, '
+                   'vhd-only (vhd,vhdx), vmdk-only, iso-only, '
+                   'no-enforcement, http-store, legacy-locations; with '
+                   '--location, default means http-store')
+    p.add_argument('--driver', default='libvirt',
+                   help='hypervisor driver: libvirt, vmwareapi, hyperv, '
+                   'xenapi, ironic, zvm, fake (default: libvirt)')
+    p.add_argument('--request', metavar='REQUEST.json',
+                   help='request to snapshot (default: the shipped sample)')
+    p.add_argument('--location', action='store_true',
+                   help='activate through a location: Glance with the http '
+                   'store reads a valid empty image from a local web '
+                   'server the demo starts')
 
 
 def _register_nova_hints(conf: cfg.ConfigOpts) -> None:
@@ -72,29 +191,181 @@ def _register_nova_hints(conf: cfg.ConfigOpts) -> None:
             pass
 
 
-def _load_conf(config_files: list[str]) -> cfg.ConfigOpts:
+def new_conf(cli: bool = True) -> cfg.ConfigOpts:
+    """A ConfigOpts with every option the console script reads."""
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
     _register_nova_hints(conf)
     logging.register_options(conf)
     # Logs go to stderr so that stdout carries only the output (JSON).
     conf.set_default('use_stderr', True)
-    for path in config_files:
-        if not os.path.isfile(path):
-            raise exception.ConfigurationError(
-                '--config-file %s %s' % (path, 'is not a file' if
-                                         os.path.exists(path) else
-                                         'does not exist'))
-    conf(args=[], project='nova-snapshot-ext',
-         default_config_files=config_files, default_config_dirs=[])
-    logging.setup(conf, 'nova-snapshot-ext')
+    if cli:
+        conf.register_cli_opts(CLI_OPTS)
+        conf.register_cli_opt(cfg.SubCommandOpt(
+            'command', title='commands', handler=add_commands,
+            help='run "%s COMMAND --help" for its arguments' % PROG))
     return conf
 
 
-def _print(data: ty.Any, text: str, fmt: str) -> None:
+def _global_option_names(conf: cfg.ConfigOpts) -> tuple[set[str], set[str]]:
+    """(options taking a value, flags) of the global parser."""
+    valued = {'--config-file', '--config-dir'}
+    flags = {'-h', '--help', '--version'}
+    for opt, group in conf._all_cli_opts():
+        if isinstance(opt, cfg.SubCommandOpt):
+            continue
+        prefix = '--' + (group.name + '-' if group else '')
+        names = {prefix + opt.name}
+        if opt.short:
+            names.add('-' + opt.short)
+        if isinstance(opt, cfg.BoolOpt):
+            flags |= names | {prefix + 'no' + opt.name}
+        else:
+            valued |= names
+    return valued, flags
+
+
+def hoist_global_options(conf: cfg.ConfigOpts,
+                         argv: list[str]) -> list[str]:
+    """Move global options given after the sub-command before it.
+
+    argparse only accepts a parser's options before its sub-command; an
+    operator types ``nova-snapshot-ext probe --config-file x``.
+    """
+    valued, flags = _global_option_names(conf)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == '--':
+            return argv
+        if arg in valued:
+            i += 2
+            continue
+        if arg in COMMANDS:
+            break
+        i += 1
+    else:
+        return argv
+    moved: list[str] = []
+    rest: list[str] = []
+    tail = argv[i + 1:]
+    k = 0
+    while k < len(tail):
+        arg = tail[k]
+        if arg == '--':
+            rest += tail[k:]
+            break
+        name = arg.split('=', 1)[0]
+        if arg in flags and arg not in ('-h', '--help'):
+            moved.append(arg)
+        elif name in valued and '=' in arg:
+            moved.append(arg)
+        elif arg in valued and k + 1 < len(tail):
+            moved += tail[k:k + 2]
+            k += 1
+        else:
+            rest.append(arg)
+        k += 1
+    return argv[:i] + moved + [argv[i]] + rest
+
+
+def _wants_json(argv: list[str]) -> bool:
+    for i, arg in enumerate(argv):
+        if arg == '--format=json' or (
+                arg == '--format' and argv[i + 1:i + 2] == ['json']):
+            return True
+    return False
+
+
+def _check_config_args(argv: list[str]) -> None:
+    for i, arg in enumerate(argv):
+        path = None
+        if arg == '--config-file' and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith('--config-file='):
+            path = arg.split('=', 1)[1]
+        if path is not None and not os.path.isfile(path):
+            raise checks.CLIError('--config-file %s %s' % (
+                path, 'is not a file' if os.path.exists(path) else
+                'does not exist'), checks.EXIT_INPUT)
+
+
+def parse(argv: list[str]) -> cfg.ConfigOpts:
+    """Parse the command line and read the configuration files.
+
+    :raises CLIError: exit 2 for a missing or unreadable file.
+    :raises SystemExit: ``--help``, ``--version`` (0) or a usage error (2).
+    """
+    conf = new_conf()
+    argv = hoist_global_options(conf, argv)
+    _check_config_args(argv)
+    try:
+        conf(argv, project=PROJECT, prog=PROG, version=version(),
+             description='Register honest, active metadata-only Glance '
+             'images for volume-backed server snapshots; audit and repair '
+             'the ones a cloud already has.', epilog=exit_code_text())
+    except (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError,
+            cfg.ConfigFileParseError) as err:
+        raise checks.CLIError(checks.clean_message(str(err)),
+                              checks.EXIT_INPUT)
+    return conf
+
+
+def setup_logging(conf: cfg.ConfigOpts) -> None:
+    """oslo.log from the options; quiet libraries unless ``--debug``.
+
+    At default verbosity only warnings and errors reach stderr, and none
+    from keystoneauth, stevedore or glanceclient: the error the command
+    reports says what failed.
+    """
+    if conf.log_file or conf.log_config_append:
+        # --log-file: logs go there only; stderr keeps the errors.
+        conf.set_default('use_stderr', False)
+    level = 'DEBUG' if conf.debug else 'CRITICAL'
+    levels = list(conf.default_log_levels) + [
+        '%s=%s' % (name, level) for name in QUIET_LIBRARIES]
+    if not conf.debug:
+        levels.append('nova_snapshot_ext=WARNING')
+    conf.set_default('default_log_levels', levels)
+    logging.setup(conf, PROJECT)
+
+
+def load_conf_files(config_files: list[str]) -> cfg.ConfigOpts:
+    """A configuration from these files only (no command line).
+
+    Used by the demo, which writes its own file.
+    """
+    for path in config_files:
+        if not os.path.isfile(path):
+            raise checks.CLIError('--config-file %s does not exist' % path)
+    conf = new_conf(cli=False)
+    conf(args=[], project=PROJECT, default_config_files=config_files,
+         default_config_dirs=[])
+    return conf
+
+
+def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
+    """Warnings about the configuration, printed on stderr."""
+    warnings = []
+    if not checks.config_files(conf):
+        warnings.append(
+            'no configuration file found or given: pass --config-file FILE '
+            '(or write %s); only defaults are used' % DEFAULT_CONFIG_FILE)
+    from nova_snapshot_ext.nova import conf as nova_conf
+
+    groups = {group.name: {o.dest for o in group_opts}
+              for group, group_opts in (opts.list_opts() +
+                                        nova_conf.list_opts())}
+    warnings += checks.unknown_options(conf, groups)
+    for text in warnings:
+        print('warning: %s' % text, file=sys.stderr)
+    return warnings
+
+
+def _emit(data: ty.Any, text: str, fmt: str) -> None:
     if fmt == 'json':
         print(json.dumps(data, indent=2, sort_keys=True, default=str))
-    else:
+    elif text:
         print(text)
 
 
@@ -237,135 +508,228 @@ def _plan_text(info: dict[str, ty.Any]) -> str:
     return '\n'.join(lines)
 
 
-def cmd_probe(args: argparse.Namespace) -> int:
-    conf = _load_conf(args.config_file)
-    service = service_mod.SnapshotService(conf)
-    info = describe_plan(service, service.glance)
-    _print(info, _plan_text(info), args.format)
-    return 0 if info['plan'] and not info['refused'] else 1
+def driver_source(conf: cfg.ConfigOpts) -> str:
+    """Where the driver choice came from, in words."""
+    def where(name: str, group: str | None) -> str:
+        try:
+            loc = conf.get_location(name, group)
+        except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+            return ''
+        return ' in %s' % loc.detail if loc and loc.detail else ''
+
+    configured = driver_mod.configured_driver_name(conf)
+    if configured:
+        return '[snapshot_ext] driver = %s%s' % (
+            configured, where('driver', opts.CORE_GROUP))
+    compute = getattr(conf, 'compute_driver', None)
+    inferred = driver_mod.infer_driver_name(conf)
+    if compute:
+        return ('inferred from [DEFAULT] compute_driver = %s%s (set '
+                '[snapshot_ext] driver to choose)' % (
+                    compute, where('compute_driver', None)))
+    return ('the default, %s: neither [snapshot_ext] driver nor [DEFAULT] '
+            'compute_driver is set' % inferred)
+
+
+def cmd_probe(conf: cfg.ConfigOpts) -> int:
+    service_mod.check_options(conf)
+    glance = checks.connect(conf)
+    service = service_mod.SnapshotService(conf, glance=glance)
+    info = describe_plan(service, glance)
+    info['driver']['source'] = driver_source(conf)
+    info['identity'] = {'project': checks.identity_project(glance)}
+    uploads = [p for p in info['plan'] if p.get('method') == 'upload']
+    permissions = None
+    if not conf.command.no_write_check and uploads:
+        permissions = checks.check_permissions(glance,
+                                               uploads[0]['disk_format'])
+    info['permissions'] = permissions
+    text = _plan_text(info)
+    text += '\nDriver chosen by: %s' % info['driver']['source']
+    if permissions is None:
+        text += '\nPermissions: not checked'
+    else:
+        text += '\nPermissions (throwaway image %s, %s): %s' % (
+            permissions['image_id'], 'deleted' if not permissions['left']
+            else 'COULD NOT DELETE', ', '.join(
+                '%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
+                for s in permissions['steps']))
+        for need in permissions['missing']:
+            text += '\n  missing: the identity cannot %s' % need
+    _emit(info, text, conf.format)
+    if not info['plan'] or info['refused']:
+        return checks.EXIT_INPUT
+    if permissions is not None and not permissions['ok']:
+        return checks.EXIT_FAILED
+    return checks.EXIT_OK
 
 
 def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
-                 fmt: str) -> tuple[int, ty.Any]:
-    """Snapshot ``request``; print the result; return (exit code, image)."""
-    service = service_mod.SnapshotService(conf)
+                 fmt: str, glance: ty.Any = None,
+                 ownership: dict[str, ty.Any] | None = None,
+                 extra: dict[str, ty.Any] | None = None
+                 ) -> dict[str, ty.Any] | None:
+    """Snapshot ``request`` and print the result.
+
+    :returns: the image as Glance returns it (redacted), or ``None`` when
+        it could not be read back (a warning says so; still a success).
+    :raises ActivationFailed: every attempt failed (exit 1).
+    """
+    service = service_mod.SnapshotService(conf, glance=glance)
+    result = service.snapshot(request)
+    # The snapshot succeeded: reading the image back is for display only,
+    # and no failure of that read turns the success into a failure.
+    image: dict[str, ty.Any] | None = None
     try:
-        result = service.snapshot(request)
-    except exception.ActivationFailed as err:
-        failed = getattr(err, 'result', None)
-        data = {'error': err.format_message(), 'exit_code': 1,
-                'result': failed.to_dict() if failed else None}
-        _print(data, 'FAILED: %s' % err.format_message(), fmt)
-        return 1, None
-    image = redact_image(service.glance.get(result.image_id or ''))
+        image = redact_image(service.glance.get(result.image_id or ''))
+    except exception.GlanceError as err:
+        print('warning: snapshot image %s is %s; it could not be read back '
+              'for display: %s' % (result.image_id, result.status,
+                                   checks.clean_message(
+                                       err.format_message())),
+              file=sys.stderr)
     if fmt == 'json':
-        _print({'result': result.to_dict(), 'image': image}, '', fmt)
+        _emit(dict(extra or {}, result=result.to_dict(), image=image,
+                   ownership=ownership), '', fmt)
     else:
         print(result.describe())
-        print('Image as Glance returns it:')
-        print(json.dumps(image, indent=2, sort_keys=True, default=str))
-    return 0, image
+        if image is not None:
+            print('Image as Glance returns it:')
+            print(json.dumps(image, indent=2, sort_keys=True, default=str))
+    return image
 
 
-def cmd_snapshot(args: argparse.Namespace) -> int:
-    request = _read_request(args.request)
-    conf = _load_conf(args.config_file)
-    return run_snapshot(conf, request, args.format)[0]
+def cmd_snapshot(conf: cfg.ConfigOpts) -> int:
+    request = _read_request(conf.command.request)
+    service_mod.check_options(conf)
+    glance = checks.connect(conf)
+    ownership = checks.check_ownership(
+        glance, request.requester.project_id, request.server.project_id)
+    run_snapshot(conf, request, conf.format, glance=glance,
+                 ownership=ownership)
+    return checks.EXIT_OK
 
 
-def _exit_on_sigterm(signum: int, frame: ty.Any) -> None:
-    # SystemExit unwinds the demo's context managers: Glance is stopped
-    # and its temp dir removed, as on Ctrl-C.
-    raise SystemExit(128 + signum)
+def cmd_audit(conf: cfg.ConfigOpts) -> int:
+    from nova_snapshot_ext.cmd import audit as audit_cmd
+
+    return audit_cmd.run(conf, checks.connect(conf))
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(conf: cfg.ConfigOpts) -> int:
     from nova_snapshot_ext.embedded import demo
 
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    args = conf.command
     return demo.run(profile=args.profile, driver=args.driver,
                     request_path=args.request or SAMPLE_REQUEST,
-                    fmt=args.format, location=args.location)
+                    fmt=conf.format, location=args.location)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog='nova-snapshot-ext',
-        description='Register honest, active metadata-only Glance images '
-                    'for volume-backed server snapshots.')
-    sub = parser.add_subparsers(dest='command', required=True)
-
-    def common(p: argparse.ArgumentParser, config: bool = True) -> None:
-        if config:
-            p.add_argument('--config-file', action='append', default=[],
-                           metavar='FILE', help='oslo.config ini file(s) '
-                           'with [snapshot_ext] and [snapshot_ext_glance] '
-                           '(repeatable; e.g. /etc/nova/nova.conf)')
-        p.add_argument('--format', choices=('text', 'json'), default='text',
-                       help='output format (default: text)')
-
-    p = sub.add_parser('snapshot', help='snapshot one request')
-    common(p)
-    p.add_argument('request', metavar='REQUEST.json',
-                   help='the snapshot request (JSON)')
-    p.set_defaults(func=cmd_snapshot)
-
-    p = sub.add_parser('probe', help='show what Glance allows and the plan')
-    common(p)
-    p.set_defaults(func=cmd_probe)
-
-    p = sub.add_parser('demo', help='run against an embedded real Glance')
-    common(p, config=False)
-    p.add_argument('--profile', default='default',
-                   help='embedded Glance profile: default, no-raw, '
-                   'vhd-only (vhd,vhdx), vmdk-only, iso-only, '
-                   'no-enforcement, http-store, legacy-locations; with '
-                   '--location, default means http-store')
-    p.add_argument('--driver', default='libvirt',
-                   help='hypervisor driver: libvirt, vmwareapi, hyperv, '
-                   'xenapi, ironic, zvm, fake (default: libvirt)')
-    p.add_argument('--request', metavar='REQUEST.json',
-                   help='request to snapshot (default: the shipped sample)')
-    p.add_argument('--location', action='store_true',
-                   help='activate through a location: Glance with the http '
-                   'store (profile http-store unless --profile says '
-                   'otherwise) reads a valid empty image (qcow2, or the '
-                   'first inspectable format the driver reads) from a '
-                   'local web server the demo starts; the API is chosen '
-                   'automatically (the new one where Glance lists 2.17)')
-    p.set_defaults(func=cmd_demo)
-    return parser
+HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
+    'snapshot': cmd_snapshot, 'probe': cmd_probe, 'audit': cmd_audit,
+    'demo': cmd_demo}
 
 
-def _fail(message: str, code: int, fmt: str) -> int:
+def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
     """Report an error: stderr, and a JSON object on stdout for scripts."""
+    message = checks.clean_message(message)
     print('error: %s' % message, file=sys.stderr)
     if fmt == 'json':
-        print(json.dumps({'error': message, 'exit_code': code}, indent=2))
+        print(json.dumps(dict(details, error=message, exit_code=code),
+                         indent=2, sort_keys=True, default=str))
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    fmt = getattr(args, 'format', 'text')
+def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
+    code = (checks.EXIT_SIGTERM if isinstance(err, Terminated)
+            else checks.EXIT_SIGINT)
+    # The engine attaches what the interrupted snapshot left as
+    # ``snapshot_result`` (``result`` on older engines).
+    result = (getattr(err, 'snapshot_result', None) or
+              getattr(err, 'result', None))
+    left = list(getattr(result, 'leftover', None) or [])
+    message = '%s; what this run created was cleaned up' % (
+        'terminated (SIGTERM)' if code == checks.EXIT_SIGTERM
+        else 'interrupted')
+    if left:
+        message += '; COULD NOT DELETE image(s) %s' % ', '.join(left)
+    with contextlib.suppress(Exception):
+        return _fail(message, code, fmt, left=left)
+    return code
+
+
+def run(argv: list[str]) -> int:
+    """Parse, check and run one command; errors are raised."""
+    captured = io.StringIO()
     try:
-        return int(args.func(args))
-    except exception.FormatNotAllowed as err:
-        # This Glance and this driver have no honest format in common.
-        return _fail(err.format_message(), 1, fmt)
+        with contextlib.redirect_stderr(_Tee(sys.stderr, captured)):
+            conf = parse(argv)
+    except SystemExit as err:
+        # --help/--version: 0. argparse usage errors exit 2, oslo.config's
+        # own CLI value checks 1: both are bad input.
+        code = checks.EXIT_OK if err.code in (None, 0) else checks.EXIT_INPUT
+        _parse_error_json(argv, code, captured.getvalue())
+        return code
+    setup_logging(conf)
+    if conf.command.name != 'demo':
+        warn_configuration(conf)
+    return int(HANDLERS[conf.command.name](conf))
+
+
+def _parse_error_json(argv: list[str], code: int, text: str) -> None:
+    if code and _wants_json(argv):
+        lines = text.strip().splitlines()
+        message = lines[-1] if lines else 'usage error'
+        print(json.dumps({'error': message, 'exit_code': code}, indent=2))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    fmt = 'json' if _wants_json(argv) else 'text'
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return run(argv)
+    except checks.CLIError as err:
+        return _fail(err.message, err.code, fmt, **err.details)
+    except exception.ActivationFailed as err:
+        failed = getattr(err, 'result', None)
+        return _fail(err.format_message(), checks.EXIT_FAILED, fmt,
+                     result=failed.to_dict() if failed else None,
+                     left=list(getattr(failed, 'leftover', []) or []))
     except (exception.InvalidRequest, exception.InvalidServerState,
             exception.ConfigurationError, exception.DriverNotFound,
-            exception.PreflightError, cfg.Error) as err:
+            exception.DriverLoadError, exception.PreflightError,
+            cfg.Error) as err:
         message = (err.format_message() if isinstance(
             err, exception.SnapshotExtException) else str(err))
-        return _fail(message, 2, fmt)
+        return _fail(message, checks.EXIT_INPUT, fmt)
+    except exception.GlanceError as err:
+        return _fail(*checks.glance_error(err), fmt)
     except exception.SnapshotExtException as err:
-        return _fail(err.format_message(), 1, fmt)
-    except KeyboardInterrupt:
-        with contextlib.suppress(Exception):
-            print('interrupted', file=sys.stderr)
-        return 130
+        return _fail(err.format_message(), checks.EXIT_FAILED, fmt)
+    except KeyboardInterrupt as err:
+        return _interrupted(err, fmt)
+    finally:
+        if previous is not None:
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGTERM, previous)
+
+
+class _Tee(io.TextIOBase):
+    """Write to a stream and keep a copy (argparse's usage errors)."""
+
+    def __init__(self, stream: ty.Any, copy: io.StringIO):
+        self.stream = stream
+        self.copy = copy
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return int(self.stream.write(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 if __name__ == '__main__':

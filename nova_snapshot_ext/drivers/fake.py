@@ -51,7 +51,10 @@ Possible values:
 """),
     cfg.StrOpt(
         'vm_mode',
-        choices=['hvm', 'xen', 'uml', 'exe'],
+        choices=[('hvm', 'fully virtualised guests'),
+                 ('xen', 'Xen paravirtualised guests'),
+                 ('uml', 'User Mode Linux guests'),
+                 ('exe', 'executables in containers')],
         help="""
 Value stamped as image property ``vm_mode``; unset stamps nothing.
 """),

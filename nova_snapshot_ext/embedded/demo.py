@@ -32,15 +32,39 @@ hashes the object; the image printed is active with that location as its
 from __future__ import annotations
 
 import http.server
+import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 import typing as ty
 
+from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main as cli
 from nova_snapshot_ext.embedded import glance as embedded
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.snapshot import metadata
+
+#: Modules the demo needs beyond the base install (the ``embedded`` extra).
+EMBEDDED_MODULES = ('glance', 'gunicorn')
+INSTALL_HINT = ('the demo runs a real glance-api and needs the "embedded" '
+                'extra (glance, gunicorn): from the clone run '
+                '"python3 -m pip install \'.[embedded]\'", or run the demo '
+                'with "python3 -m pip install tox && tox -e demo"')
+
+
+def check_extra() -> None:
+    """Refuse the demo when the ``embedded`` extra is not installed.
+
+    :raises CLIError: exit 2, naming what to install.
+    """
+    missing = [name for name in EMBEDDED_MODULES
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise checks.CLIError('not installed: %s; %s'
+                              % (', '.join(missing), INSTALL_HINT))
+
 
 #: Path and disk_format of the object the location demo serves.
 LOCATION_PATH = '/nova-snapshot-ext/empty.%s'
@@ -229,6 +253,7 @@ def run(profile: str = 'default', driver: str = 'libvirt',
             reason='unknown profile %r; known: %s' % (
                 profile, ', '.join(sorted(embedded.PROFILES))))
     request = cli._read_request(request_path)
+    check_extra()
     roles = request.requester.roles or ['member', 'reader']
     token = '%s:%s:%s' % (request.requester.user_id or 'demo-user',
                           request.requester.project_id, ','.join(roles))
@@ -242,6 +267,12 @@ def run(profile: str = 'default', driver: str = 'libvirt',
     try:
         return _run(objects, profile, driver, request, request_path, token,
                     fmt, log, location, location_format, path)
+    except embedded.EmbeddedGlanceError as err:
+        # The log named in the message lived in the temp dir, now removed:
+        # quote its tail instead of pointing at it.
+        text = re.sub(r'; log \S+:', ':', str(err))
+        raise checks.CLIError('the embedded Glance failed: %s' % text,
+                              checks.EXIT_UNREACHABLE)
     finally:
         print('Glance and the object server stopped; temp dir removed.',
               file=log)
@@ -266,8 +297,12 @@ def _run(objects: ObjectServer, profile: str, driver: str,
         conf_path = os.path.join(glance.base_dir, 'nova-snapshot-ext.conf')
         write_config(conf_path, glance.endpoint, token, driver,
                      location_url, location_format or LOCATION_FORMAT)
-        conf = cli._load_conf([conf_path])
-        code, image = cli.run_snapshot(conf, request, fmt)
+        conf = cli.load_conf_files([conf_path])
+        explained = explain(conf, conf_path, request)
+        if fmt == 'text':
+            print(explained['text'])
+        image = cli.run_snapshot(conf, request, fmt,
+                                 extra={'explain': explained['data']})
         if image and fmt == 'text':
             mappings = json.loads(image.get('block_device_mapping', '[]'))
             print('\n%d block device mappings: %s' % (len(mappings), ', '.join(
@@ -277,4 +312,89 @@ def _run(objects: ObjectServer, profile: str, driver: str,
                 print('Location (direct_url): %s\nGlance computed %s %s'
                       % (image.get('direct_url'), image.get('os_hash_algo'),
                          image.get('os_hash_value')))
-    return code
+    return 0
+
+
+#: Shown in place of the token in the config the demo prints.
+_TOKEN_RE = re.compile(r'^(token\s*=\s*)(.*)$', re.MULTILINE)
+
+
+#: Why a kind of property is never inherited, for the demo's account.
+DROPPED_BECAUSE = {
+    'secret': 'a key-manager secret of the source; a copy lets deleting '
+              'one image destroy the other\'s key',
+    'ownership': 'ownership belongs to the new image',
+    'glance-state': 'Glance\'s own state of another image',
+    'foreign-data': 'describes bytes the snapshot does not hold',
+    'provenance': 'where another image came from or who signed it',
+    'borrowed-identity': 'another image\'s identity (backup rotation)',
+    'status-marker': 'another service\'s state of another object',
+    'server-record': 'Nova system metadata, not image metadata',
+    'mapping': 'always rebuilt from this server',
+    'operator-list': 'listed in [snapshot_ext] '
+                     'non_inheritable_image_properties',
+}
+
+
+def _why_dropped(key: str, operator_keys: ty.Collection[str]) -> str:
+    kind = metadata.never_inherited_kind(key, operator_keys)
+    if kind is None:
+        return 'empty value'
+    return '%s (%s)' % (kind, DROPPED_BECAUSE.get(kind, 'never inherited'))
+
+
+def explain(conf: ty.Any, conf_path: str,
+            request: ty.Any) -> dict[str, ty.Any]:
+    """What the demo is about to do and why, as text and data.
+
+    The config file used (token hidden), the formats this Glance allows,
+    the driver's formats, the activation plan (why this payload), and the
+    inherited properties the snapshot drops, each with the reason.
+    """
+    from nova_snapshot_ext.snapshot import service as service_mod
+
+    with open(conf_path, encoding='utf-8') as f:
+        config_text = _TOKEN_RE.sub(r'\1***', f.read())
+    service = service_mod.SnapshotService(conf)
+    info = cli.describe_plan(service, service.glance)
+    record = service.build_record(request)
+    _base, inherited = metadata.inherited_metadata(request.server)
+    operator_keys = conf.snapshot_ext.non_inheritable_image_properties
+    dropped = {key: _why_dropped(key, operator_keys)
+               for key in sorted(inherited)
+               if key not in record.properties}
+    g = info['glance']
+    reads = info['driver']['disk_formats']
+    plan = [p['describe'] for p in info['plan']]
+    first = info['plan'][0] if info['plan'] else None
+    if first is None:
+        why = 'no format is both allowed here and read by the driver'
+    elif first.get('method') == 'location':
+        why = ('[snapshot_ext] activation_method is %s: Glance reads the '
+               'location object (a valid empty %s image) instead of an '
+               'upload' % (conf.snapshot_ext.activation_method,
+                           first.get('disk_format')))
+    elif first.get('disk_format') == 'raw':
+        why = ('raw is allowed here, and zero bytes are honest only as raw: '
+               'the payload is 0 B')
+    else:
+        why = ('raw is %s, so the payload is a valid empty %s image '
+               '(the first format this Glance allows that driver %s reads)'
+               % ('not allowed here' if 'raw' not in g['disk_formats'] else
+                  'not wanted by the configuration',
+                  first.get('disk_format'), info['driver']['name']))
+    lines = ['Config used (%s):' % conf_path]
+    lines += ['  ' + line for line in config_text.strip().splitlines()]
+    lines += [
+        'This Glance allows disk_format %s; driver %s reads %s.' % (
+            ', '.join(g['disk_formats']), info['driver']['name'],
+            ', '.join(reads)),
+        'Why this payload: %s.' % why,
+        'Activation plan: %s' % ('; '.join(plan) or 'none'),
+        'Inherited properties dropped:' if dropped else
+        'Inherited properties dropped: none']
+    lines += ['  %s: %s' % (k, v) for k, v in dropped.items()]
+    return {'text': '\n'.join(lines), 'data': {
+        'config': config_text, 'disk_formats': g['disk_formats'],
+        'driver_reads': reads, 'why_payload': why, 'plan': plan,
+        'dropped_properties': dropped}}

@@ -12,10 +12,16 @@
 
 """The console script, as an operator runs it, against a real Glance."""
 
+import http.client
+import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import urllib.parse
 
 import fixtures
 import testtools
@@ -143,6 +149,24 @@ class TestDemo(testtools.TestCase):
         self.assertFalse(os.path.exists(image['direct_url'][len('file://'):]
                                         .rsplit('/images/', 1)[0]))
 
+    def test_demo_explains_itself(self):
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'demo',
+             '--profile', 'no-raw', '--format', 'json'], capture_output=True,
+            text=True, timeout=300, check=False)
+        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+        explain = json.loads(proc.stdout)['explain']
+        self.assertNotIn('raw', explain['disk_formats'])
+        self.assertIn('raw is not allowed here', explain['why_payload'])
+        self.assertIn('valid empty qcow2 image', explain['why_payload'])
+        dropped = explain['dropped_properties']
+        self.assertTrue(dropped['cinder_encryption_key_id'].startswith(
+            'secret'))
+        self.assertTrue(dropped['os_glance_importing_to_stores'].startswith(
+            'glance-state'))
+        self.assertIn('token = ***', explain['config'])
+        self.assertIn('[snapshot_ext_glance]', explain['config'])
+
     def test_demo_unknown_profile(self):
         proc = subprocess.run(
             [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'demo',
@@ -150,3 +174,278 @@ class TestDemo(testtools.TestCase):
             timeout=60, check=False)
         self.assertEqual(2, proc.returncode)
         self.assertIn("unknown profile 'nope'", proc.stderr)
+
+
+class TestOperatorCLI(fbase.FunctionalTestCase):
+    """Conventions and errors an operator meets (issue 12)."""
+
+    GLANCE_PROFILE = 'default'
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def write_conf(self, roles=fbase.MEMBER_ROLES, extra='', endpoint=None):
+        path = os.path.join(self.tmp, 'c-%d.conf' % len(os.listdir(self.tmp)))
+        token = self.glance.token(self.project_id, self.user_id, roles=roles)
+        demo.write_config(path, endpoint or self.glance.endpoint, token,
+                          'libvirt')
+        with open(path, 'a', encoding='utf-8') as f:
+            f.write(extra)
+        return path
+
+    def run_cli(self, *args):
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main'] +
+            list(args), capture_output=True, text=True, timeout=120,
+            check=False)
+
+    def test_global_options_before_or_after_the_command(self):
+        conf = self.write_conf()
+        for argv in (['--config-file', conf, '--format', 'json', 'probe'],
+                     ['probe', '--config-file', conf, '--format=json'],
+                     ['--format', 'json', 'probe', '--config-file', conf]):
+            proc = self.run_cli(*argv)
+            self.assertEqual(0, proc.returncode, (argv, proc.stderr))
+            info = json.loads(proc.stdout)
+            self.assertEqual('libvirt', info['driver']['name'])
+
+    def test_probe_says_where_the_driver_came_from_and_leaves_nothing(self):
+        proc = self.run_cli('probe', '--config-file', self.write_conf())
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('Driver chosen by: [snapshot_ext] driver = libvirt in '
+                      '%s' % self.tmp, proc.stdout)
+        self.assertIn('create ok, upload ok, share ok, delete ok',
+                      proc.stdout)
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)
+
+    def test_probe_with_reader_only_credentials_names_what_is_missing(self):
+        proc = self.run_cli('probe', '--format', 'json', '--config-file',
+                            self.write_conf(roles=fbase.READER_ROLES))
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        perms = json.loads(proc.stdout)['permissions']
+        self.assertFalse(perms['ok'])
+        self.assertEqual([('create', False)],
+                         [(s['step'], s['ok']) for s in perms['steps']])
+        self.assertIn('create images', perms['missing'][0])
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)
+
+    def test_unknown_section_and_option_warned(self):
+        conf = self.write_conf(extra='\n[snapshot_ext_glace]\nx = 1\n'
+                               '[snapshot_ext]\nactivation_timout = 5\n')
+        proc = self.run_cli('probe', '--no-write-check', '--config-file',
+                            conf)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
+                      '[snapshot_ext_glance]?)', proc.stderr)
+        self.assertIn('unknown option [snapshot_ext] activation_timout '
+                      '(did you mean activation_timeout?)', proc.stderr)
+
+    def test_no_config_file_warned(self):
+        proc = self.run_cli('probe', '--format', 'json')
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('warning: no configuration file found or given',
+                      proc.stderr)
+        self.assertIn('[snapshot_ext_glance] auth_type',
+                      json.loads(proc.stdout)['error'])
+
+    def test_unreachable_glance_is_exit_3_and_names_glance_and_option(self):
+        conf = self.write_conf(endpoint='http://127.0.0.1:9')
+        proc = self.run_cli('probe', '--format', 'json', '--config-file',
+                            conf)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        error = json.loads(proc.stdout)['error']
+        self.assertIn('Glance at http://127.0.0.1:9', error)
+        self.assertIn('[snapshot_ext_glance] endpoint_override', error)
+        self.assertNotIn('keystoneauth', proc.stderr)
+        self.assertEqual(1, len(proc.stderr.strip().splitlines()),
+                         proc.stderr)
+
+    def test_unreachable_keystone_is_named(self):
+        conf = os.path.join(self.tmp, 'ks.conf')
+        with open(conf, 'w') as f:
+            f.write('[snapshot_ext_glance]\nauth_type = password\n'
+                    'auth_url = http://127.0.0.1:9/v3\nusername = u\n'
+                    'password = secret\nproject_name = p\n'
+                    'user_domain_id = default\nproject_domain_id = default\n')
+        proc = self.run_cli('snapshot', '--config-file', conf,
+                            demo.cli.SAMPLE_REQUEST)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertIn('Keystone at http://127.0.0.1:9/v3 could not be '
+                      'reached (option [snapshot_ext_glance] auth_url)',
+                      proc.stderr)
+        self.assertNotIn('secret', proc.stderr)
+        self.assertNotIn('Glance', proc.stderr)
+
+    def test_endpoint_that_is_not_glance(self):
+        with demo.ObjectServer({'/versions': b'{"nope": 1}'}) as server:
+            conf = self.write_conf(endpoint=server.url(''))
+            proc = self.run_cli('probe', '--config-file', conf)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertIn('is not a Glance image API', proc.stderr)
+        self.assertNotIn('subscriptable', proc.stderr)
+
+    def test_bad_option_value_has_no_internal_repr(self):
+        conf = self.write_conf(extra='\n[snapshot_ext]\n'
+                               'activation_timeout = abc\n')
+        proc = self.run_cli('probe', '--config-file', conf)
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertIn('activation_timeout', proc.stderr)
+        self.assertNotIn('LocationInfo', proc.stderr)
+
+    def test_version(self):
+        proc = self.run_cli('--version')
+        self.assertEqual(0, proc.returncode)
+        self.assertRegex(proc.stdout.strip(), r'^\d+\.\d+\.\d+')
+
+    def test_no_credentials_name_the_option(self):
+        conf = os.path.join(self.tmp, 'noauth.conf')
+        with open(conf, 'w') as f:
+            f.write('[snapshot_ext_glance]\nendpoint_override = %s\n'
+                    % self.glance.endpoint)
+        proc = self.run_cli('snapshot', '--config-file', conf,
+                            demo.cli.SAMPLE_REQUEST)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertIn('Glance at %s' % self.glance.endpoint, proc.stderr)
+        self.assertIn('no credentials were sent: set [snapshot_ext_glance] '
+                      'auth_type', proc.stderr)
+        with open(conf, 'w') as f:
+            f.write('[snapshot_ext_glance]\nauth_type = admin_token\n'
+                    'endpoint = %s\nendpoint_override = %s\n'
+                    % (self.glance.endpoint, self.glance.endpoint))
+        proc = self.run_cli('probe', '--config-file', conf)
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertIn('auth_type admin_token gives no credentials: set '
+                      '[snapshot_ext_glance] token', proc.stderr)
+
+    def test_log_file_takes_the_logs_stderr_keeps_the_error(self):
+        log = os.path.join(self.tmp, 'cli.log')
+        conf = self.write_conf(endpoint='http://127.0.0.1:9')
+        proc = self.run_cli('probe', '--config-file', conf, '--debug',
+                            '--log-file', log)
+        self.assertEqual(3, proc.returncode, proc.stderr)
+        self.assertEqual(1, len(proc.stderr.strip().splitlines()),
+                         proc.stderr)
+        with open(log) as f:
+            self.assertIn('GET http://127.0.0.1:9/versions', f.read())
+
+
+class _Stall(http.server.BaseHTTPRequestHandler):
+    """Answers nothing for a long time (a Glance that hangs)."""
+
+    arrived = None
+
+    def do_GET(self):  # noqa: N802 - http.server's API
+        self.arrived.set()
+        time.sleep(60)
+
+    def log_message(self, *args):
+        pass
+
+
+class TestSignals(testtools.TestCase):
+
+    def test_sigterm_is_handled_like_ctrl_c(self):
+        _Stall.arrived = threading.Event()
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Stall)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        conf = os.path.join(tmp, 'c.conf')
+        endpoint = 'http://127.0.0.1:%d' % server.server_address[1]
+        demo.write_config(conf, endpoint, 'u:p:member', 'libvirt')
+        for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+            _Stall.arrived.clear()
+            proc = subprocess.Popen(
+                [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'probe',
+                 '--config-file', conf, '--format', 'json'],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertTrue(_Stall.arrived.wait(60))
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=60)
+            self.assertEqual(code, proc.returncode, err)
+            self.assertEqual(code, json.loads(out)['exit_code'])
+            self.assertNotIn('Traceback', err)
+
+
+class _HoldUploads(http.server.BaseHTTPRequestHandler):
+    """A reverse proxy to Glance that holds every image upload."""
+
+    upstream = None
+    held = None
+
+    def _forward(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        body = self.rfile.read(length) if length else None
+        if self.command == 'PUT' and self.path.endswith('/file'):
+            self.held.set()
+            time.sleep(60)
+            return
+        conn = http.client.HTTPConnection(*self.upstream, timeout=60)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in ('host', 'connection')}
+        conn.request(self.command, self.path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        self.send_response(resp.status)
+        for key, value in resp.getheaders():
+            if key.lower() not in ('transfer-encoding', 'connection',
+                                   'content-length'):
+                self.send_header(key, value)
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+    def log_message(self, *args):
+        pass
+
+
+class TestInterruptedSnapshot(fbase.FunctionalTestCase):
+    """SIGTERM in the middle of a snapshot cleans up like Ctrl-C."""
+
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def test_sigterm_during_upload_leaves_nothing(self):
+        parsed = urllib.parse.urlsplit(self.glance.endpoint)
+        _HoldUploads.upstream = (parsed.hostname, parsed.port)
+        _HoldUploads.held = threading.Event()
+        proxy = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                _HoldUploads)
+        proxy.daemon_threads = True
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        self.addCleanup(proxy.server_close)
+        self.addCleanup(proxy.shutdown)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        conf = os.path.join(tmp, 'c.conf')
+        token = self.glance.token(self.project_id, self.user_id,
+                                  roles=fbase.MEMBER_ROLES)
+        demo.write_config(conf, 'http://127.0.0.1:%d'
+                          % proxy.server_address[1], token, 'libvirt')
+        data = base.sample_request_dict()
+        data['server']['project_id'] = self.project_id
+        data['requester']['project_id'] = self.project_id
+        request = os.path.join(tmp, 'r.json')
+        with open(request, 'w') as f:
+            json.dump(data, f)
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             request, '--config-file', conf, '--format', 'json'],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertTrue(_HoldUploads.held.wait(60), 'no upload arrived')
+        self.assertEqual(1, len(self.list_all_images(
+            filters={'owner': self.project_id})))
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=90)
+        self.assertEqual(143, proc.returncode, err)
+        self.assertEqual(143, json.loads(out)['exit_code'])
+        self.assertNotIn('Traceback', err)
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)

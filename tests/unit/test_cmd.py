@@ -15,11 +15,13 @@
 import io
 import json
 import os
+import signal
 
 from unittest import mock
 
 import fixtures
 
+from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
@@ -129,3 +131,316 @@ class TestDemoChoices(base.TestCase):
             self.assertRaises(exception.DriverNotFound, demo.run,
                               driver='bogus')
         glance.assert_not_called()
+
+
+class TestConventions(base.TestCase):
+    """Parsing, warnings and exit codes of the console script."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(text)
+        return path
+
+    def test_global_options_hoisted_before_the_command(self):
+        conf = main.new_conf()
+        cases = [
+            (['probe', '--config-file', 'a', '--debug'],
+             ['--config-file', 'a', '--debug', 'probe']),
+            (['snapshot', 'r.json', '--format=json', '--log-file', 'l'],
+             ['--format=json', '--log-file', 'l', 'snapshot', 'r.json']),
+            (['--config-file', 'probe', 'audit', '--fix', '-d'],
+             ['--config-file', 'probe', '-d', 'audit', '--fix']),
+            (['demo', '--profile', 'no-raw', '--', '--debug'],
+             ['demo', '--profile', 'no-raw', '--', '--debug']),
+            (['probe', '--help'], ['probe', '--help']),
+        ]
+        for argv, expected in cases:
+            self.assertEqual(expected, main.hoist_global_options(conf, argv))
+
+    def test_help_lists_every_exit_code(self):
+        self.assertEqual(0, main.main(['--help']))
+        text = ' '.join(self.stdout.getvalue().split())
+        for code, _ in checks.EXIT_CODES:
+            self.assertIn('%d ' % code, text)
+        self.assertIn('3 cannot reach or authenticate', text)
+
+    def test_usage_error_is_json_with_format_json(self):
+        self.assertEqual(2, main.main(['nope', '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual(2, out['exit_code'])
+        self.assertIn("invalid choice: 'nope'", out['error'])
+
+    def test_bad_global_option_value_is_exit_2(self):
+        self.assertEqual(2, main.main(['probe', '--format', 'xml']))
+        self.assertIn('xml', self.stderr.getvalue())
+
+    def test_clean_message_hides_location_info(self):
+        text = ("Value for option x from LocationInfo(location=<Locations."
+                "user: (4, True)>, detail='/etc/a.conf') is not valid")
+        self.assertEqual('Value for option x in /etc/a.conf is not valid',
+                         checks.clean_message(text))
+        text = ("x LocationInfo(location=<Locations.opt_default: (1, "
+                "False)>, detail=None)")
+        self.assertEqual('x opt default', checks.clean_message(text))
+
+    def test_unknown_sections_and_options(self):
+        path = self.write('c.conf', (
+            '[DEFAULT]\ndebug = true\n'
+            '[snapshot_ext]\ndriver = libvirt\nactivaton_method = upload\n'
+            '[snapshot_ext_glance]\nauth_type = password\n'
+            'auth_url = http://k/v3\nusernme = u\n'
+            '[snapshot_ext_glace]\nx = 1\n[snapshot-ext]\n[glance]\n'
+            'api_servers = x\n[snapshot_ext_libvirt]\nvirt_type = kvm\n'
+            '[snapshot_ext_nova]\n'))
+        conf = main.parse(['--config-file', path, 'probe'])
+        found = main.warn_configuration(conf)
+        self.assertEqual(4, len(found), found)
+        text = '\n'.join(found)
+        self.assertIn('unknown option [snapshot_ext] activaton_method (did '
+                      'you mean activation_method?)', text)
+        self.assertIn('unknown option [snapshot_ext_glance] usernme (did '
+                      'you mean username?)', text)
+        self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
+                      '[snapshot_ext_glance]?)', text)
+        self.assertIn('unknown section [snapshot-ext] (did you mean '
+                      '[snapshot_ext]?)', text)
+        self.assertIn('warning: %s: unknown' % path, self.stderr.getvalue())
+
+    def test_no_config_file_warning(self):
+        conf = main.parse(['probe'])
+        found = main.warn_configuration(conf)
+        self.assertIn('no configuration file found or given', found[0])
+
+    def test_sigterm_handled_like_ctrl_c(self):
+        def interrupted(conf):
+            os.kill(os.getpid(), signal.SIGTERM)
+            self.fail('SIGTERM did not interrupt')
+
+        def ctrl_c(conf):
+            err = KeyboardInterrupt()
+            err.snapshot_result = mock.Mock(leftover=['img-9'])
+            raise err
+
+        conf = self.write('c.conf', '')
+        with mock.patch.dict(main.HANDLERS, probe=interrupted):
+            self.assertEqual(143, main.main(['probe', '--config-file', conf,
+                                             '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual((143, []), (out['exit_code'], out['left']))
+        self.assertIn('terminated (SIGTERM)', self.stderr.getvalue())
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        with mock.patch.dict(main.HANDLERS, probe=ctrl_c):
+            self.assertEqual(130, main.main(['probe', '--config-file', conf,
+                                             '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual(['img-9'], out['left'])
+        self.assertIn('COULD NOT DELETE image(s) img-9', out['error'])
+        # The handler is restored afterwards.
+        self.assertIsNot(signal.getsignal(signal.SIGTERM), main._on_sigterm)
+
+    def test_glance_errors_map_to_exit_codes(self):
+        cases = [
+            (exception.GlanceUnavailable(operation='get', reason='r'), 3),
+            (exception.GlanceForbidden(operation='get', reason='r',
+                                       status=401), 3),
+            (exception.GlanceForbidden(operation='get', reason='r',
+                                       status=403), 1),
+            (exception.GlanceError(operation='get', reason='r',
+                                   status=500), 1),
+            (exception.FormatNotAllowed(reason='r', allowed='a',
+                                        containers='c', driver='d',
+                                        readable='r'), 2),
+        ]
+        conf = self.write('c.conf', '')
+        for err, code in cases:
+            def handler(conf, err=err):
+                raise err
+            with mock.patch.dict(main.HANDLERS, probe=handler):
+                self.assertEqual(code, main.main(['probe', '--config-file',
+                                                  conf]), err)
+
+
+class FakeSession:
+    def __init__(self, project):
+        self.auth = object() if project is not None else None
+        self.project = project
+
+    def get_project_id(self):
+        return self.project
+
+
+class TestOwnership(base.TestCase):
+
+    def glance(self, project):
+        glance = glance_mod.GlanceClient.__new__(glance_mod.GlanceClient)
+        glance.session = FakeSession(project)
+        return glance
+
+    def test_identity_in_the_requester_project(self):
+        self.assertEqual(
+            {'identity_project': 'p1', 'owner': 'p1', 'member': None},
+            checks.check_ownership(self.glance('p1'), 'p1', 'p1'))
+        # An admin's snapshot of another project's server: shared, as Nova.
+        self.assertEqual(
+            {'identity_project': 'p1', 'owner': 'p1', 'member': 's'},
+            checks.check_ownership(self.glance('p1'), 'p1', 's'))
+
+    def test_identity_in_another_project_is_refused(self):
+        err = self.assertRaises(checks.CLIError, checks.check_ownership,
+                                self.glance('svc'), 'p1', 'p1')
+        self.assertEqual(2, err.code)
+        self.assertIn('owned by project svc', err.message)
+        self.assertIn('Scope [snapshot_ext_glance] to project p1',
+                      err.message)
+        self.assertIn('set requester.project_id to svc', err.message)
+
+    def test_unknown_identity_project_is_not_checked(self):
+        self.assertEqual(
+            {'identity_project': None, 'owner': 'p1', 'member': None},
+            checks.check_ownership(self.glance(None), 'p1', 'p1'))
+
+
+class TestDemoWithoutExtra(base.TestCase):
+
+    def test_missing_extra_is_exit_2_and_says_what_to_install(self):
+        from nova_snapshot_ext.embedded import demo
+
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        real = demo.importlib.util.find_spec
+        with mock.patch.object(demo.importlib.util, 'find_spec',
+                               lambda name: None if name == 'glance'
+                               else real(name)):
+            self.assertEqual(2, main.main(['demo', '--format', 'json']))
+        out = json.loads(stdout.getvalue())
+        self.assertEqual(2, out['exit_code'])
+        self.assertIn('not installed: glance', out['error'])
+        self.assertIn("pip install '.[embedded]'", out['error'])
+        self.assertNotIn('Traceback', stderr.getvalue())
+        self.assertNotIn('log', out['error'].replace('glance-api', ''))
+
+
+class FakePermGlance:
+    """Records calls; ``refuse`` maps a call name to the error it raises."""
+
+    def __init__(self, **refuse):
+        self.refuse = refuse
+        self.calls = []
+
+    def _do(self, name, *args):
+        self.calls.append((name,) + args)
+        if name in self.refuse:
+            raise self.refuse[name]
+
+    def create(self, **kwargs):
+        self._do('create', kwargs['disk_format'], kwargs['visibility'])
+
+    def upload(self, image_id, data, disk_format=None):
+        self._do('upload', len(data))
+
+    def add_member(self, image_id, member):
+        self._do('add_member')
+
+    def delete(self, image_id):
+        self._do('delete')
+
+
+class TestPermissionCheck(base.TestCase):
+
+    def forbidden(self):
+        return exception.GlanceForbidden(operation='x', reason='policy',
+                                         status=403)
+
+    def test_all_allowed_and_nothing_left(self):
+        glance = FakePermGlance()
+        out = checks.check_permissions(glance, 'qcow2')
+        self.assertTrue(out['ok'])
+        self.assertEqual([('create', 'qcow2', 'shared'), ('upload', 1536),
+                          ('add_member',), ('delete',)], glance.calls)
+        self.assertIsNone(out['left'])
+
+    def test_each_refusal_named_and_image_deleted(self):
+        for step, needs in (('upload', 'upload image data'),
+                            ('add_member', 'add image members')):
+            glance = FakePermGlance(**{step: self.forbidden()})
+            out = checks.check_permissions(glance, 'raw')
+            self.assertFalse(out['ok'])
+            self.assertEqual(1, len(out['missing']))
+            self.assertIn(needs, out['missing'][0])
+            self.assertEqual(('delete',), glance.calls[-1])
+
+    def test_create_refused_deletes_nothing(self):
+        glance = FakePermGlance(create=self.forbidden())
+        out = checks.check_permissions(glance, 'raw')
+        self.assertEqual([('create', 'raw', 'shared')], glance.calls)
+        self.assertIn('create images', out['missing'][0])
+
+    def test_delete_refused_names_the_image_left(self):
+        glance = FakePermGlance(delete=self.forbidden())
+        out = checks.check_permissions(glance, 'raw')
+        self.assertEqual(out['image_id'], out['left'])
+        self.assertIn('is left', out['missing'][-1])
+
+    def test_unreachable_glance_is_not_a_missing_permission(self):
+        glance = FakePermGlance(upload=exception.GlanceUnavailable(
+            operation='upload', reason='reset'))
+        self.assertRaises(exception.GlanceUnavailable,
+                          checks.check_permissions, glance, 'raw')
+        self.assertEqual(('delete',), glance.calls[-1])
+
+    def test_glance_start_failure_quotes_the_log_not_its_deleted_path(self):
+        from nova_snapshot_ext.embedded import demo
+
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        failure = demo.embedded.EmbeddedGlanceError(
+            'glance-api exited early with 1; log /tmp/eg-x/glance.log:\n'
+            'ImportError: no module named foo')
+        with mock.patch.object(demo, 'check_extra'), \
+                mock.patch.object(demo.embedded, 'EmbeddedGlance',
+                                  side_effect=failure):
+            self.assertEqual(3, main.main(['demo']))
+        text = stderr.getvalue()
+        self.assertIn('the embedded Glance failed: glance-api exited early '
+                      'with 1:', text)
+        self.assertIn('no module named foo', text)
+        self.assertNotIn('/tmp/eg-x', text)
+
+
+class TestAfterSuccess(base.TestCase):
+    """Rule 1 of issue 9: after success every read is best effort."""
+
+    def test_failed_display_read_is_a_warning_not_a_failure(self):
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        result = mock.Mock(image_id='img-1', status='active')
+        result.to_dict.return_value = {'image_id': 'img-1',
+                                       'status': 'active'}
+        fake = mock.Mock()
+        fake.snapshot.return_value = result
+        fake.glance.get.side_effect = exception.GlanceUnavailable(
+            operation='get', reason='connection reset')
+        with mock.patch.object(main.service_mod, 'SnapshotService',
+                               return_value=fake):
+            image = main.run_snapshot(self.conf, mock.Mock(), 'json')
+        self.assertIsNone(image)
+        out = json.loads(stdout.getvalue())
+        self.assertEqual('active', out['result']['status'])
+        self.assertIsNone(out['image'])
+        self.assertIn('warning: snapshot image img-1 is active; it could not '
+                      'be read back', stderr.getvalue())

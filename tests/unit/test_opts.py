@@ -71,3 +71,38 @@ class TestOpts(base.TestCase):
         self.assertEqual(64, self.conf.snapshot_ext.image_property_quota)
         self.assertRaises(cfg.NoSuchOptError, opts.set_defaults, self.conf,
                           no_such_option=1)
+
+
+class TestSampleConfig(base.TestCase):
+    """What oslo-config-generator and the options reference show."""
+
+    def groups(self):
+        return {group.name: {o.dest: o for o in group_opts}
+                for group, group_opts in opts.list_opts()}
+
+    def test_glance_group_shows_the_real_defaults(self):
+        glance = self.groups()['snapshot_ext_glance']
+        self.assertEqual('image', glance['service_type'].default)
+        self.assertEqual(['internal', 'public'],
+                         glance['valid_interfaces'].default)
+
+    def test_password_plugin_options_shown(self):
+        groups = self.groups()
+        for group in ('snapshot_ext_glance', 'snapshot_ext_service_user'):
+            for name in ('auth_type', 'auth_url', 'username', 'password',
+                         'project_name', 'user_domain_name'):
+                self.assertIn(name, groups[group], (group, name))
+        self.assertTrue(groups['snapshot_ext_glance']['password'].secret)
+
+    def test_every_choice_described(self):
+        for group, options in self.groups().items():
+            for opt in options.values():
+                for choice in getattr(opt.type, 'choices', None) or {}:
+                    self.assertTrue(opt.type.choices[choice],
+                                    '%s.%s: %s' % (group, opt.dest, choice))
+
+    def test_shown_defaults_do_not_change_registration(self):
+        self.groups()
+        from keystoneauth1 import loading
+        stock = {o.dest: o for o in loading.get_adapter_conf_options()}
+        self.assertIsNone(stock['service_type'].default)

@@ -1,0 +1,93 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-snapshot-ext audit [--fix [--yes]]``.
+
+Progress goes to stderr (one line per page of ``GET /v2/images``); the
+report to stdout, as text or one JSON object (``--format json``, the shape
+of :meth:`nova_snapshot_ext.audit.Report.to_dict`).  Exit status 0 when
+nothing is left unrepaired, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import typing as ty
+
+from oslo_config import cfg
+
+from nova_snapshot_ext import audit
+from nova_snapshot_ext.cmd import checks
+
+
+def _text(report: audit.Report, fix: bool, act: bool) -> str:
+    lines = ['Scanned %d images: %d volume-backed snapshot images, %d '
+             'problem(s).' % (report.scanned, report.snapshots,
+                              len(report.findings))]
+    for finding in report.findings:
+        lines.append('  %s' % finding.describe())
+    for item in report.not_inspected:
+        lines.append('  %s: payload not inspected (%d B, above '
+                     '--max-download)' % (item['image_id'], item['size']))
+    if fix:
+        lines.append('Repairs (%s):' % ('done' if act else
+                                        'dry run; add --yes to act'))
+        if not report.actions:
+            lines.append('  (nothing to repair)')
+        for action in report.actions:
+            lines.append('  %s' % action.describe())
+    elif any(f.fixable for f in report.findings):
+        lines.append('Run with --fix to see the repairs, --fix --yes to '
+                     'make them.')
+    return '\n'.join(lines)
+
+
+def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
+    """Scan (and repair); print the report; return the exit status."""
+    args = conf.command
+    if args.yes and not args.fix:
+        raise checks.CLIError('--yes only goes with --fix')
+    for name in ('queued_older_than', 'max_download', 'page_size'):
+        value = getattr(args, name)
+        if value is not None and (value < 0 or (
+                name == 'page_size' and value < 1)):
+            raise checks.CLIError('--%s must be %s, got %s' % (
+                name.replace('_', '-'), 'at least 1' if name == 'page_size'
+                else '0 or more', value))
+    queued_age = (audit.DEFAULT_QUEUED_AGE if args.queued_older_than is None
+                  else args.queued_older_than)
+    auditor = audit.AuditGlance(glance)
+
+    def progress(report: audit.Report) -> None:
+        print('audit: %d images scanned, %d snapshot images, %d problem(s)'
+              % (report.scanned, report.snapshots, len(report.findings)),
+              file=sys.stderr, flush=True)
+
+    report = audit.scan(
+        auditor, queued_age=queued_age,
+        max_download=(audit.DEFAULT_MAX_DOWNLOAD if args.max_download is None
+                      else args.max_download),
+        page_size=args.page_size or audit.DEFAULT_PAGE_SIZE,
+        filters={'owner': args.owner} if args.owner else None,
+        progress=progress)
+    if args.fix:
+        audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
+    if conf.format == 'json':
+        data = report.to_dict()
+        data['fix'] = 'act' if args.fix and args.yes else (
+            'dry-run' if args.fix else 'none')
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(_text(report, args.fix, args.yes))
+    left = report.unrepaired
+    return checks.EXIT_FAILED if left else checks.EXIT_OK

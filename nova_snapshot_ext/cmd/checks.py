@@ -1,0 +1,476 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What the console script checks before it acts, and how it says so.
+
+* :func:`connect` reaches Keystone (when an identity plugin is configured)
+  and Glance one step at a time, so an error names the component that
+  failed (Keystone or Glance), its URL (redacted) and the option to fix.
+* :func:`check_ownership` refuses a standalone snapshot whose image would
+  not end where Nova would put it.
+* :func:`check_permissions` proves, with a throwaway image it deletes,
+  that the configured identity can create, upload and share images.
+* :func:`unknown_options` finds typos in the ``[snapshot_ext*]`` sections.
+
+Every refusal is a :class:`CLIError` carrying its exit code (see
+:data:`EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import configparser
+import difflib
+import os
+import re
+import typing as ty
+import uuid
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.image import locations
+from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext import opts
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INPUT = 2
+EXIT_UNREACHABLE = 3
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+#: The one exit-status table (``--help``, README, docs).
+EXIT_CODES = (
+    (EXIT_OK, 'done (audit: nothing left unrepaired)'),
+    (EXIT_FAILED, 'the operation failed: the snapshot was not activated, '
+                  'probe found the identity cannot snapshot, or audit '
+                  'found problems it did not repair'),
+    (EXIT_INPUT, 'bad input or configuration: usage, the request, an '
+                 'option, or a preflight refusal (nothing was created)'),
+    (EXIT_UNREACHABLE, 'cannot reach or authenticate: Keystone or Glance '
+                       'unreachable, credentials refused, no image '
+                       'endpoint, or the endpoint is not Glance'),
+    (EXIT_SIGINT, 'interrupted (Ctrl-C); what was created is cleaned up'),
+    (EXIT_SIGTERM, 'terminated (SIGTERM), handled exactly like Ctrl-C'),
+)
+
+
+class CLIError(Exception):
+    """An error the console script reports and exits with.
+
+    :param message: one line for stderr (and the JSON ``error``).
+    :param code: the exit status.
+    :param details: extra JSON fields (e.g. ``left`` image ids).
+    """
+
+    def __init__(self, message: str, code: int = EXIT_INPUT,
+                 **details: ty.Any):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.details = details
+
+
+_LOCATION_INFO_RE = re.compile(
+    r"(from )?LocationInfo\(location=<Locations\.(\w+): [^>]*>, "
+    r"detail=(?:'([^']*)'|None)\)")
+
+
+def clean_message(text: str) -> str:
+    """Replace oslo.config's internal ``LocationInfo(...)`` reprs.
+
+    ``from LocationInfo(location=<Locations.user: ...>, detail='/f.conf')``
+    becomes ``in /f.conf``; without a file, the kind of place (``user``,
+    ``command_line``...).
+    """
+    def _place(match: re.Match[str]) -> str:
+        where = match.group(3) or match.group(2).replace('_', ' ')
+        return ('in %s' % where) if match.group(1) else where
+    return _LOCATION_INFO_RE.sub(_place, text)
+
+
+def _group_value(conf: cfg.ConfigOpts, name: str) -> ty.Any:
+    try:
+        return conf[opts.GLANCE_GROUP][name]
+    except (cfg.NoSuchOptError, KeyError, AttributeError):
+        return None
+
+
+def _reason(err: BaseException) -> str:
+    return ' '.join(str(err).split())[:300] or type(err).__name__
+
+
+def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
+    """Get a token from Keystone now, naming Keystone when that fails.
+
+    Does nothing for plugins without ``auth_url`` (``admin_token``,
+    ``none``) or without a plugin.
+
+    :raises CLIError: exit 3, Keystone unreachable or refusing.
+    """
+    auth_url = _group_value(conf, 'auth_url')
+    auth_type = _group_value(conf, 'auth_type')
+    if session.auth is None:
+        return
+    if not auth_url:
+        _check_static_credentials(session, auth_type)
+        return
+    shown = locations.redact_url(auth_url)
+    try:
+        session.get_auth_headers()
+    except (ks_exc.ConnectionError, ks_exc.DiscoveryFailure) as err:
+        raise CLIError(
+            'Keystone at %s could not be reached (option [%s] auth_url): %s'
+            % (shown, opts.GLANCE_GROUP, _reason(err)), EXIT_UNREACHABLE)
+    except ks_exc.Unauthorized as err:
+        raise CLIError(
+            'Keystone at %s refused the credentials of [%s] (auth_type %s: '
+            'check username/user_id, password, the project and domain '
+            'options): %s' % (shown, opts.GLANCE_GROUP, auth_type,
+                              _reason(err)), EXIT_UNREACHABLE)
+    except ks_exc.NotFound as err:
+        raise CLIError(
+            '%s is not a Keystone identity endpoint (option [%s] auth_url, '
+            'e.g. https://keystone.example.org/v3): %s'
+            % (shown, opts.GLANCE_GROUP, _reason(err)), EXIT_UNREACHABLE)
+    except ks_exc.ClientException as err:
+        raise CLIError('Keystone at %s: authentication with [%s] failed: %s'
+                       % (shown, opts.GLANCE_GROUP, _reason(err)),
+                       EXIT_UNREACHABLE)
+
+
+#: Plugins whose credential is the ``token`` option itself.
+TOKEN_PLUGINS = ('admin_token', 'token', 'v2token', 'v3token')
+
+
+def _check_static_credentials(session: ty.Any, auth_type: str) -> None:
+    """A plugin without Keystone (``admin_token``...) must yield a token.
+
+    :raises CLIError: exit 2, naming the option to set.
+    """
+    option = ('token' if auth_type in TOKEN_PLUGINS else
+              'the options of auth_type %s' % auth_type)
+    try:
+        headers = session.get_auth_headers()
+    except ks_exc.ClientException as err:
+        raise CLIError('[%s] auth_type %s gives no credentials (%s): set '
+                       '[%s] %s' % (opts.GLANCE_GROUP, auth_type,
+                                    _reason(err), opts.GLANCE_GROUP, option))
+    if not headers or not any(headers.values()):
+        raise CLIError('[%s] auth_type %s gives no credentials: set [%s] %s'
+                       % (opts.GLANCE_GROUP, auth_type, opts.GLANCE_GROUP,
+                          option))
+
+
+def find_endpoint(conf: cfg.ConfigOpts, session: ty.Any) -> None:
+    """Check that the catalog has the image endpoint the options ask for.
+
+    :raises CLIError: exit 3, no such endpoint.
+    """
+    group = conf[opts.GLANCE_GROUP]
+    if group.endpoint_override or session.auth is None:
+        return
+    kwargs = glance_mod.adapter_kwargs(conf)
+    wanted = ', '.join('%s=%s' % (k, kwargs[k]) for k in (
+        'service_type', 'interface', 'region_name') if k in kwargs)
+    try:
+        url = session.get_endpoint(
+            service_type=kwargs.get('service_type'),
+            interface=kwargs.get('interface'),
+            region_name=kwargs.get('region_name'),
+            service_name=kwargs.get('service_name'))
+    except ks_exc.ClientException as err:
+        raise CLIError('no image endpoint found in the Keystone catalog '
+                       '(options [%s] %s): %s' % (opts.GLANCE_GROUP, wanted,
+                                                  _reason(err)),
+                       EXIT_UNREACHABLE)
+    if not url:
+        raise CLIError('the Keystone catalog has no image endpoint for '
+                       '[%s] %s (set endpoint_override to a Glance URL to '
+                       'skip the catalog)' % (opts.GLANCE_GROUP, wanted),
+                       EXIT_UNREACHABLE)
+
+
+def check_glance(conf: cfg.ConfigOpts,
+                 glance: glance_mod.GlanceClient) -> list[str]:
+    """Ask the endpoint for ``GET /versions`` and check it is Glance.
+
+    :returns: the API version ids (``['v2.17', ...]``).
+    :raises CLIError: exit 3 when Glance cannot be reached, refuses the
+        credentials (401), or the endpoint does not answer like Glance.
+    """
+    where = locations.redact_url(glance.endpoint)
+    option = ('[%s] endpoint_override' % opts.GLANCE_GROUP
+              if conf[opts.GLANCE_GROUP].endpoint_override else
+              'the image endpoint of the Keystone catalog')
+    try:
+        versions = glance.api_versions()
+    except exception.GlanceUnavailable as err:
+        raise CLIError('Glance at %s (%s) could not be reached: %s'
+                       % (where, option, err.kwargs.get('reason')),
+                       EXIT_UNREACHABLE)
+    except exception.GlanceForbidden as err:
+        raise CLIError('Glance at %s refused the credentials (HTTP %s): set '
+                       '[%s] auth_type and its options: %s'
+                       % (where, err.kwargs.get('status'), opts.GLANCE_GROUP,
+                          err.kwargs.get('reason')), EXIT_UNREACHABLE)
+    except exception.GlanceError as err:
+        raise CLIError('the service at %s (%s) is not a Glance image API: '
+                       'GET /versions answered HTTP %s: %s'
+                       % (where, option, err.kwargs.get('status'),
+                          err.kwargs.get('reason')), EXIT_UNREACHABLE)
+    except Exception as err:  # noqa: B902 - anything not Glance-shaped
+        raise CLIError('the service at %s (%s) is not a Glance image API: '
+                       'its answer to GET /versions cannot be read (%s)'
+                       % (where, option, type(err).__name__),
+                       EXIT_UNREACHABLE)
+    ids = [str(v.get('id')) for v in versions if isinstance(v, dict)]
+    if not any(i.startswith('v2') for i in ids):
+        raise CLIError('the service at %s (%s) is not a Glance image API: '
+                       'GET /versions lists no v2 version (%s)'
+                       % (where, option, ', '.join(ids) or 'none'),
+                       EXIT_UNREACHABLE)
+    return ids
+
+
+def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
+    """A Glance client, each component checked in turn.
+
+    :raises ConfigurationError: the ``[snapshot_ext_glance]`` options.
+    :raises CLIError: exit 3 (see :func:`authenticate`,
+        :func:`find_endpoint`, :func:`check_glance`).
+    """
+    session = glance_mod.load_session(conf)
+    authenticate(conf, session)
+    find_endpoint(conf, session)
+    glance = glance_mod.GlanceClient.from_conf(conf, session=session)
+    check_glance(conf, glance)
+    CONNECTED['endpoint'] = locations.redact_url(glance.endpoint)
+    CONNECTED['authenticated'] = 'yes' if session.auth else ''
+    return glance
+
+
+#: The Glance the command talks to (redacted URL), for later errors.
+CONNECTED: dict[str, str] = {}
+
+
+def glance_error(err: exception.GlanceError) -> tuple[str, int]:
+    """The message and exit status of a Glance error met mid-command.
+
+    Adds the Glance URL when the message lacks it; a 401 is a missing or
+    refused credential (exit 3) and names ``auth_type``.
+    """
+    message = err.format_message()
+    status = err.kwargs.get('status')
+    where = CONNECTED.get('endpoint')
+    if where and where not in message:
+        message = 'Glance at %s: %s' % (where, message)
+    if isinstance(err, exception.GlanceUnavailable):
+        return message, EXIT_UNREACHABLE
+    if status == 401:
+        hint = ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
+                if CONNECTED.get('authenticated') else
+                'no credentials were sent: set [%s] auth_type and its '
+                'options' % opts.GLANCE_GROUP)
+        return '%s (%s)' % (message, hint), EXIT_UNREACHABLE
+    return message, EXIT_FAILED
+
+
+def identity_project(glance: glance_mod.GlanceClient) -> str | None:
+    """The project of the configured identity, when the plugin knows it.
+
+    ``admin_token`` and ``none`` do not know it: ``None``.
+    """
+    session = glance.session
+    if session.auth is None:
+        return None
+    try:
+        project = session.get_project_id()
+    except ks_exc.ClientException:
+        return None
+    return str(project) if project else None
+
+
+def check_ownership(glance: glance_mod.GlanceClient,
+                    requester_project: str | None,
+                    server_project: str | None) -> dict[str, ty.Any]:
+    """Refuse a snapshot whose image would not end where Nova puts it.
+
+    Glance makes the image's owner the project of the token that creates
+    it. Nova creates it with the requester's token: owned by the
+    requester's project, shared with the server's project when they
+    differ. The standalone command creates it with the configured identity,
+    so that identity must be in the requester's project.
+
+    :returns: ``{'identity_project', 'owner', 'member'}`` (the first is
+        ``None`` when the auth plugin cannot tell).
+    :raises CLIError: exit 2, the identity is in another project.
+    """
+    project = identity_project(glance)
+    member = (server_project if server_project and
+              server_project != requester_project else None)
+    if project and requester_project and project != requester_project:
+        raise CLIError(
+            'the image would be owned by project %s (the identity of [%s]), '
+            'not by the requester\'s project %s as Nova would own it%s. '
+            'Scope [%s] to project %s (project_id/project_name), or set '
+            'requester.project_id to %s in the request to own the image '
+            'there and share it with the server\'s project %s as Nova does '
+            'for an admin\'s snapshot' % (
+                project, opts.GLANCE_GROUP, requester_project,
+                ', so project %s could not see it' % server_project
+                if server_project and server_project != project else '',
+                opts.GLANCE_GROUP, requester_project, project,
+                server_project), EXIT_INPUT)
+    return {'identity_project': project, 'owner': project or
+            requester_project, 'member': member}
+
+
+def check_permissions(glance: glance_mod.GlanceClient,
+                      disk_format: str) -> dict[str, ty.Any]:
+    """Create, upload to, share and delete one throwaway image.
+
+    The image is ``shared`` (as a snapshot for another project is),
+    named ``nova-snapshot-ext-probe-<hex>``; the payload is the plugin's
+    own valid empty image of ``disk_format``; the member added is a random
+    project id. It is deleted whatever happens.
+
+    :returns: ``{'ok': bool, 'steps': [{'step', 'ok', 'detail'}],
+        'missing': [...], 'left': image id or None}``.
+    """
+    image_id = str(uuid.uuid4())
+    steps: list[dict[str, ty.Any]] = []
+    missing: list[str] = []
+    created = False
+
+    def run(step: str, needs: str, func: ty.Callable[[], ty.Any]) -> bool:
+        try:
+            func()
+        except exception.GlanceUnavailable:
+            raise
+        except exception.GlanceError as err:
+            steps.append({'step': step, 'ok': False,
+                          'detail': err.format_message()})
+            if isinstance(err, exception.GlanceForbidden):
+                missing.append(needs)
+            else:
+                missing.append('%s: Glance refused with HTTP %s'
+                               % (needs, err.kwargs.get('status')))
+            return False
+        steps.append({'step': step, 'ok': True, 'detail': ''})
+        return True
+
+    try:
+        created = run('create', 'create images (Glance policy add_image; '
+                      'usually the member role)', lambda: glance.create(
+                          id=image_id, name='nova-snapshot-ext-probe-%s'
+                          % image_id[:8], disk_format=disk_format,
+                          container_format='bare', visibility='shared'))
+        if created:
+            run('upload', 'upload image data (policy upload_image)',
+                lambda: glance.upload(image_id, payloads.payload(disk_format),
+                                      disk_format=disk_format))
+            run('share', 'add image members (policy add_member)',
+                lambda: glance.add_member(image_id, uuid.uuid4().hex))
+    finally:
+        left = None
+        if created:
+            try:
+                glance.delete(image_id)
+                steps.append({'step': 'delete', 'ok': True, 'detail': ''})
+            except exception.GlanceError as err:
+                left = image_id
+                steps.append({'step': 'delete', 'ok': False,
+                              'detail': err.format_message()})
+                missing.append('delete its own images (policy '
+                               'delete_image); image %s is left' % image_id)
+    return {'ok': not missing, 'image_id': image_id, 'steps': steps,
+            'missing': missing, 'left': left}
+
+
+def _known_options(conf: cfg.ConfigOpts, group: str,
+                   listed: ty.Collection[str]) -> set[str]:
+    names: set[str] = set(listed)
+    try:
+        names |= {name for name in conf[group]}
+    except (cfg.NoSuchGroupError, cfg.NoSuchOptError, KeyError):
+        pass
+    if group in (opts.GLANCE_GROUP, opts.SERVICE_USER_GROUP):
+        auth_type = None
+        try:
+            auth_type = conf[group].auth_type
+        except (cfg.NoSuchOptError, KeyError, AttributeError):
+            pass
+        if auth_type:
+            try:
+                names |= {o.dest for o in
+                          ks_loading.get_auth_plugin_conf_options(auth_type)}
+            except ks_exc.NoMatchingPlugin:
+                pass
+    return {n.replace('-', '_') for n in names}
+
+
+def config_files(conf: cfg.ConfigOpts) -> list[str]:
+    """The files oslo.config read (``--config-file`` and config dirs)."""
+    files = list(conf.config_file or [])
+    for directory in conf.config_dir or []:
+        if os.path.isdir(directory):
+            files += sorted(os.path.join(directory, f)
+                            for f in os.listdir(directory)
+                            if f.endswith('.conf'))
+    return files
+
+
+def unknown_options(conf: cfg.ConfigOpts,
+                    groups: ty.Mapping[str, ty.Collection[str]]
+                    ) -> list[str]:
+    """Warnings for unknown ``[snapshot_ext*]`` sections and options.
+
+    :param groups: every group this program knows -> its option names
+        (the auth plugin's options are added from ``auth_type``).
+    :returns: one message per unknown section or option, with the file and
+        a close known name when there is one.
+    """
+    known_groups = set(groups)
+    found: list[str] = []
+    for path in config_files(conf):
+        parser = configparser.RawConfigParser(
+            strict=False, default_section='\x00none')
+        try:
+            parser.read(path, encoding='utf-8')
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        for section in parser.sections():
+            norm = section.lower()
+            close = difflib.get_close_matches(norm, sorted(known_groups),
+                                              n=1, cutoff=0.8)
+            if section not in known_groups:
+                if norm.startswith(('snapshot_ext', 'snapshot-ext')) or (
+                        close and norm not in ('glance', 'service_user')):
+                    found.append('%s: unknown section [%s]%s' % (
+                        path, section, ' (did you mean [%s]?)' % close[0]
+                        if close else ''))
+                continue
+            if not section.startswith(opts.CORE_GROUP):
+                continue
+            known = _known_options(conf, section, groups[section])
+            for key in parser.options(section):
+                if key.replace('-', '_') not in known:
+                    near = difflib.get_close_matches(key, sorted(known),
+                                                     n=1, cutoff=0.75)
+                    found.append('%s: unknown option [%s] %s%s' % (
+                        path, section, key, ' (did you mean %s?)' % near[0]
+                        if near else ''))
+    return found

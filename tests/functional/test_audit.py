@@ -1,0 +1,232 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-snapshot-ext audit`` against a real Glance seeded with each kind.
+
+The Glance runs without format enforcement (profile ``no-enforcement``),
+as Glances before 30 did, so the dishonest payloads old Novas uploaded
+(zero bytes labelled qcow2) can be seeded as they exist in clouds.
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import fixtures
+
+from nova_snapshot_ext.embedded import demo
+from nova_snapshot_ext.image import payloads
+from tests.functional import base as fbase
+
+
+def mapping(volume_size=8, **changes):
+    entry = {'source_type': 'snapshot', 'destination_type': 'volume',
+             'boot_index': 0, 'device_name': '/dev/vda',
+             'snapshot_id': str(uuid.uuid4()), 'volume_size': volume_size,
+             'delete_on_termination': False, 'disk_bus': 'virtio',
+             'device_type': 'disk'}
+    entry.update(changes)
+    return json.dumps([entry])
+
+
+class TestAudit(fbase.FunctionalTestCase):
+
+    GLANCE_PROFILE = 'no-enforcement'
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.conf_file = os.path.join(self.tmp, 'audit.conf')
+        token = self.glance.token(self.project_id, self.user_id,
+                                  roles=fbase.ADMIN_ROLES)
+        demo.write_config(self.conf_file, self.glance.endpoint, token,
+                          'libvirt')
+        self.client = self.client_for(roles=fbase.MEMBER_ROLES)
+
+    def run_cli(self, *args):
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'audit',
+             '--config-file', self.conf_file, '--owner', self.project_id,
+             '--format', 'json'] + list(args),
+            capture_output=True, text=True, timeout=120, check=False)
+
+    def seed(self, data=b'', disk_format='raw', activate=True, **props):
+        props.setdefault('bdm_v2', 'True')
+        props.setdefault('block_device_mapping', mapping())
+        props.setdefault('root_device_name', '/dev/vda')
+        image = self.client.images.create(
+            name='audit-%s' % uuid.uuid4().hex[:8], disk_format=disk_format,
+            container_format='bare', **props)
+        if activate:
+            if data:
+                self.client.images.upload(image['id'], io.BytesIO(data),
+                                          image_size=len(data))
+            else:
+                self.client.images.upload(image['id'], '')
+        return image['id']
+
+    def seed_every_kind(self):
+        ids = {
+            'healthy': self.seed(min_disk=8),
+            'queued': self.seed(activate=False),
+            'zero_qcow2': self.seed(disk_format='qcow2'),
+            'zero_vhd': self.seed(disk_format='vhd'),
+            'raw_as_vmdk': self.seed(b'not a vmdk' * 100,
+                                     disk_format='vmdk'),
+            'min_disk': self.seed(min_disk=160),
+            'borrowed': self.seed(image_type='backup', backup_type='daily',
+                                  instance_uuid=str(uuid.uuid4()),
+                                  os_distro='ubuntu'),
+            'not_json': self.seed(block_device_mapping='[{oops'),
+            'connection_info': self.seed(block_device_mapping=mapping(
+                connection_info='{"data": {}}')),
+        }
+        # Not a volume-backed snapshot: never judged, although dishonest.
+        self.other = self.client.images.create(
+            name='plain', disk_format='qcow2', container_format='bare')
+        self.client.images.upload(self.other['id'], '')
+        return ids
+
+    def kinds(self, report):
+        return sorted((f['image_id'], f['kind']) for f in report['findings'])
+
+    def test_finds_exactly_the_seeded_kinds_and_fixes_the_fixable(self):
+        ids = self.seed_every_kind()
+        proc = self.run_cli('--queued-older-than', '0')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual(10, report['scanned'])
+        self.assertEqual(9, report['snapshots'])
+        expected = sorted([
+            (ids['queued'], 'queued-leftover'),
+            (ids['zero_qcow2'], 'dishonest-payload'),
+            (ids['zero_vhd'], 'dishonest-payload'),
+            (ids['raw_as_vmdk'], 'dishonest-payload'),
+            (ids['min_disk'], 'min-disk-above-root'),
+            (ids['borrowed'], 'borrowed-property'),
+            (ids['borrowed'], 'borrowed-property'),
+            (ids['borrowed'], 'borrowed-property'),
+            (ids['not_json'], 'malformed-mapping'),
+            (ids['connection_info'], 'malformed-mapping'),
+        ])
+        self.assertEqual(expected, self.kinds(report))
+        borrowed = sorted(f['evidence']['property']
+                          for f in report['findings']
+                          if f['kind'] == 'borrowed-property')
+        self.assertEqual(['backup_type', 'image_type', 'instance_uuid'],
+                         borrowed)
+        payload = {f['image_id']: f['evidence'] for f in report['findings']
+                   if f['kind'] == 'dishonest-payload'}
+        self.assertEqual('the data is raw',
+                         payload[ids['raw_as_vmdk']]['inspector'])
+        self.assertEqual(0, payload[ids['zero_qcow2']]['size'])
+        min_disk = [f for f in report['findings']
+                    if f['kind'] == 'min-disk-above-root'][0]
+        self.assertEqual({'min_disk': 160, 'root_volume_size': 8,
+                          'root_device_name': '/dev/vda'},
+                         min_disk['evidence'])
+
+        # Dry run: every fix listed, nothing changed.
+        before = {k: self.client.images.get(v) for k, v in ids.items()}
+        proc = self.run_cli('--queued-older-than', '0', '--fix')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual(['dry-run'] * 5,
+                         [a['outcome'] for a in report['actions']])
+        for key, image_id in ids.items():
+            self.assertEqual(dict(before[key]),
+                             dict(self.client.images.get(image_id)), key)
+
+        # Act.
+        proc = self.run_cli('--queued-older-than', '0', '--fix', '--yes')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual(['done'] * 5,
+                         [a['outcome'] for a in report['actions']])
+        self.assertEqual(5, report['unrepaired'])
+        self.assertEqual([], [i for i in self.client.images.list(
+            filters={'owner': self.project_id}) if i['id'] == ids['queued']])
+        fixed = self.client.images.get(ids['min_disk'])
+        self.assertEqual(8, fixed['min_disk'])
+        fixed = self.client.images.get(ids['borrowed'])
+        for key in ('image_type', 'backup_type', 'instance_uuid'):
+            self.assertNotIn(key, fixed)
+        self.assertEqual('ubuntu', fixed['os_distro'])
+        # Images whose data is in question are never touched.
+        for key in ('zero_qcow2', 'zero_vhd', 'raw_as_vmdk', 'not_json',
+                    'connection_info', 'healthy'):
+            self.assertEqual(dict(before[key]),
+                             dict(self.client.images.get(ids[key])), key)
+
+        # What is left is exactly the unfixable.
+        proc = self.run_cli('--queued-older-than', '0')
+        report = json.loads(proc.stdout)
+        self.assertEqual(sorted([
+            (ids['zero_qcow2'], 'dishonest-payload'),
+            (ids['zero_vhd'], 'dishonest-payload'),
+            (ids['raw_as_vmdk'], 'dishonest-payload'),
+            (ids['not_json'], 'malformed-mapping'),
+            (ids['connection_info'], 'malformed-mapping'),
+        ]), self.kinds(report))
+        self.assertFalse(any(f['fixable'] for f in report['findings']))
+
+    def test_young_queued_image_is_not_a_leftover(self):
+        queued = self.seed(activate=False)
+        proc = self.run_cli('--fix', '--yes')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual([], report['findings'])
+        self.assertEqual('queued', self.client.images.get(queued)['status'])
+
+    def test_pages_and_progress(self):
+        for _ in range(5):
+            self.seed(min_disk=8)
+        proc = self.run_cli('--page-size', '2')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual((5, 5, []), (report['scanned'], report['snapshots'],
+                                      report['findings']))
+        progress = [line for line in proc.stderr.splitlines()
+                    if line.startswith('audit: ')]
+        self.assertEqual(3, len(progress), proc.stderr)
+        self.assertIn('5 images scanned', progress[-1])
+
+    def test_payload_above_download_limit_is_reported_not_judged(self):
+        big = self.seed(payloads.payload('qcow2'), disk_format='vmdk')
+        proc = self.run_cli('--max-download', '100')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual([], report['findings'])
+        self.assertEqual([{'image_id': big,
+                           'size': len(payloads.payload('qcow2'))}],
+                         report['not_inspected'])
+        proc = self.run_cli()
+        self.assertEqual([(big, 'dishonest-payload')],
+                         self.kinds(json.loads(proc.stdout)))
+
+    def test_text_report_and_bad_arguments(self):
+        self.seed(min_disk=160)
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'audit',
+             '--owner', self.project_id, '--config-file', self.conf_file],
+            capture_output=True, text=True, timeout=120, check=False)
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        self.assertIn('min-disk-above-root: min_disk=160', proc.stdout)
+        self.assertIn('Run with --fix', proc.stdout)
+        proc = self.run_cli('--yes')
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('--yes only goes with --fix', proc.stderr)
+        self.assertEqual(2, json.loads(proc.stdout)['exit_code'])

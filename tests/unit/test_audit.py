@@ -1,0 +1,274 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The audit's judgement of one image, and its repairs (no Glance)."""
+
+import datetime
+import json
+
+from nova_snapshot_ext import audit
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import payloads
+from tests import base
+
+NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
+
+
+def entry(**changes):
+    value = {'source_type': 'snapshot', 'destination_type': 'volume',
+             'boot_index': 0, 'device_name': '/dev/vda',
+             'snapshot_id': 'snap-1', 'volume_size': 10}
+    value.update(changes)
+    return value
+
+
+def image(entries=None, **changes):
+    value = {'id': 'img-1', 'status': 'active', 'disk_format': 'raw',
+             'size': 0, 'min_disk': 0, 'bdm_v2': 'True',
+             'root_device_name': '/dev/vda', 'owner': 'p',
+             'updated_at': '2026-11-30T11:59:00Z',
+             'block_device_mapping': json.dumps(
+                 [entry()] if entries is None else entries)}
+    value.update(changes)
+    return value
+
+
+class FakeAuditor:
+    def __init__(self, images, data=None):
+        self.images = {i['id']: dict(i) for i in images}
+        self.data = data or {}
+        self.calls = []
+
+    def head_of_data(self, image_id, limit):
+        self.calls.append(('download', image_id))
+        return self.data[image_id][:limit + 1]
+
+    def get(self, image_id):
+        if image_id not in self.images:
+            raise exception.GlanceNotFound(operation='get', reason='gone')
+        return dict(self.images[image_id])
+
+    def delete(self, image_id):
+        self.calls.append(('delete', image_id))
+        del self.images[image_id]
+
+    def patch(self, image_id, ops):
+        self.calls.append(('patch', image_id, ops))
+        for op in ops:
+            key = op['path'][1:]
+            if op['op'] == 'remove':
+                del self.images[image_id][key]
+            else:
+                self.images[image_id][key] = op['value']
+
+
+class TestJudge(base.TestCase):
+
+    def kinds(self, img, auditor=None, **kwargs):
+        return [f.kind for f in audit.judge(img, auditor, now=NOW,
+                                            **kwargs)]
+
+    def test_healthy_snapshot_has_no_finding(self):
+        self.assertEqual([], self.kinds(image(min_disk=10)))
+
+    def test_zero_bytes_under_any_label_but_raw_is_dishonest(self):
+        for fmt in ('qcow2', 'vhd', 'vhdx', 'vmdk', 'vdi', 'iso', 'ami',
+                    'ploop', 'aki'):
+            self.assertEqual(['dishonest-payload'],
+                             self.kinds(image(disk_format=fmt)), fmt)
+
+    def test_small_payload_judged_by_the_inspector(self):
+        data = {'img-1': payloads.payload('qcow2')}
+        auditor = FakeAuditor([], data)
+        img = image(disk_format='qcow2', size=len(data['img-1']))
+        self.assertEqual([], self.kinds(img, auditor))
+        for fmt in ('vhd', 'raw', 'vmdk'):
+            img = image(disk_format=fmt, size=len(data['img-1']))
+            self.assertEqual(['dishonest-payload'], self.kinds(img, auditor),
+                             fmt)
+        raw = FakeAuditor([], {'img-1': b'x' * 100})
+        self.assertEqual([], self.kinds(image(size=100), raw))
+
+    def test_large_payload_not_downloaded(self):
+        auditor = FakeAuditor([])
+        skipped = []
+        self.assertEqual([], self.kinds(
+            image(disk_format='qcow2', size=10 ** 9), auditor,
+            not_inspected=skipped))
+        self.assertEqual([], auditor.calls)
+        self.assertEqual([{'image_id': 'img-1', 'size': 10 ** 9}], skipped)
+
+    def test_queued_leftover_by_age(self):
+        old = image(status='queued', size=None,
+                    updated_at='2026-11-28T12:00:00Z')
+        self.assertEqual(['queued-leftover'], self.kinds(old))
+        young = image(status='queued', size=None)
+        self.assertEqual([], self.kinds(young))
+        self.assertEqual(['queued-leftover'],
+                         self.kinds(young, queued_age=30))
+        protected = dict(old, protected=True)
+        finding = audit.judge(protected, now=NOW)[0]
+        self.assertFalse(finding.fixable)
+
+    def test_min_disk_above_the_root_volume(self):
+        findings = audit.judge(image(min_disk=160), now=NOW)
+        self.assertEqual(['min-disk-above-root'], [f.kind for f in findings])
+        self.assertEqual({'op': 'replace', 'path': '/min_disk',
+                          'value': 10}, findings[0].fix)
+        # The root is the boot_index 0 entry, wherever it is listed.
+        img = image([{'source_type': 'blank', 'destination_type': 'local',
+                      'boot_index': -1, 'volume_size': 1},
+                     entry(boot_index='0', device_name=None, volume_size=4)],
+                    min_disk=5)
+        self.assertEqual(['min-disk-above-root'], self.kinds(img))
+        self.assertEqual([], self.kinds(dict(img, min_disk=4)))
+        # A local root (image-backed) has no volume limit.
+        local = image([entry(destination_type='local')], min_disk=160)
+        self.assertEqual([], self.kinds(local))
+
+    def test_borrowed_identity_properties(self):
+        for image_type in ('backup', 'base', None):
+            img = image(backup_type='daily', instance_uuid='x', user_id='u',
+                        os_distro='ubuntu')
+            if image_type:
+                img['image_type'] = image_type
+            findings = audit.judge(img, now=NOW)
+            self.assertEqual(
+                sorted(['backup_type', 'instance_uuid', 'user_id'] +
+                       (['image_type'] if image_type else [])),
+                sorted(f.evidence['property'] for f in findings))
+            self.assertTrue(all(f.fixable for f in findings))
+            self.assertEqual({'borrowed-identity'},
+                             {f.evidence['why'] for f in findings})
+
+    def test_own_snapshot_identity_is_not_borrowed(self):
+        # image_type=snapshot: the snapshot's own stamp (Nova's image-backed
+        # path, the plugin's self-description) with its own server and user.
+        img = image(image_type='snapshot', instance_uuid='x', user_id='u')
+        self.assertEqual([], self.kinds(img))
+        img['backup_type'] = 'daily'
+        self.assertEqual(['borrowed-property'], self.kinds(img))
+
+    def test_other_never_inherited_kinds_are_borrowed(self):
+        img = image(signature_verified='True', image_location='snapshot',
+                    boot_roles='admin', owner_user_name='alice',
+                    image_name='src')
+        findings = audit.judge(img, now=NOW)
+        self.assertEqual(
+            {('boot_roles', 'server-record'),
+             ('image_location', 'borrowed-identity'),
+             ('image_name', 'provenance'),
+             ('owner_user_name', 'ownership'),
+             ('signature_verified', 'status-marker')},
+            {(f.evidence['property'], f.evidence['why']) for f in findings})
+
+    def test_secrets_reported_not_removed(self):
+        img = image(cinder_encryption_key_id='k', img_signature='s',
+                    vtpm_secret_uuid='v')
+        findings = audit.judge(img, now=NOW)
+        self.assertEqual(['borrowed-property'] * 3,
+                         [f.kind for f in findings])
+        self.assertFalse(any(f.fixable for f in findings))
+
+    def test_glance_attributes_and_own_namespace_not_judged(self):
+        img = image(os_glance_importing_to_stores='', stores='fs',
+                    os_glance_failed_import='',
+                    checksum='c', os_hash_value='h', direct_url='file://x')
+        self.assertEqual([], self.kinds(img))
+
+    def test_malformed_mappings(self):
+        cases = [
+            image(block_device_mapping='[{oops'),
+            image(block_device_mapping='{"a": 1}'),
+            image(['not an object', entry()]),
+            image([entry(snapshot_id=None)]),
+            image([entry(connection_info='{}')]),
+            image([entry(id=3, instance_uuid='x')]),
+            image(bdm_v2='False'),
+            image([entry(boot_index=None, device_name='/dev/vdb')]),
+        ]
+        no_bdm = image()
+        del no_bdm['block_device_mapping']
+        cases.append(no_bdm)
+        for case in cases:
+            self.assertEqual(['malformed-mapping'], self.kinds(case),
+                             case)
+            self.assertFalse(audit.judge(case, now=NOW)[0].fixable)
+
+    def test_legacy_mappings_are_not_malformed(self):
+        legacy = image([{'device_name': '/dev/vda', 'snapshot_id': 's',
+                         'volume_size': 10, 'delete_on_termination': False}])
+        del legacy['bdm_v2']
+        self.assertEqual([], self.kinds(legacy))
+        legacy['block_device_mapping'] = json.dumps(
+            [{'device_name': 'vda', 'connection_info': '{}'}])
+        self.assertEqual(['malformed-mapping'], self.kinds(legacy))
+
+    def test_is_volume_snapshot(self):
+        self.assertTrue(audit.is_volume_snapshot({'bdm_v2': 'True'}))
+        self.assertTrue(audit.is_volume_snapshot(
+            {'block_device_mapping': '[]'}))
+        self.assertFalse(audit.is_volume_snapshot({'id': 'x'}))
+
+
+class TestRepair(base.TestCase):
+
+    def report_for(self, *images):
+        report = audit.Report()
+        for img in images:
+            report.findings += audit.judge(img, now=NOW, queued_age=60)
+        return report
+
+    def test_dry_run_changes_nothing(self):
+        img = image(min_disk=160, image_type='backup')
+        auditor = FakeAuditor([img])
+        report = self.report_for(img)
+        actions = audit.repair(auditor, report, act=False)
+        self.assertEqual(['dry-run', 'dry-run'],
+                         [a.outcome for a in actions])
+        self.assertEqual([], auditor.calls)
+
+    def test_fix_patches_metadata_only_and_deletes_leftovers(self):
+        fixable = image(min_disk=160, image_type='backup')
+        queued = image(id='img-2', status='queued', size=None,
+                       updated_at='2026-11-01T00:00:00Z')
+        dishonest = image(id='img-3', disk_format='qcow2')
+        auditor = FakeAuditor([fixable, queued, dishonest])
+        report = self.report_for(fixable, queued, dishonest)
+        actions = audit.repair(auditor, report, act=True, queued_age=60)
+        self.assertEqual(['done'] * 3, [a.outcome for a in actions])
+        self.assertEqual(10, auditor.images['img-1']['min_disk'])
+        self.assertNotIn('image_type', auditor.images['img-1'])
+        self.assertNotIn('img-2', auditor.images)
+        self.assertEqual(dishonest, auditor.images['img-3'])
+        self.assertEqual(1, len(report.unrepaired))
+
+    def test_queued_image_that_changed_is_skipped(self):
+        queued = image(status='queued', size=None,
+                       updated_at='2026-11-01T00:00:00Z')
+        report = self.report_for(queued)
+        changes = ({'status': 'active'},
+                   {'updated_at': '2026-11-01T00:00:01Z'})
+        for change in changes:
+            auditor = FakeAuditor([dict(queued, **change)])
+            actions = audit.repair(auditor, report, act=True, queued_age=60)
+            self.assertEqual('skipped', actions[-1].outcome, change)
+            self.assertNotIn(('delete', 'img-1'), auditor.calls)
+        auditor = FakeAuditor([])
+        actions = audit.repair(auditor, report, act=True, queued_age=60)
+        self.assertEqual(('skipped', 'the image is gone'),
+                         (actions[-1].outcome, actions[-1].reason))
+
+    def test_kinds_documented(self):
+        self.assertEqual({'queued-leftover', 'dishonest-payload',
+                          'min-disk-above-root', 'borrowed-property',
+                          'malformed-mapping'}, set(audit.KINDS))
