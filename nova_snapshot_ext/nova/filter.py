@@ -196,8 +196,9 @@ def _load(conf: ty.Any) -> tuple[Plugin | None, str | None]:
         activation = hook.install(conf, service)
     plugin = Plugin(conf, service, activation)
     details = ''
-    if getattr(driver, 'virt_type', None):
-        details = ' (virt_type %s)' % driver.virt_type
+    virt_type = getattr(driver, 'virt_type', None)
+    if virt_type:
+        details = ' (virt_type %s)' % virt_type
     LOG.info('nova-snapshot-ext loaded: driver %(driver)s%(details)s, '
              'chosen by %(why)s; activation %(act)s, early refusal '
              '%(early)s',
