@@ -44,6 +44,19 @@ else:
     _NovaTestCase = nova_test.TestCase
 
 MEMBER_ROLES = ['member', 'reader']
+
+
+def nova_uploads_raw():
+    """Nova alone force-activates with ``raw`` (Nova 31 and later).
+
+    Nova 29 and 30 take the first of qcow2, vhd, vmdk, raw that Glance's
+    image schema lists and upload zero bytes labelled so.
+    """
+    from nova_snapshot_ext.nova import hook
+
+    return (hook.nova_major() or 0) >= hook.RAW_FORCE_ACTIVATE_SINCE
+
+
 ADMIN_ROLES = ['admin', 'member', 'reader']
 
 
