@@ -53,7 +53,8 @@ paste.app_factory = nova.api.openstack.compute:APIRouterV21.factory
 """
 
 
-class TestPasteFilter(base.NovaServerTestCase):
+class PastePipelineMixin(object):
+    """Nova's pipeline with the filter (``self.app``) and without it."""
 
     def setUp(self):
         super().setUp()
@@ -90,6 +91,9 @@ class TestPasteFilter(base.NovaServerTestCase):
         if metadata is not None:
             body['createImage']['metadata'] = metadata
         return self.request('POST', '/servers/%s/action' % server_id, body)
+
+
+class TestPasteFilter(PastePipelineMixin, base.NovaServerTestCase):
 
     def test_filter_in_pipeline(self):
         from nova_snapshot_ext.nova import filter as filter_mod
