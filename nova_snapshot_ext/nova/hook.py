@@ -271,11 +271,11 @@ def client_for_context(context: ty.Any,
                        ) -> glance_mod.GlanceClient:
     """A Glance client acting for Nova's request context.
 
-    Identity: Nova's auth plugin for the context
-    (``service_auth.get_service_user_token_auth_plugin``: the user's
-    token, wrapped with a service token when ``[service_user]
-    send_service_user_token`` is true) and ``context.global_id`` as the
-    global request id.
+    Identity: Nova's auth plugin for the context (Nova 33+:
+    ``service_auth.get_service_user_token_auth_plugin``; Nova 29-32:
+    ``service_auth.get_auth_plugin``; either way the user's token, wrapped
+    with a service token when ``[service_user] send_service_user_token``
+    is true) and ``context.global_id`` as the global request id.
 
     Connection, by ``[snapshot_ext_nova] glance_connection``:
 
