@@ -56,11 +56,17 @@ nothing on this path); the plugin's column is asserted by the test
 """
 
 
+#: glanceclient's boilerplate before Glance's own reason.
+_BOILERPLATE = ('The request media type application/octet-stream is not '
+                'supported by this server.: ')
+
+
 def _cell(outcome):
     if outcome.get('ok'):
         return 'active, %s, %s B' % (outcome.get('disk_format'),
                                      outcome.get('size'))
-    parts = ['fails: %s' % outcome.get('detail', '?')]
+    detail = outcome.get('detail', '?').replace(_BOILERPLATE, '')
+    parts = ['fails: %s' % detail]
     left = outcome.get('left_images') or []
     if left:
         parts.append('leaves image(s) %s' % ', '.join(left))

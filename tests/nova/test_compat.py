@@ -37,6 +37,9 @@ RESULTS_ENV = 'NOVA_SNAPSHOT_EXT_COMPAT_DIR'
 
 def _describe_failure(err):
     text = str(err).splitlines()[0] if str(err) else ''
+    # glanceclient's boilerplate before Glance's own reason.
+    text = text.replace('The request media type application/octet-stream '
+                        'is not supported by this server.: ', '')
     return '%s %s' % (type(err).__name__, text[:160])
 
 
