@@ -256,12 +256,20 @@ class SnapshotExtMiddleware:
                 try:
                     refusal = self._check(req, match.group('project_id'),
                                           match.group('server_id'))
-                except exception.SnapshotExtException as err:
-                    # Input Nova answers itself (a name Nova's schema
-                    # refuses, a server in a state Nova refuses...).
+                except (exception.InvalidRequest,
+                        exception.InvalidServerState) as err:
+                    # Input Nova answers itself (a server in a state Nova
+                    # refuses, data Nova validates...): no error here.
                     LOG.debug('nova-snapshot-ext: early check of %s '
                               'left to Nova: %s', req.path_info,
                               err.format_message())
+                    refusal = None
+                except exception.SnapshotExtException as err:
+                    # E.g. Glance unreachable for the check: one line.
+                    LOG.warning('nova-snapshot-ext: early check of %s '
+                                'not possible, passing the request to '
+                                'Nova: %s', req.path_info,
+                                err.format_message())
                     refusal = None
                 except Exception:
                     LOG.exception('nova-snapshot-ext: early check of %s '

@@ -142,6 +142,7 @@ def check_nova() -> str | None:
     if params != CREATE_PARAMETERS:
         return ('nova.image.glance.GlanceImageServiceV2.create has '
                 'parameters %s, expected %s' % (params, CREATE_PARAMETERS))
+    auth_parts: tuple[tuple[ty.Any, str], ...]
     if hasattr(service_auth, 'get_service_auth_session'):
         # Nova 33 and later.
         auth_parts = ((service_auth, 'get_service_auth_session'),
