@@ -58,7 +58,7 @@ BAD_VALUES = [
 
 NOVA_CONF = """\
 [DEFAULT]
-log_options = true
+log_options = {log_options}
 
 [snapshot_ext]
 driver = libvirt
@@ -84,10 +84,11 @@ class _Collector(object):
 class NovaStartupMixin(object):
     """Load nova-api's pipeline the way ``wsgi_app.init_application`` does."""
 
-    def load_nova_api(self, extra=''):
+    def load_nova_api(self, extra='', log_options=True):
         """Parse ``[api-paste.ini, nova.conf]``, load the paste app.
 
         :param extra: text appended to the nova.conf.
+        :param log_options: ``[DEFAULT] log_options``.
         :returns: the ``osapi_compute`` WSGI app.
         """
         from nova import config
@@ -107,7 +108,8 @@ class NovaStartupMixin(object):
             f.write(base.nova_api_paste_ini())
         nova_conf = os.path.join(tmp, 'nova.conf')
         with open(nova_conf, 'w') as f:
-            f.write(NOVA_CONF.format(extra=extra))
+            f.write(NOVA_CONF.format(extra=extra,
+                                     log_options=str(log_options).lower()))
         config.parse_args(['nova-api'], default_config_files=[paste,
                                                               nova_conf],
                           configure_db=False, init_rpc=False)
@@ -118,7 +120,7 @@ class NovaStartupMixin(object):
         self.flags(num_retries=0, group='glance')
         app = deploy.loadapp('config:%s' % paste, name='osapi_compute')
         # What init_application does next ([DEFAULT] log_options).
-        self.assertTrue(self.CONF.log_options)
+        self.assertEqual(log_options, self.CONF.log_options)
         self.option_dump = _Collector()
         self.CONF.log_opt_values(self.option_dump, logging.DEBUG)
         self.assertIn('log_options', self.option_dump.text)
@@ -217,6 +219,16 @@ class TestBadOptionValues(NovaStartupMixin, base.NovaServerTestCase):
         self.assertIn('driver libvirt (virt_type qemu), chosen by '
                       '[snapshot_ext] driver = libvirt',
                       self.stdlog.logger.output)
+
+    def test_bad_connection_without_log_options_is_not_half_active(self):
+        from nova_snapshot_ext.nova import hook
+
+        app = self.load_nova_api(
+            '[snapshot_ext_nova]\nglance_connection = bogus\n',
+            log_options=False)
+        self.assertEqual(1, len(self.error_lines()))
+        self.assertEqual([], self.middlewares(app))
+        self.assertFalse(hook.installed())
 
     def test_every_bad_value_is_named_in_one_line(self):
         self.load_nova_api('[snapshot_ext_nova]\nactivation = maybe\n'
