@@ -28,18 +28,24 @@ The filter must come after ``keystonecontext`` (it reads
 1. checks that this Nova is one the plugin knows
    (:func:`.hook.check_nova`); if not, logs one ERROR line and the filter
    passes every request through untouched;
-2. registers the plugin's options on Nova's ``nova.conf.CONF``
+2. reads every plugin option value from nova.conf's sources on a private
+   configuration (:func:`.conf.invalid_values`); one bad value: one ERROR
+   line naming it, nothing registered on Nova's ``CONF``, pass-through;
+3. registers the plugin's options on Nova's ``nova.conf.CONF``
    (``[snapshot_ext]``, ``[snapshot_ext_glance]``, ``[snapshot_ext_nova]``
    and the driver's group; Nova's own groups are never touched);
-3. loads the driver (``[snapshot_ext] driver``, else inferred from Nova's
-   ``[DEFAULT] compute_driver`` / ``[libvirt] virt_type``);
-4. installs the activation hook (:mod:`.hook`) unless
+4. loads the driver (``[snapshot_ext] driver``, else inferred from Nova's
+   ``[DEFAULT] compute_driver`` / ``[libvirt] virt_type``, else libvirt)
+   and logs which one and why (:func:`driver_choice`);
+5. installs the activation hook (:mod:`.hook`) unless
    ``[snapshot_ext_nova] activation = false``.
 
 Per request (``[snapshot_ext_nova] early_refusal``), a ``createImage``
 action on a volume-backed server is preflighted before Nova snapshots any
 volume; a refusal is answered with Nova's own fault body
-(``{"badRequest": {"code": 400, "message": ...}}``, ``forbidden`` 403).
+(``{"badRequest": {"code": 400, "message": ...}}``, ``forbidden`` 403) and
+Nova's microversion headers.  What Nova refuses on its own is left to Nova
+(see :meth:`SnapshotExtMiddleware._check`).
 Everything else - other requests, image-backed servers, requests the
 caller may not make (Nova answers those), and any unexpected error in the
 check (logged) - goes on to Nova unchanged.
