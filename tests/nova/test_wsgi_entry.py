@@ -91,8 +91,12 @@ class TestNovaApiUnderGunicorn(testtools.TestCase):
                     check=True, capture_output=True, timeout=300)
             _db_template['dir'] = where
 
-    def start_nova_api(self, workers, extra):
-        """gunicorn + nova-api's entry point; returns (base URL, log path)."""
+    def start_nova_api(self, workers, extra, marker):
+        """gunicorn + nova-api's entry point; returns (base URL, log path).
+
+        Ready when ``/`` answers and every worker has logged ``marker``
+        and finished Nova's option dump (framed by lines of 80 ``*``).
+        """
         where = self.useFixture(fixtures.TempDir()).path
         for name in ('api.db', 'main.db'):
             shutil.copy(os.path.join(_db_template['dir'], name), where)
@@ -129,7 +133,7 @@ class TestNovaApiUnderGunicorn(testtools.TestCase):
             try:
                 with urllib.request.urlopen(url + '/', timeout=5) as resp:
                     if resp.status == 200 and self._workers_up(
-                            log_path, workers):
+                            log_path, workers, marker):
                         break
             except OSError:
                 pass
@@ -140,10 +144,11 @@ class TestNovaApiUnderGunicorn(testtools.TestCase):
         return url, log_path
 
     @staticmethod
-    def _workers_up(log_path, workers):
+    def _workers_up(log_path, workers, marker):
         with open(log_path) as f:
             text = f.read()
-        return text.count('nova-snapshot-ext') >= workers
+        return (text.count(marker) >= workers and
+                text.count('*' * 80) >= 2 * workers)
 
     def get(self, url):
         req = urllib.request.Request(url, headers={
@@ -155,7 +160,8 @@ class TestNovaApiUnderGunicorn(testtools.TestCase):
     def test_bad_value_two_workers_serve_and_log_options(self):
         url, log_path = self.start_nova_api(
             2, '[snapshot_ext_nova]\nactivation = maybe\n'
-               '[snapshot_ext]\nimage_property_quota = lots\n')
+               '[snapshot_ext]\nimage_property_quota = lots\n',
+            'nova-snapshot-ext is NOT active')
         for _ in range(4):
             self.assertEqual((200, b'{"keypairs": []}'),
                              self.get(url + '/v2.1/os-keypairs'))
@@ -176,7 +182,8 @@ class TestNovaApiUnderGunicorn(testtools.TestCase):
 
     def test_valid_values_one_worker_plugin_loaded(self):
         url, log_path = self.start_nova_api(
-            1, '[snapshot_ext_nova]\nglance_connection = nova\n')
+            1, '[snapshot_ext_nova]\nglance_connection = nova\n',
+            'nova-snapshot-ext loaded')
         self.assertEqual(200, self.get(url + '/v2.1/os-keypairs')[0])
         with open(log_path) as f:
             text = f.read()
