@@ -28,18 +28,24 @@ The filter must come after ``keystonecontext`` (it reads
 1. checks that this Nova is one the plugin knows
    (:func:`.hook.check_nova`); if not, logs one ERROR line and the filter
    passes every request through untouched;
-2. registers the plugin's options on Nova's ``nova.conf.CONF``
+2. reads every plugin option value from nova.conf's sources on a private
+   configuration (:func:`.conf.invalid_values`); one bad value: one ERROR
+   line naming it, nothing registered on Nova's ``CONF``, pass-through;
+3. registers the plugin's options on Nova's ``nova.conf.CONF``
    (``[snapshot_ext]``, ``[snapshot_ext_glance]``, ``[snapshot_ext_nova]``
    and the driver's group; Nova's own groups are never touched);
-3. loads the driver (``[snapshot_ext] driver``, else inferred from Nova's
-   ``[DEFAULT] compute_driver`` / ``[libvirt] virt_type``);
-4. installs the activation hook (:mod:`.hook`) unless
+4. loads the driver (``[snapshot_ext] driver``, else inferred from Nova's
+   ``[DEFAULT] compute_driver`` / ``[libvirt] virt_type``, else libvirt)
+   and logs which one and why (:func:`driver_choice`);
+5. installs the activation hook (:mod:`.hook`) unless
    ``[snapshot_ext_nova] activation = false``.
 
 Per request (``[snapshot_ext_nova] early_refusal``), a ``createImage``
 action on a volume-backed server is preflighted before Nova snapshots any
 volume; a refusal is answered with Nova's own fault body
-(``{"badRequest": {"code": 400, "message": ...}}``, ``forbidden`` 403).
+(``{"badRequest": {"code": 400, "message": ...}}``, ``forbidden`` 403) and
+Nova's microversion headers.  What Nova refuses on its own is left to Nova
+(see :meth:`SnapshotExtMiddleware._check`).
 Everything else - other requests, image-backed servers, requests the
 caller may not make (Nova answers those), and any unexpected error in the
 check (logged) - goes on to Nova unchanged.
@@ -53,6 +59,7 @@ import typing as ty
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
 import webob
 import webob.dec
 import webob.exc
@@ -70,7 +77,7 @@ LOG = logging.getLogger(__name__)
 #: ``PATH_INFO`` of a server action below ``/v2.1`` (optionally after the
 #: legacy project-id segment).
 ACTION_PATH = re.compile(
-    r'^(?:/[^/]+)?/servers/(?P<server_id>[^/]+)/action/?$')
+    r'^(?:/(?P<project_id>[^/]+))?/servers/(?P<server_id>[^/]+)/action/?$')
 
 #: Nova's policies that must allow the caller before the plugin answers
 #: for Nova (``nova/policies/servers.py``); if either denies, Nova answers.
@@ -107,40 +114,103 @@ _refused = False
 def load_plugin(conf: ty.Any = None) -> Plugin | None:
     """Load the plugin into this nova-api process (once).
 
+    Order: the Nova gate (:func:`.hook.check_nova`), then every plugin
+    option value read from nova.conf's sources on a private configuration
+    (:func:`.conf.invalid_values`), and only then the options registered
+    on Nova's ``CONF``, the driver loaded and the hook installed.  A
+    failure at any step logs one ERROR line (naming the option and its
+    reason for a bad value) and leaves Nova as if the filter were absent;
+    a bad value is never registered on Nova's ``CONF``, so Nova's own
+    start-up option logging (``log_opt_values``) keeps working.
+
     :param conf: Nova's configuration; default ``nova.conf.CONF``.
     :returns: the :class:`Plugin`, or ``None`` when it refused to load
-        (one ERROR line says why; the filter then passes through).
+        (one ERROR line per nova-api process says why; the filter then
+        passes through).
     """
     global _plugin, _refused
     with _plugin_lock:
         if _plugin is not None or _refused:
             return _plugin
-        reason = hook.check_nova()
-        if reason is None:
-            try:
+        plugin = None
+        try:
+            reason = hook.check_nova()
+            if reason is None:
                 if conf is None:
                     import nova.conf
                     conf = nova.conf.CONF
-                opts.register_opts(conf)
-                conf_mod.register_opts(conf)
-                driver = driver_mod.load_driver(conf)
-                service = service_mod.SnapshotService(conf, driver=driver)
-            except Exception as err:
-                reason = '%s: %s' % (type(err).__name__, err)
-        if reason is not None:
+                reason = _configuration_reason(conf)
+            if reason is None:
+                plugin, reason = _load(conf)
+        except Exception as err:
+            reason = 'unexpected %s: %s' % (type(err).__name__, err)
+        if plugin is None:
             _refused = True
             LOG.error('nova-snapshot-ext is NOT active in this nova-api; '
                       'requests pass through to Nova unchanged: %s', reason)
             return None
-        activation = bool(conf[conf_mod.GROUP].activation)
-        if activation:
-            activation = hook.install(conf, service)
-        _plugin = Plugin(conf, service, activation)
-        LOG.info('nova-snapshot-ext loaded: driver %(driver)s, activation '
-                 '%(act)s, early refusal %(early)s',
-                 {'driver': driver.name, 'act': activation,
-                  'early': _plugin.early_refusal})
+        _plugin = plugin
         return _plugin
+
+
+def _configuration_reason(conf: ty.Any) -> str | None:
+    """The ERROR reason for bad plugin option values, else ``None``."""
+    bad = conf_mod.invalid_values(conf)
+    if not bad:
+        return None
+    return ('invalid value%s in nova.conf: %s; fix and restart nova-api' %
+            ('s' if len(bad) > 1 else '', '; '.join(bad)))
+
+
+def driver_choice(conf: ty.Any) -> tuple[str, str]:
+    """Which snapshot driver the plugin uses inside nova-api, and why.
+
+    :param conf: Nova's ``CONF`` with the plugin's options registered.
+    :returns: ``(driver name, reason)``, the reason naming the option it
+        came from, or saying that libvirt is assumed because nova-api's
+        nova.conf has no ``[DEFAULT] compute_driver`` (usual on API hosts:
+        that option lives on the compute hosts).
+    """
+    configured = driver_mod.configured_driver_name(conf)
+    if configured:
+        return configured, '[snapshot_ext] driver = %s' % configured
+    try:
+        compute_driver = conf.compute_driver
+    except (AttributeError, KeyError, LookupError):
+        compute_driver = None
+    name = driver_mod.infer_driver_name(conf)
+    if compute_driver:
+        return name, '[DEFAULT] compute_driver = %s' % compute_driver
+    return name, ('nova.conf of this nova-api sets neither [snapshot_ext] '
+                  'driver nor [DEFAULT] compute_driver (usual on API hosts), '
+                  'so %s is assumed; set [snapshot_ext] driver to the '
+                  "compute hosts' hypervisor if it is another" % name)
+
+
+def _load(conf: ty.Any) -> tuple[Plugin | None, str | None]:
+    """Register, load the driver, install the hook (lock held)."""
+    opts.register_opts(conf)
+    conf_mod.register_opts(conf)
+    name, why = driver_choice(conf)
+    try:
+        driver = driver_mod.load_driver(conf, name)
+        service = service_mod.SnapshotService(conf, driver=driver)
+    except Exception as err:
+        return None, '%s: %s' % (type(err).__name__, err)
+    activation = bool(conf[conf_mod.GROUP].activation)
+    if activation:
+        activation = hook.install(conf, service)
+    plugin = Plugin(conf, service, activation)
+    details = ''
+    virt_type = getattr(driver, 'virt_type', None)
+    if virt_type:
+        details = ' (virt_type %s)' % virt_type
+    LOG.info('nova-snapshot-ext loaded: driver %(driver)s%(details)s, '
+             'chosen by %(why)s; activation %(act)s, early refusal '
+             '%(early)s',
+             {'driver': driver.name, 'details': details, 'why': why,
+              'act': activation, 'early': plugin.early_refusal})
+    return plugin, None
 
 
 def unload_plugin() -> None:
@@ -209,7 +279,23 @@ class SnapshotExtMiddleware:
             match = ACTION_PATH.match(req.path_info)
             if match:
                 try:
-                    refusal = self._check(req, match.group('server_id'))
+                    refusal = self._check(req, match.group('project_id'),
+                                          match.group('server_id'))
+                except (exception.InvalidRequest,
+                        exception.InvalidServerState) as err:
+                    # Input Nova answers itself (a server in a state Nova
+                    # refuses, data Nova validates...): no error here.
+                    LOG.debug('nova-snapshot-ext: early check of %s '
+                              'left to Nova: %s', req.path_info,
+                              err.format_message())
+                    refusal = None
+                except exception.SnapshotExtException as err:
+                    # E.g. Glance unreachable for the check: one line.
+                    LOG.warning('nova-snapshot-ext: early check of %s '
+                                'not possible, passing the request to '
+                                'Nova: %s', req.path_info,
+                                err.format_message())
+                    refusal = None
                 except Exception:
                     LOG.exception('nova-snapshot-ext: early check of %s '
                                   'failed; passing the request to Nova',
@@ -219,8 +305,16 @@ class SnapshotExtMiddleware:
                     return refusal
         return self._to_nova(req)
 
-    def _check(self, req: webob.Request, server_id: str) -> ty.Any:
-        """Preflight a ``createImage``; a Nova fault response or ``None``."""
+    def _check(self, req: webob.Request, project_id: str | None,
+               server_id: str) -> ty.Any:
+        """Preflight a ``createImage``; a Nova fault response or ``None``.
+
+        ``None`` (Nova answers) for everything Nova refuses on its own
+        before it snapshots a volume: a project segment other than the
+        caller's project, a server id that is not a UUID, a body Nova's
+        ``createImage`` schema refuses, an API version Nova refuses, an
+        unknown server, a policy denial.
+        """
         action = _create_image_body(req)
         if action is None:
             return None
@@ -229,6 +323,12 @@ class SnapshotExtMiddleware:
             LOG.warning('nova-snapshot-ext: no nova.context in the request; '
                         'place the snapshot_ext filter after '
                         'keystonecontext in api-paste.ini')
+            return None
+        if project_id is not None and project_id != context.project_id:
+            return None
+        if not uuidutils.is_uuid_like(server_id):
+            return None
+        if not _nova_accepts(req):
             return None
         loaded = _load_server(context, server_id)
         if loaded is None:
@@ -251,6 +351,36 @@ class SnapshotExtMiddleware:
                      {'server': server_id, 'reason': err.format_message()})
             return _fault(err.code, err.format_message())
         return None
+
+
+def _nova_accepts(req: webob.Request) -> bool:
+    """Nova's own microversion and ``createImage`` schema checks pass.
+
+    Uses Nova's request class (``nova.api.openstack.wsgi.Request``: the
+    ``OpenStack-API-Version`` / ``X-OpenStack-Nova-API-Version`` parsing
+    and range check) and Nova's ``createImage`` body schema with Nova's
+    validator.  The version set on the request stays in the WSGI environ,
+    so a refusal made with :func:`_fault` carries Nova's version headers.
+
+    :returns: False when Nova would refuse the request itself.
+    """
+    from nova.api.openstack.compute.schemas import servers as schemas
+    from nova.api.openstack import wsgi as nova_wsgi
+    from nova.api.validation import validators
+    from nova import exception as nova_exc
+
+    nova_req = nova_wsgi.Request(req.environ)
+    try:
+        nova_req.set_api_version_request()
+    except (nova_exc.InvalidAPIVersionString,
+            nova_exc.InvalidGlobalAPIVersion):
+        return False
+    try:
+        validators._SchemaValidator(schemas.create_image).validate(
+            jsonutils.loads(req.body))
+    except nova_exc.ValidationError:
+        return False
+    return True
 
 
 def _create_image_body(req: webob.Request) -> dict[str, ty.Any] | None:
@@ -313,7 +443,12 @@ def _load_server(context: ty.Any, server_id: str
 
 
 def _fault(code: int, message: str) -> ty.Any:
-    """Nova's own fault response (``nova.api.openstack.wsgi.Fault``)."""
+    """Nova's own fault response (``nova.api.openstack.wsgi.Fault``).
+
+    Called as a WSGI app on the request's environ, it adds Nova's
+    ``OpenStack-API-Version``, ``X-OpenStack-Nova-API-Version`` and
+    ``Vary`` headers for the version :func:`_nova_accepts` set.
+    """
     from nova.api.openstack import wsgi as nova_wsgi
 
     exc_class = webob.exc.status_map.get(code, webob.exc.HTTPBadRequest)

@@ -15,11 +15,17 @@
 Nova activates the image of a volume-backed snapshot in
 ``nova.image.glance.GlanceImageServiceV2.create`` when it is called with no
 data and ``image_meta['size'] == 0`` (its "force activate" trigger): it
-uploads zero bytes claiming ``disk_format=raw``, which fails on a Glance
-that refuses ``raw``.  :func:`install` replaces that method on the class
-with a wrapper that, for exactly that trigger, lets the plugin create and
-activate the image (checked first, honest payload, nothing left behind)
-and otherwise calls Nova's method unchanged.
+uploads zero bytes claiming ``disk_format=raw`` (Nova 31 and later), which
+fails on a Glance that refuses ``raw``; Nova 29 and 30 claim the first of
+``qcow2``, ``vhd``, ``vmdk``, ``raw`` that Glance's image schema lists,
+which a Glance that inspects uploads refuses (zero bytes are not a qcow2
+image).  The trigger and the method's signature are the same in Nova 29
+to 34, so one wrapper serves them all.
+
+:func:`install` replaces that method on the class with a wrapper that, for
+exactly that trigger, lets the plugin create and activate the image
+(checked first, honest payload, nothing left behind) and otherwise calls
+Nova's method unchanged.
 
 The wrapper:
 
@@ -72,10 +78,14 @@ if ty.TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 #: Nova major versions whose image service this hook was written against
-#: and tested with (tests/nova passes on 33.0.2 = 2026.1 and 34.0.0 =
-#: 2026.2).  Nova 31-32 force-activate the same way but are not tested,
-#: so the hook refuses them, as any later major it has not seen.
-SUPPORTED_NOVA_MAJORS = (33, 34)
+#: and tested with (``tox -e nova29`` ... ``nova34``: 29 = 2024.1 ...
+#: 34 = 2026.2).  A later major the hook has not seen is refused.
+SUPPORTED_NOVA_MAJORS = (29, 30, 31, 32, 33, 34)
+
+#: Nova's volume-backed force-activation, by major: what Nova alone
+#: uploads (``raw`` since e28f90866b in Nova 31; before it the first of
+#: qcow2, vhd, vmdk, raw in Glance's image schema).
+RAW_FORCE_ACTIVATE_SINCE = 31
 
 #: The parameters of the wrapped method, in order.
 CREATE_PARAMETERS = ('self', 'context', 'image_meta', 'data')
@@ -138,6 +148,14 @@ def nova_version() -> str | None:
         return None
 
 
+def nova_major() -> int | None:
+    """The installed Nova's major version, or ``None`` if unknown."""
+    try:
+        return int((nova_version() or '').split('.')[0])
+    except ValueError:
+        return None
+
+
 def check_nova() -> str | None:
     """Check that Nova's internals are the ones the hook knows.
 
@@ -145,10 +163,7 @@ def check_nova() -> str | None:
         cannot (one sentence, for the ERROR log line).
     """
     version = nova_version()
-    try:
-        major = int((version or '').split('.')[0])
-    except ValueError:
-        major = None
+    major = nova_major()
     if major not in SUPPORTED_NOVA_MAJORS:
         return ('Nova %s is not a supported version (supported major '
                 'versions: %s)' % (version, ', '.join(
@@ -167,12 +182,17 @@ def check_nova() -> str | None:
     if params != CREATE_PARAMETERS:
         return ('nova.image.glance.GlanceImageServiceV2.create has '
                 'parameters %s, expected %s' % (params, CREATE_PARAMETERS))
+    auth_parts: tuple[tuple[ty.Any, str], ...]
+    if hasattr(service_auth, 'get_service_auth_session'):
+        # Nova 33 and later.
+        auth_parts = ((service_auth, 'get_service_auth_session'),
+                      (service_auth, 'get_service_user_token_auth_plugin'))
+    else:
+        # Nova 29 to 32: the session and auth of Nova's image calls.
+        auth_parts = ((nova_glance, '_session_and_auth'),)
     for owner, name in ((nova_glance, '_translate_to_glance'),
                         (nova_glance, 'get_api_servers'),
-                        (service_cls, 'show'),
-                        (service_auth, 'get_service_auth_session'),
-                        (service_auth,
-                         'get_service_user_token_auth_plugin')):
+                        (service_cls, 'show')) + auth_parts:
         if not callable(getattr(owner, name, None)):
             return '%s.%s is missing' % (
                 getattr(owner, '__name__', owner), name)
@@ -318,11 +338,11 @@ def client_for_context(context: ty.Any,
                        ) -> glance_mod.GlanceClient:
     """A Glance client acting for Nova's request context.
 
-    Identity: Nova's auth plugin for the context
-    (``service_auth.get_service_user_token_auth_plugin``: the user's
-    token, wrapped with a service token when ``[service_user]
-    send_service_user_token`` is true) and ``context.global_id`` as the
-    global request id.
+    Identity: Nova's auth plugin for the context (Nova 33+:
+    ``service_auth.get_service_user_token_auth_plugin``; Nova 29-32:
+    ``service_auth.get_auth_plugin``; either way the user's token, wrapped
+    with a service token when ``[service_user] send_service_user_token``
+    is true) and ``context.global_id`` as the global request id.
 
     Connection, by ``[snapshot_ext_nova] glance_connection``:
 
@@ -341,14 +361,13 @@ def client_for_context(context: ty.Any,
     :raises GlanceUnavailable: no Glance endpoint could be found.
     """
     from nova.image import glance as nova_glance
-    from nova import service_auth
 
     if conf is None:
         conf = _state.conf
     if conf is None:
         import nova.conf
         conf = nova.conf.CONF
-    auth = service_auth.get_service_user_token_auth_plugin(context)
+    nova_session, auth = _nova_session_and_auth(context)
     if conf[conf_mod.GROUP].glance_connection == conf_mod.CONNECTION_PLUGIN:
         with _lock:
             if _state.plugin_session is None:
@@ -356,7 +375,7 @@ def client_for_context(context: ty.Any,
             session = _state.plugin_session
         options = glance_mod.adapter_kwargs(conf)
     else:
-        session = service_auth.get_service_auth_session('glance')
+        session = nova_session
         try:
             endpoint = next(nova_glance.get_api_servers(context))
         except Exception as err:
@@ -375,3 +394,24 @@ def client_for_context(context: ty.Any,
     return glance_mod.GlanceClient(session, auth=auth,
                                    global_request_id=context.global_id,
                                    **options)
+
+
+def _nova_session_and_auth(context: ty.Any) -> tuple[ty.Any, ty.Any]:
+    """Nova's ``[glance]`` session and the auth of its image calls.
+
+    Nova 33 and later: ``service_auth.get_service_auth_session('glance')``
+    and ``get_service_user_token_auth_plugin(context)``; Nova 29 to 32:
+    ``nova.image.glance._session_and_auth(context)`` (the same cached
+    session, and ``service_auth.get_auth_plugin``).  Either way the user's
+    token, wrapped with a service token when ``[service_user]
+    send_service_user_token`` is true.
+
+    :returns: ``(keystoneauth1 Session, auth plugin)``.
+    """
+    from nova.image import glance as nova_glance
+    from nova import service_auth
+
+    if hasattr(service_auth, 'get_service_auth_session'):
+        return (service_auth.get_service_auth_session('glance'),
+                service_auth.get_service_user_token_auth_plugin(context))
+    return nova_glance._session_and_auth(context)

@@ -71,8 +71,20 @@ class TestSnapshotVolumeBacked(base.NovaServerTestCase):
     def test_without_hook_snapshots_taken_then_nova_fails(self):
         # The problem the plugin solves: Nova snapshots the volume, then
         # its raw force-activation is refused; the snapshot stays behind.
+        from glanceclient import exc as glance_exc
+
         instance = self.create_server()
         name = 'bfv-nohook-%s' % uuid.uuid4().hex[:8]
-        self.assertRaises(TypeError, self._snapshot, instance, name)
+        if base.nova_uploads_raw():
+            # Nova 31+: raw, not in this Glance's schema.
+            self.assertRaises(TypeError, self._snapshot, instance, name)
+            self.assertEqual([], self.images_named(name))
+        else:
+            # Nova 29/30: zero bytes labelled qcow2, refused by Glance's
+            # format inspection (415); the queued image stays behind too.
+            err = self.assertRaises(glance_exc.HTTPException,
+                                    self._snapshot, instance, name)
+            self.assertIn('HTTP 415', str(err))
+            self.assertEqual(['queued'],
+                             [i['status'] for i in self.images_named(name)])
         self.assertEqual(1, len(self.cinder.volume_snapshots))
-        self.assertEqual([], self.images_named(name))

@@ -53,7 +53,8 @@ paste.app_factory = nova.api.openstack.compute:APIRouterV21.factory
 """
 
 
-class TestPasteFilter(base.NovaServerTestCase):
+class PastePipelineMixin(object):
+    """Nova's pipeline with the filter (``self.app``) and without it."""
 
     def setUp(self):
         super().setUp()
@@ -63,9 +64,15 @@ class TestPasteFilter(base.NovaServerTestCase):
             f.write(API_PASTE_INI)
         self.app = deploy.loadapp('config:%s' % path,
                                   name='openstack_compute_api_v21')
+        # The same pipeline without the plugin: what Nova alone answers.
+        alone = os.path.join(os.path.dirname(path), 'nova-alone.ini')
+        with open(alone, 'w') as f:
+            f.write(API_PASTE_INI.replace(' snapshot_ext ', ' '))
+        self.nova_alone = deploy.loadapp('config:%s' % alone,
+                                         name='openstack_compute_api_v21')
 
     def request(self, method, path, body=None, roles=base.MEMBER_ROLES,
-                version='2.45'):
+                version='2.45', app=None):
         req = webob.Request.blank(path, method=method)
         req.headers.update({
             'X-User-Id': self.user_id, 'X-Project-Id': self.project_id,
@@ -77,13 +84,16 @@ class TestPasteFilter(base.NovaServerTestCase):
         if body is not None:
             req.content_type = 'application/json'
             req.body = jsonutils.dump_as_bytes(body)
-        return req.get_response(self.app)
+        return req.get_response(app or self.app)
 
     def create_image(self, server_id, name, metadata=None):
         body = {'createImage': {'name': name}}
         if metadata is not None:
             body['createImage']['metadata'] = metadata
         return self.request('POST', '/servers/%s/action' % server_id, body)
+
+
+class TestPasteFilter(PastePipelineMixin, base.NovaServerTestCase):
 
     def test_filter_in_pipeline(self):
         from nova_snapshot_ext.nova import filter as filter_mod
@@ -110,6 +120,10 @@ class TestPasteFilter(base.NovaServerTestCase):
         self.assertEqual([], self.images_named(name))
 
     def test_long_property_name_refused_bad_request(self):
+        # Nova's own createImage schema refuses a 256-character key: Nova
+        # answers (the plugin's preflight is not reached).
+        spy = self.useFixture(fixtures.MockPatch(
+            'nova_snapshot_ext.snapshot.service.SnapshotService.preflight'))
         server = self.create_server()
         name = 'early400-%s' % uuid.uuid4().hex[:8]
         resp = self.create_image(server.uuid, name, {'k' * 256: 'v'})
@@ -119,6 +133,90 @@ class TestPasteFilter(base.NovaServerTestCase):
         self.assertEqual(400, body['badRequest']['code'])
         self.assertEqual({}, dict(self.cinder.volume_snapshots))
         self.assertEqual([], self.images_named(name))
+        spy.mock.assert_not_called()
+
+    def test_refusal_carries_novas_version_headers(self):
+        server = self.create_server()
+        for version in ('2.1', '2.45', 'latest'):
+            resp = self.request(
+                'POST', '/servers/%s/action' % server.uuid,
+                {'createImage': {'name': 'v', 'metadata': {
+                    'os_glance_x': 'y'}}}, version=version)
+            self.assertEqual(403, resp.status_int, resp.text)
+            # Nova's own error for the same version (unknown server).
+            nova = self.request(
+                'POST', '/servers/%s/action' % uuid.uuid4(),
+                {'createImage': {'name': 'v'}}, version=version)
+            self.assertEqual(404, nova.status_int, nova.text)
+            for header in ('OpenStack-API-Version',
+                           'X-OpenStack-Nova-API-Version', 'Vary',
+                           'Content-Type'):
+                self.assertEqual(nova.headers.get(header),
+                                 resp.headers.get(header), header)
+            self.assertIsNotNone(resp.headers.get('OpenStack-API-Version'))
+            if version != 'latest':
+                self.assertEqual('compute %s' % version,
+                                 resp.headers['OpenStack-API-Version'])
+
+    def _nova_answers_first(self, path, name='n', vm_state='stopped',
+                            version='2.45', server_id=None):
+        spy = self.useFixture(fixtures.MockPatch(
+            'nova_snapshot_ext.snapshot.service.SnapshotService.preflight'))
+        server = self.create_server(vm_state=vm_state)
+        path = path.format(server=server_id or server.uuid,
+                           project=self.project_id, other=uuid.uuid4().hex)
+        body = {'createImage': {'name': name,
+                                'metadata': {'os_glance_x': 'y'}}}
+        resp = self.request('POST', path, body, version=version)
+        nova = self.request('POST', path, body, version=version,
+                            app=self.nova_alone)
+        self.assertEqual((nova.status_int, nova.json_body),
+                         (resp.status_int, resp.json_body))
+        self.assertNotEqual(403, resp.status_int, resp.text)
+        spy.mock.assert_not_called()
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertNotIn('Traceback', self.stdlog.logger.output)
+        self.assertNotIn('ERROR', self.stdlog.logger.output)
+        return resp
+
+    def test_nova_answers_foreign_project_segment(self):
+        resp = self._nova_answers_first('/{other}/servers/{server}/action')
+        self.assertEqual(400, resp.status_int)
+
+    def test_nova_answers_non_hex_project_segment(self):
+        self._nova_answers_first('/not-a-project!/servers/{server}/action')
+
+    def test_nova_answers_bad_server_id(self):
+        resp = self._nova_answers_first('/servers/{server}/action',
+                                        server_id='not-a-uuid')
+        self.assertEqual(404, resp.status_int)
+
+    def test_nova_answers_empty_name(self):
+        resp = self._nova_answers_first('/servers/{server}/action', name='')
+        self.assertEqual(400, resp.status_int)
+
+    def test_nova_answers_name_too_long(self):
+        resp = self._nova_answers_first('/servers/{server}/action',
+                                        name='n' * 256)
+        self.assertEqual(400, resp.status_int)
+
+    def test_nova_answers_server_in_error_state(self):
+        resp = self._nova_answers_first('/servers/{server}/action',
+                                        vm_state='error')
+        self.assertEqual(409, resp.status_int)
+
+    def test_nova_answers_unsupported_version(self):
+        resp = self._nova_answers_first('/servers/{server}/action',
+                                        version='9.999')
+        self.assertEqual(406, resp.status_int)
+
+    def test_own_project_segment_is_checked(self):
+        server = self.create_server()
+        resp = self.request(
+            'POST', '/%s/servers/%s/action' % (self.project_id, server.uuid),
+            {'createImage': {'name': 'p', 'metadata': {'os_glance_x': 'y'}}})
+        self.assertEqual(403, resp.status_int, resp.text)
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
 
     def test_valid_request_goes_to_nova_and_image_is_active(self):
         server = self.create_server()
