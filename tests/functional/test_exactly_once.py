@@ -131,14 +131,8 @@ class TestIssue9Inputs(ExactlyOnceBase):
         self.proxy.add_rule('POST', IMAGES, 'delay',
                             seconds=test_faults.DELAY)
         path = self.write_request(self.request_dict())
-        proc = subprocess.Popen(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
-             '--config-file', self.conf_files['upload'], '--format',
-             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
-        self._wait_seen('POST', IMAGES)
-        proc.send_signal(signal.SIGINT)
-        out, errout = proc.communicate(timeout=120)
+        proc, out, errout = self._interrupted_cli(path, 'POST', IMAGES,
+                                                  signal.SIGINT)
         self.assertNotIn('Traceback', errout)
         self.assertNotEqual(0, proc.returncode)
         self.settle()
@@ -146,6 +140,23 @@ class TestIssue9Inputs(ExactlyOnceBase):
         retry, retry_id = self.run_cli('upload', path)
         self.assertEqual(0, retry.returncode, retry.stderr)
         self.assertOnlyActive(retry_id)
+
+    def _interrupted_cli(self, path, method, path_re, signum):
+        """Run ``snapshot``, interrupted once the proxy saw a request.
+
+        ``signum`` is sent when ``method path_re`` has reached the proxy.
+
+        :returns: ``(process, stdout, stderr)`` after it exited.
+        """
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             '--config-file', self.conf_files['upload'], '--format',
+             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        self._wait_seen(method, path_re)
+        proc.send_signal(signum)
+        out, errout = proc.communicate(timeout=120)
+        return proc, out, errout
 
     def _wait_seen(self, method, path, timeout=60):
         deadline = time.monotonic() + timeout
@@ -198,14 +209,8 @@ class TestIssue9Inputs(ExactlyOnceBase):
         self.proxy.add_rule('PUT', FILE, 'delay', seconds=30,
                             when='before')
         path = self.write_request(self.request_dict())
-        proc = subprocess.Popen(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
-             '--config-file', self.conf_files['upload'], '--format',
-             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
-        self._wait_seen('PUT', FILE)
-        proc.send_signal(signal.SIGTERM)
-        out, errout = proc.communicate(timeout=120)
+        proc, out, errout = self._interrupted_cli(path, 'PUT', FILE,
+                                                  signal.SIGTERM)
         self.assertNotEqual(-signal.SIGTERM, proc.returncode, errout)
         self.assertNotIn('Traceback', errout)
         self.proxy.clear()
