@@ -75,6 +75,7 @@ from oslo_utils import timeutils
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
+from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import metadata
 
 LOG = logging.getLogger(__name__)
@@ -149,6 +150,13 @@ def borrowed_kind(key: str, image: ty.Mapping[str, ty.Any]) -> str | None:
     """
     if key in GLANCE_ATTRIBUTES:
         return None
+    if key == identity.FINGERPRINT_PROPERTY:
+        # The plugin's own bookkeeping: borrowed only when it does not
+        # name the volume snapshots this image's own mappings point at.
+        own = identity.fingerprint_of(
+            str(m['snapshot_id']) for m in _mappings(image)[0]
+            if m.get('snapshot_id'))
+        return None if image.get(key) == own else 'borrowed-identity'
     kind = metadata.never_inherited_kind(key)
     if kind is None or kind in NOT_JUDGED_KINDS:
         return None

@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging as std_logging
 import os
 import signal
 import sys
@@ -65,6 +66,9 @@ from nova_snapshot_ext.snapshot import service as service_mod
 LOG = logging.getLogger(__name__)
 
 PROJECT = 'nova-snapshot-ext'
+#: The product's logger namespace (its ERROR records are what the
+#: command reports itself).
+PROJECT_LOGGER = 'nova_snapshot_ext'
 PROG = 'nova-snapshot-ext'
 #: The configuration file operators are told to write.
 DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
@@ -328,6 +332,20 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
         levels.append('nova_snapshot_ext=WARNING')
     conf.set_default('default_log_levels', levels)
     logging.setup(conf, PROJECT)
+    if not conf.debug:
+        # The command reports every failure itself, as one ``error:``
+        # line: the product's own ERROR records would say it twice on the
+        # terminal.  A log file (--log-file) still gets them.
+        for handler in std_logging.getLogger().handlers:
+            if (isinstance(handler, std_logging.StreamHandler) and
+                    not isinstance(handler, std_logging.FileHandler)):
+                handler.addFilter(_not_reported_twice)
+
+
+def _not_reported_twice(record: std_logging.LogRecord) -> bool:
+    """Drop the product's ERROR records from the terminal handler."""
+    return not (record.levelno >= std_logging.ERROR and
+                record.name.startswith(PROJECT_LOGGER))
 
 
 def load_conf_files(config_files: list[str]) -> cfg.ConfigOpts:

@@ -80,7 +80,15 @@ def snapshot_ids(record: metadata_mod.ImageRecord) -> list[str]:
 
 def fingerprint(record: metadata_mod.ImageRecord) -> str | None:
     """The snapshot's fingerprint, or ``None`` without snapshot ids."""
-    ids = snapshot_ids(record)
+    return fingerprint_of(snapshot_ids(record))
+
+
+def fingerprint_of(ids: ty.Iterable[str]) -> str | None:
+    """The fingerprint of a set of volume snapshot ids (``None``: empty).
+
+    :param ids: Cinder volume snapshot ids, in any order.
+    """
+    ids = sorted(set(ids))
     if not ids:
         return None
     return str(uuid.uuid5(FINGERPRINT_NAMESPACE, ','.join(ids)))
@@ -178,12 +186,17 @@ def recognise(image: ty.Mapping[str, ty.Any],
         image.get('block_device_mapping') == mappings)
     if not same_mappings:
         return Match.FOREIGN, []
-    if fp and image.get(FINGERPRINT_PROPERTY) != fp:
+    held = image.get(FINGERPRINT_PROPERTY)
+    if fp and held != fp and (held or image.get('status') != 'active'):
+        # Another snapshot's; or an unfinished image this snapshot cannot
+        # prove it made (never activated, never deleted by us).
         return Match.FOREIGN, []
-    # Without a fingerprint (left out at a full property quota) the
-    # mappings -- which name this snapshot's volume snapshots -- and the
-    # whole record must match.
-    diffs = differences(image, record)
+    # Without a fingerprint (left out at a full property quota, or removed
+    # from a finished image later, e.g. by ``audit --fix``) the mappings
+    # -- which name this snapshot's volume snapshots -- and the rest of
+    # the record must match; a finished image is then only reported.
+    diffs = [d for d in differences(image, record)
+             if held or d != FINGERPRINT_PROPERTY]
     if diffs:
         return Match.CHANGED, diffs
     return Match.OURS, []

@@ -18,6 +18,7 @@ import json
 from nova_snapshot_ext import audit
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.snapshot import identity
 from tests import base
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
@@ -157,6 +158,19 @@ class TestJudge(base.TestCase):
         self.assertEqual([], self.kinds(img))
         img['backup_type'] = 'daily'
         self.assertEqual(['borrowed-property'], self.kinds(img))
+
+    def test_own_fingerprint_is_not_borrowed(self):
+        # The plugin's bookkeeping names this image's own volume snapshots.
+        own = identity.fingerprint_of(['snap-1'])
+        img = image(**{identity.FINGERPRINT_PROPERTY: own})
+        self.assertEqual([], self.kinds(img))
+        for other in (identity.fingerprint_of(['snap-2']), 'junk'):
+            img = image(**{identity.FINGERPRINT_PROPERTY: other})
+            findings = audit.judge(img, now=NOW)
+            self.assertEqual(
+                [(identity.FINGERPRINT_PROPERTY, 'borrowed-identity')],
+                [(f.evidence['property'], f.evidence['why'])
+                 for f in findings])
 
     def test_other_never_inherited_kinds_are_borrowed(self):
         img = image(signature_verified='True', image_location='snapshot',

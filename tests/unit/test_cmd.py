@@ -14,6 +14,7 @@
 
 import io
 import json
+import logging
 import os
 import signal
 
@@ -444,3 +445,43 @@ class TestAfterSuccess(base.TestCase):
         self.assertIsNone(out['image'])
         self.assertIn('warning: snapshot image img-1 is active; it could not '
                       'be read back', stderr.getvalue())
+
+
+class TestTerminalLog(base.TestCase):
+    """The command's own error line is not said twice by the log."""
+
+    def setUp(self):
+        super().setUp()
+        root = logging.getLogger()
+        saved = list(root.handlers)
+        self.addCleanup(setattr, root, 'handlers', saved)
+
+    def records_shown(self, argv):
+        conf = main.parse(argv + ['probe'])
+        main.setup_logging(conf)
+        handlers = [h for h in logging.getLogger().handlers
+                    if not isinstance(h, logging.FileHandler)]
+        self.assertTrue(handlers)
+        shown = []
+        for name, level in (('nova_snapshot_ext.snapshot.attempts',
+                             logging.ERROR),
+                            ('nova_snapshot_ext.snapshot.attempts',
+                             logging.WARNING),
+                            ('somewhere.else', logging.ERROR)):
+            record = logging.LogRecord(name, level, __file__, 1, 'm', (),
+                                       None)
+            if all(h.filter(record) for h in handlers):
+                shown.append((name, level))
+        return shown
+
+    def test_product_errors_left_to_the_command(self):
+        self.assertEqual(
+            [('nova_snapshot_ext.snapshot.attempts', logging.WARNING),
+             ('somewhere.else', logging.ERROR)],
+            self.records_shown(['--config-dir', self.useFixture(
+                fixtures.TempDir()).path]))
+
+    def test_debug_shows_everything(self):
+        self.assertEqual(3, len(self.records_shown(
+            ['--debug', '--config-dir',
+             self.useFixture(fixtures.TempDir()).path])))

@@ -459,6 +459,20 @@ class TestNotThisSnapshotsImage(AttemptTestBase):
         self.assertNotIn('upload', self.fake.calls)
         self.assertNotIn('delete', self.fake.calls)
 
+    def test_finished_image_without_fingerprint_is_reported(self):
+        # An active image of this snapshot whose fingerprint was removed
+        # later (e.g. by hand): same mappings and record, so a retry
+        # returns it; nothing is uploaded, deleted or created.
+        first = self.snapshot()
+        del self.fake.images[first.image_id][identity.FINGERPRINT_PROPERTY]
+        self.fake.calls.clear()
+        again = self.snapshot()
+        self.assertEqual((first.image_id, True), (again.image_id,
+                                                  again.reused))
+        for call in ('upload', 'delete'):
+            self.assertNotIn(call, self.fake.calls)
+        self.assertEqual([first.image_id], list(self.fake.images))
+
     def test_other_snapshots_fingerprint(self):
         self._existing(**{identity.FINGERPRINT_PROPERTY: 'other'})
         self.fails()
