@@ -389,6 +389,9 @@ def _mappings(image: ty.Mapping[str, ty.Any]
         entries = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError as err:
         return [], ['block_device_mapping is not JSON: %s' % err]
+    except RecursionError:
+        # Anyone who can create an image can write this property.
+        return [], ['block_device_mapping is nested too deeply to read']
     if not isinstance(entries, list):
         return [], ['block_device_mapping is a JSON %s, not a list'
                     % type(entries).__name__]

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing as ty
+import uuid as uuid_mod
 
 from oslo_utils import strutils
 from oslo_utils import uuidutils
@@ -378,8 +379,13 @@ class SnapshotRequest:
         else:
             requester = Requester.from_dict(data['requester'])
         image_id = _str(data, 'image_id', '')
-        if image_id is not None and not uuidutils.is_uuid_like(image_id):
-            _fail('image_id', 'must be a UUID, got %r' % image_id)
+        if image_id is not None:
+            if not uuidutils.is_uuid_like(image_id):
+                _fail('image_id', 'must be a UUID, got %r' % image_id)
+            # One spelling per id: Glance stores the id as sent, so
+            # 'ABC...' and 'abc...' (or braces, no dashes) would be two
+            # images of one snapshot.
+            image_id = str(uuid_mod.UUID(image_id))
         backup_type = _str(data, 'backup_type', '', max_len=255)
         if backup_type is not None and not backup_type.strip():
             _fail('backup_type', 'must not be empty (omit it for a '
@@ -415,6 +421,12 @@ class SnapshotRequest:
                   'server %s is not volume-backed (its root disk is not a '
                   'volume); take a regular snapshot instead'
                   % self.server.uuid)
+        if not any(b.is_volume and not b.no_device
+                   for b in self.block_device_mappings):
+            _fail('block_device_mappings',
+                  'no volume mapping: a volume-backed snapshot image points '
+                  'at the snapshots of the server\'s volumes; without one '
+                  'it cannot boot (and a retry could not be recognised)')
 
     def is_volume_backed(self) -> bool:
         """Nova's ``compute_utils.is_volume_backed_instance`` rule.

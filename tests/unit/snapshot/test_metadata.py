@@ -282,7 +282,11 @@ class TestMetadataBuilder(base.TestCase):
         self.assertIn('": ', text)
 
     def test_no_mappings_no_bdm_properties(self):
-        rec = self.build(bdms=(), root_device_name=None)
+        # A request refuses this (no volume mapping); the builder alone
+        # still writes no mapping properties for it.
+        req = make_request(root_device_name=None)
+        req.block_device_mappings = []
+        rec = metadata.build_image_record(req, image_id='id-1')
         self.assertNotIn('block_device_mapping', rec.properties)
         self.assertNotIn('bdm_v2', rec.properties)
 

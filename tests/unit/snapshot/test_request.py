@@ -169,6 +169,24 @@ class TestSnapshotRequest(base.TestCase):
         data['image_id'] = '123'
         self.assertFieldError(data, 'image_id')
 
+    def test_image_id_has_one_spelling(self):
+        # Glance stores an id as sent: every spelling of one UUID must
+        # name one image, or a retry would make a second.
+        canonical = 'c13f4845-7a2b-4c3d-9e8f-0a1b2c3d4e5f'
+        for spelling in (canonical.upper(), canonical.replace('-', ''),
+                         '{%s}' % canonical, 'urn:uuid:' + canonical):
+            data = base.sample_request_dict()
+            data['image_id'] = spelling
+            self.assertEqual(canonical, self._parse(data).image_id)
+
+    def test_no_volume_mapping_refused(self):
+        # Nothing to point at and nothing to recognise a retry by.
+        for keep in ([], [2]):
+            data = base.sample_request_dict()
+            data['block_device_mappings'] = [
+                data['block_device_mappings'][i] for i in keep]
+            self.assertFieldError(data, 'block_device_mappings')
+
     def test_metadata_values_must_be_strings(self):
         data = base.sample_request_dict()
         data['metadata'] = {'count': 3}
