@@ -173,7 +173,8 @@ def add_commands(subparsers: ty.Any) -> None:
         '"embedded" extra (glance, gunicorn).')
     p.add_argument('--profile', default='default',
                    help='embedded Glance profile: default, no-raw, '
-                   'vhd-only (vhd,vhdx), vmdk-only, iso-only, '
+                   'vhd-only (vhd,vhdx), vmdk-only, iso-only, qcow2-only, '
+                   'vdi-only, vhdx-only, ploop-only, vmdk-iso, '
                    'no-enforcement, http-store, legacy-locations; with '
                    '--location, default means http-store')
     p.add_argument('--driver', default='libvirt',

@@ -12,6 +12,7 @@
 
 """The console script's input handling (no Glance needed)."""
 
+import argparse
 import io
 import json
 import logging
@@ -485,3 +486,17 @@ class TestTerminalLog(base.TestCase):
         self.assertEqual(3, len(self.records_shown(
             ['--debug', '--config-dir',
              self.useFixture(fixtures.TempDir()).path])))
+
+
+class TestDemoHelp(base.TestCase):
+
+    def test_profile_help_names_every_profile(self):
+        from nova_snapshot_ext.embedded import glance as embedded_glance
+
+        parser = argparse.ArgumentParser()
+        main.add_commands(parser.add_subparsers())
+        demo = parser._subparsers._group_actions[0].choices['demo']
+        text = ' '.join(a.help or '' for a in demo._actions
+                        if '--profile' in a.option_strings)
+        for name in embedded_glance.PROFILES:
+            self.assertIn(name, text)
