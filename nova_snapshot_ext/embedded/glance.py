@@ -332,7 +332,7 @@ class EmbeddedGlance(object):
                  http_store=False, show_multiple_locations=False,
                  allowed_hosts=('127.0.0.1',), allowed_ports=(),
                  identity='headers', python=None, access_log=False,
-                 custom_schema=True):
+                 custom_schema=True, image_size_cap=None):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
@@ -353,6 +353,10 @@ class EmbeddedGlance(object):
         self.python = python or sys.executable
         self.access_log = bool(access_log)
         self.custom_schema = bool(custom_schema)
+        #: Glance's ``[DEFAULT] image_size_cap`` (bytes; None: Glance's
+        #: default, 1 TiB): a larger upload is refused with 413.
+        self.image_size_cap = (None if image_size_cap is None
+                               else int(image_size_cap))
         #: Path of the access log while running with ``access_log=True``.
         self.access_log_file = None
         self.profile_name = None
@@ -603,6 +607,10 @@ class EmbeddedGlance(object):
             allowed_hosts=_csv(self.allowed_hosts),
             allowed_ports=_csv(self.allowed_ports),
             flavor=_FLAVORS[self.identity])
+        if self.image_size_cap is not None:
+            conf = conf.replace(
+                '[DEFAULT]\n', '[DEFAULT]\nimage_size_cap = %d\n'
+                % self.image_size_cap, 1)
         with open(os.path.join(self.base_dir, _CONF_NAME), 'w') as fh:
             fh.write(conf)
         with open(os.path.join(self.base_dir, _PASTE_NAME), 'w') as fh:

@@ -143,6 +143,32 @@ class TestFallbackFormat(test_snapshot.SnapshotTestBase):
         self.assertEqual([], self.images_named(req.name))
 
 
+class TestPayloadTooLarge(test_snapshot.SnapshotTestBase):
+    """Issue 10 input: ``image_size_cap = 1024``, formats qcow2, vdi, vmdk.
+
+    Glance refuses the 1536-byte qcow2 with 413; the 512-byte vdi of the
+    same plan fits, so the snapshot is active as vdi, and the refused
+    image is gone.
+    """
+
+    GLANCE_PROFILE = 'default'
+    GLANCE_OVERRIDES = {'disk_formats': ('qcow2', 'vdi', 'vmdk'),
+                        'image_size_cap': 1024}
+
+    def test_413_moves_on_to_a_smaller_payload(self):
+        req = self.make_request()
+        result = self.make_service('libvirt').snapshot(
+            req, glance=self.plugin_client())
+        self.assertEqual(('active', 'vdi', 512),
+                         (result.status, result.disk_format, result.size))
+        refused = [a for a in result.attempts if a.outcome == 'failed']
+        self.assertEqual(['qcow2'], [a.disk_format for a in refused])
+        self.assertEqual([413], [a.status for a in refused])
+        self.assertEqual([(result.image_id, 'active')],
+                         [(i['id'], i['status'])
+                          for i in self.images_named(req.name)])
+
+
 class TestCLIRecord(fbase.FunctionalTestCase):
 
     GLANCE_OVERRIDES = {'identity': 'token'}
