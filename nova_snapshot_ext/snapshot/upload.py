@@ -95,9 +95,11 @@ def after_lost_answer(ctx: Context, image_id: str,
     try:
         current = ctx.glance.get(image_id)
     except exception.GlanceNotFound:
-        # Deleted under us: another try of this snapshot met a refusal on
-        # this image and moved on; so do we.
-        return Outcome.fail(Step.NEXT, err, cleanup=False)
+        # Deleted under us by another try of this snapshot: the id is
+        # burned, so the same attempt goes on under its next-generation id
+        # -- where every try that lost this image goes, whatever made the
+        # deleter give up (a refusal there is met again, and moves on).
+        return Outcome.fail(Step.NEXT_ID, err, cleanup=False)
     except exception.SnapshotExtException as read_err:
         # Unknown: the image may be active.  The cleanup reads it again
         # before it decides, and names it if it still cannot.
@@ -109,7 +111,7 @@ def after_lost_answer(ctx: Context, image_id: str,
         attempt.size = current.get('size') or 0
         return Outcome.active(current)
     if status in GONE:
-        return Outcome.fail(Step.NEXT, err, cleanup=False)
+        return Outcome.fail(Step.NEXT_ID, err, cleanup=False)
     if status in IN_PROGRESS:
         # Another try's upload (or ours, answer lost) is under way.
         return wait_active(ctx, image_id, attempt, check=False)
@@ -119,8 +121,8 @@ def after_lost_answer(ctx: Context, image_id: str,
         return Outcome.fail(Step.NEXT, err, poisoned=True)
     if err.kwargs.get('status') in (404, 410):
         # Glance lost the image under the upload: another try of this
-        # snapshot met a refusal on it and is deleting it; move on too.
-        return Outcome.fail(Step.NEXT, err)
+        # snapshot is deleting it; its id is burned.
+        return Outcome.fail(Step.NEXT_ID, err)
     return Outcome.fail(Step.STOP, err)
 
 
@@ -136,7 +138,7 @@ def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
         try:
             image = ctx.glance.get(image_id)
         except exception.GlanceNotFound as err:
-            return Outcome.fail(Step.NEXT, err, cleanup=False)
+            return Outcome.fail(Step.NEXT_ID, err, cleanup=False)
         except exception.SnapshotExtException as err:
             # The cleanup reads it again: active is the success, in
             # progress is named, queued is deleted.
@@ -156,7 +158,9 @@ def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
                 reason='image is %s after its payload was accepted' % status)
             # Gone or reverted to queued: the try that sent the payload
             # met a refusal and moves on to its next attempt.
-            if status in GONE or status == 'queued':
+            if status in GONE:
+                return Outcome.fail(Step.NEXT_ID, refused, cleanup=False)
+            if status == 'queued':
                 return Outcome.fail(Step.NEXT, refused, cleanup=False)
             return Outcome.fail(Step.STOP, refused, cleanup=False)
         if ctx.clock() >= deadline:

@@ -796,9 +796,11 @@ class TestAdoption(ServiceTestBase):
             self.make_service(), gexc.HTTPException(
                 'HTTP 410 Gone: could not be found after upload'))
 
-    def test_adopted_image_refused_under_us_moves_on(self):
-        # The other try's first image was refused (it will delete it and
-        # move on): this call moves on to the next attempt too.
+    def test_adopted_image_deleted_under_us_moves_on(self):
+        # The other try's image was deleted under us (whatever made that
+        # try give up): its id is burned, so this call goes on with the
+        # same attempt under the next-generation id -- where every try
+        # that lost the image goes (one image, not one per path).
         svc = self.make_service()
         self._leftover(svc, 'raw', status='saving')
         real_get = fake_glanceclient._Images.get
@@ -813,7 +815,13 @@ class TestAdoption(ServiceTestBase):
         with mock.patch.object(fake_glanceclient._Images, 'get', get):
             result = svc.snapshot(self.make_request())
         self.assertEqual('active', result.status)
-        self.assertEqual('qcow2', result.disk_format)
+        self.assertEqual('raw', result.disk_format)
+        self.assertNotEqual(IMAGE_ID, result.image_id)
+        record = svc.build_record(self.make_request())
+        self.assertEqual(
+            identity.attempt_id(record, 0, svc.plan(
+                svc.capabilities.get(svc.glance))[0], generation=1),
+            result.image_id)
 
     def test_interrupt_after_create_cleans_up(self):
         svc = self.make_service()
