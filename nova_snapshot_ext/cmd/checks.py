@@ -314,8 +314,8 @@ def check_ownership(glance: glance_mod.GlanceClient,
     differ. The standalone command creates it with the configured identity,
     so that identity must be in the requester's project.
 
-    :returns: ``{'identity_project', 'owner', 'member'}`` (the first is
-        ``None`` when the auth plugin cannot tell).
+    :returns: ``{'identity_project', 'owner', 'member'}`` (the first two
+        are ``None`` when the auth plugin cannot tell).
     :raises CLIError: exit 2, the identity is in another project.
     """
     project = identity_project(glance)
@@ -334,8 +334,10 @@ def check_ownership(glance: glance_mod.GlanceClient,
                 if server_project and server_project != project else '',
                 opts.GLANCE_GROUP, requester_project, project,
                 server_project), EXIT_INPUT)
-    return {'identity_project': project, 'owner': project or
-            requester_project, 'member': member}
+    # Unknown identity project (e.g. admin_token): claim no owner; the
+    # command reports the owner Glance gives the image afterwards.
+    return {'identity_project': project, 'owner': project,
+            'member': member}
 
 
 def check_permissions(glance: glance_mod.GlanceClient,

@@ -607,6 +607,8 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
                                    checks.clean_message(
                                        err.format_message())),
               file=sys.stderr)
+    if image is not None and ownership is not None:
+        _report_owner(ownership, image, request)
     if fmt == 'json':
         _emit(dict(extra or {}, result=result.to_dict(), image=image,
                    ownership=ownership), '', fmt)
@@ -616,6 +618,24 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
             print('Image as Glance returns it:')
             print(json.dumps(image, indent=2, sort_keys=True, default=str))
     return image
+
+
+def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
+                  request: request_mod.SnapshotRequest) -> None:
+    """Record the owner Glance gave the image; warn where Nova differs.
+
+    Before the snapshot the owner is known only when the auth plugin
+    names its project (not with ``admin_token``); the image says it.
+    """
+    owner = image.get('owner')
+    ownership['owner'] = owner
+    wanted = request.requester.project_id
+    if owner and wanted and owner != wanted:
+        print('warning: image %s is owned by project %s (the project of '
+              '[%s]), not by the requester\'s project %s where Nova would '
+              'put it; scope [%s] to project %s' % (
+                  image.get('id'), owner, opts.GLANCE_GROUP, wanted,
+                  opts.GLANCE_GROUP, wanted), file=sys.stderr)
 
 
 def cmd_snapshot(conf: cfg.ConfigOpts) -> int:

@@ -307,9 +307,29 @@ class TestOwnership(base.TestCase):
         self.assertIn('set requester.project_id to svc', err.message)
 
     def test_unknown_identity_project_is_not_checked(self):
+        # Nothing is claimed before Glance says who owns the image.
         self.assertEqual(
-            {'identity_project': None, 'owner': 'p1', 'member': None},
+            {'identity_project': None, 'owner': None, 'member': None},
             checks.check_ownership(self.glance(None), 'p1', 'p1'))
+
+    def test_owner_reported_from_the_image(self):
+        from nova_snapshot_ext.snapshot import request as request_mod
+
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        req = request_mod.SnapshotRequest.from_dict(
+            dict(base.sample_request_dict(),
+                 requester={'project_id': 'p1', 'user_id': 'u1'}))
+        ownership = {'identity_project': None, 'owner': None,
+                     'member': None}
+        main._report_owner(ownership, {'id': 'i', 'owner': 'p1'}, req)
+        self.assertEqual(('p1', ''), (ownership['owner'],
+                                      stderr.getvalue()))
+        main._report_owner(ownership, {'id': 'i', 'owner': 'svc'}, req)
+        self.assertEqual('svc', ownership['owner'])
+        self.assertIn('owned by project svc', stderr.getvalue())
+        self.assertIn("not by the requester's project p1",
+                      stderr.getvalue())
 
 
 class TestDemoWithoutExtra(base.TestCase):
