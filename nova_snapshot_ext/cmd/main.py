@@ -687,13 +687,25 @@ def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
     result = (getattr(err, 'snapshot_result', None) or
               getattr(err, 'result', None))
     left = list(getattr(result, 'leftover', None) or [])
+    unconfirmed = list(getattr(result, 'unconfirmed', None) or [])
+    active = (getattr(result, 'image_id', None)
+              if getattr(result, 'status', None) == 'active' else None)
     message = '%s; what this run created was cleaned up' % (
         'terminated (SIGTERM)' if code == checks.EXIT_SIGTERM
         else 'interrupted')
+    if active:
+        message += ('; image %s was already active (the snapshot is done)'
+                    % active)
     if left:
         message += '; COULD NOT DELETE image(s) %s' % ', '.join(left)
+    if unconfirmed:
+        # A create in flight may still land: name it (issue 9 rule).
+        message += ('; the create of image(s) %s got no answer: a retry of '
+                    'this snapshot adopts it if it appears' %
+                    ', '.join(unconfirmed))
     with contextlib.suppress(Exception):
-        return _fail(message, code, fmt, left=left)
+        return _fail(message, code, fmt, left=left, unconfirmed=unconfirmed,
+                     image_id=active)
     return code
 
 

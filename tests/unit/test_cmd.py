@@ -229,7 +229,8 @@ class TestConventions(base.TestCase):
 
         def ctrl_c(conf):
             err = KeyboardInterrupt()
-            err.snapshot_result = mock.Mock(leftover=['img-9'])
+            err.snapshot_result = mock.Mock(leftover=['img-9'], unconfirmed=[],
+                                            status='failed', image_id=None)
             raise err
 
         conf = self.write('c.conf', '')
@@ -520,3 +521,35 @@ class TestDemoHelp(base.TestCase):
                         if '--profile' in a.option_strings)
         for name in embedded_glance.PROFILES:
             self.assertIn(name, text)
+
+
+class TestInterruptedReport(base.TestCase):
+    """Ctrl-C / SIGTERM name every image the interrupted run may leave."""
+
+    def report(self, **fields):
+        from nova_snapshot_ext.snapshot import result as result_mod
+
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        err = main.Terminated()
+        err.snapshot_result = result_mod.SnapshotResult(
+            image_id=fields.pop('image_id', None), name='n',
+            status=fields.pop('status', 'failed'), **fields)
+        code = main._interrupted(err, 'json')
+        return code, json.loads(stdout.getvalue()), stderr.getvalue()
+
+    def test_unconfirmed_create_is_named(self):
+        code, data, err = self.report(unconfirmed=['img-u'])
+        self.assertEqual(143, code)
+        self.assertEqual(['img-u'], data['unconfirmed'])
+        self.assertIn('img-u', err)
+
+    def test_leftover_and_active_are_named(self):
+        code, data, err = self.report(leftover=['img-l'])
+        self.assertEqual(['img-l'], data['left'])
+        self.assertIn('COULD NOT DELETE image(s) img-l', err)
+        code, data, err = self.report(image_id='img-a', status='active')
+        self.assertEqual('img-a', data['image_id'])
+        self.assertIn('img-a was already active', err)
