@@ -121,13 +121,9 @@ def activate(ctx: Context, source: locations.LocationSource,
                 reason='%s (image status now: %s)' % (
                     err.kwargs.get('reason'), status_of(glance, image_id))))
         except exception.GlanceNotFound:
-            return Outcome.fail(Step.STOP, exception.LocationTaskFailed(
-                image_id=image_id, url=obj.redacted, status=404,
-                reason='the image is not visible after the location was '
-                'sent: it was deleted meanwhile, or this identity has only '
-                "the 'service' role (Glance lets it add a location but not "
-                "read the image; act as the owner's member and add a "
-                'service token, see [snapshot_ext_service_user])'))
+            return Outcome.fail(Step.STOP, _not_visible(
+                image_id, obj, 'the location was sent: it was deleted '
+                'meanwhile'))
         except exception.SnapshotExtException as err:
             if isinstance(err, REFUSALS) or not _lost(err):
                 return _refused(err)
@@ -178,14 +174,9 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
         try:
             image = ctx.glance.get(image_id)
         except exception.GlanceNotFound:
-            return Outcome.fail(Step.STOP, exception.LocationTaskFailed(
-                image_id=image_id, url=obj.redacted, status=404,
-                reason='the image is not visible after its location was '
-                'accepted: it was deleted while Glance was adding its '
-                "location, or this identity has only the 'service' role "
-                '(Glance lets it add a location but not read the image; '
-                "act as the owner's member and add a service token, see "
-                '[snapshot_ext_service_user])'))
+            return Outcome.fail(Step.STOP, _not_visible(
+                image_id, obj, 'its location was accepted: it was deleted '
+                'while Glance was adding its location'))
         except exception.SnapshotExtException as err:
             return Outcome.fail(Step.STOP, err)
         status = str(image.get('status'))
@@ -258,3 +249,14 @@ def task_failure(glance: ty.Any, image_id: str) -> str | None:
                     'unreachable from Glance, empty, or no longer has the '
                     'hash the plugin sent)')
     return 'location_import task %s failed: %s' % (latest.get('id'), message)
+
+
+def _not_visible(image_id: str, obj: ty.Any,
+                 after: str) -> exception.LocationTaskFailed:
+    """The 404 of an image read after a location was sent or accepted."""
+    return exception.LocationTaskFailed(
+        image_id=image_id, url=obj.redacted, status=404,
+        reason='the image is not visible after %s, or this identity has '
+        "only the 'service' role (Glance lets it add a location but not "
+        "read the image; act as the owner's member and add a service "
+        'token, see [snapshot_ext_service_user])' % after)

@@ -22,6 +22,7 @@ project and user ids (:meth:`FunctionalTestCase.new_project`).
 
 import atexit
 import importlib.util
+import os
 import threading
 import uuid
 
@@ -168,6 +169,24 @@ class FunctionalTestCase(_BaseTestCase):
         self.glance = fixture.glance
         self.project_id = self.new_project()
         self.user_id = self.new_user()
+
+    def write_cli_config(self, name, driver, roles=MEMBER_ROLES):
+        """Write a CLI config for this test's identity (token identity).
+
+        :param name: file name in a fresh temp dir (``self.tmp``).
+        :param driver: ``[snapshot_ext] driver``.
+        :param roles: the token's roles.
+        :returns: the config file's path.
+        """
+        from nova_snapshot_ext.embedded import demo
+
+        if not hasattr(self, 'tmp'):
+            self.tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(self.tmp, name)
+        token = self.glance.token(self.project_id, self.user_id,
+                                  roles=roles)
+        demo.write_config(path, self.glance.endpoint, token, driver)
+        return path
 
     @staticmethod
     def new_project():

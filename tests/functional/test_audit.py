@@ -19,14 +19,11 @@ as Glances before 30 did, so the dishonest payloads old Novas uploaded
 
 import io
 import json
-import os
 import subprocess
 import sys
 import uuid
 
-import fixtures
 
-from nova_snapshot_ext.embedded import demo
 from nova_snapshot_ext.image import payloads
 from tests.functional import base as fbase
 
@@ -48,12 +45,8 @@ class TestAudit(fbase.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.conf_file = os.path.join(self.tmp, 'audit.conf')
-        token = self.glance.token(self.project_id, self.user_id,
-                                  roles=fbase.ADMIN_ROLES)
-        demo.write_config(self.conf_file, self.glance.endpoint, token,
-                          'libvirt')
+        self.conf_file = self.write_cli_config('audit.conf', 'libvirt',
+                                               roles=fbase.ADMIN_ROLES)
         self.client = self.client_for(roles=fbase.MEMBER_ROLES)
 
     def run_cli(self, *args):

@@ -38,12 +38,7 @@ class TestCLI(fbase.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.conf_file = os.path.join(self.tmp, 'snapshot.conf')
-        token = self.glance.token(self.project_id, self.user_id,
-                                  roles=fbase.MEMBER_ROLES)
-        demo.write_config(self.conf_file, self.glance.endpoint, token,
-                          'hyperv')
+        self.conf_file = self.write_cli_config('snapshot.conf', 'hyperv')
 
     def run_cli(self, *args):
         return subprocess.run(

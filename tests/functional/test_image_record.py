@@ -21,10 +21,8 @@ import os
 import subprocess
 import sys
 
-import fixtures
 from oslo_serialization import jsonutils
 
-from nova_snapshot_ext.embedded import demo
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import metadata
 from tests import base
@@ -175,12 +173,7 @@ class TestCLIRecord(fbase.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.conf_file = os.path.join(self.tmp, 'snapshot.conf')
-        token = self.glance.token(self.project_id, self.user_id,
-                                  roles=fbase.MEMBER_ROLES)
-        demo.write_config(self.conf_file, self.glance.endpoint, token,
-                          'libvirt')
+        self.conf_file = self.write_cli_config('snapshot.conf', 'libvirt')
 
     def run_snapshot(self, sysmeta):
         data = base.sample_request_dict()
