@@ -783,5 +783,19 @@ class _Tee(io.TextIOBase):
         self.stream.flush()
 
 
+def console_main() -> int:
+    """The console script: :func:`main`, then no late interrupt.
+
+    Once the command has reported, a Ctrl-C or SIGTERM that arrives while
+    the interpreter shuts down has nothing left to stop; ignoring it keeps
+    Python from printing a shutdown traceback after the report.
+    """
+    code = main()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, signal.SIG_IGN)
+    return code
+
+
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(console_main())

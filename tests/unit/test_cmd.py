@@ -553,3 +553,16 @@ class TestInterruptedReport(base.TestCase):
         code, data, err = self.report(image_id='img-a', status='active')
         self.assertEqual('img-a', data['image_id'])
         self.assertIn('img-a was already active', err)
+
+
+class TestConsoleMain(base.TestCase):
+
+    def test_late_interrupt_ignored_after_the_report(self):
+        saved = {s: signal.getsignal(s)
+                 for s in (signal.SIGINT, signal.SIGTERM)}
+        for signum, handler in saved.items():
+            self.addCleanup(signal.signal, signum, handler)
+        with mock.patch.object(main, 'main', return_value=3):
+            self.assertEqual(3, main.console_main())
+        self.assertEqual(signal.SIG_IGN, signal.getsignal(signal.SIGINT))
+        self.assertEqual(signal.SIG_IGN, signal.getsignal(signal.SIGTERM))
