@@ -45,6 +45,7 @@ import urllib.request
 
 from oslo_log import log as logging
 
+from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import tokenauth
 
 LOG = logging.getLogger(__name__)
@@ -317,7 +318,9 @@ class EmbeddedGlance(object):
     :param identity: ``'headers'`` (trust X-Roles/X-Project-Id/... headers)
         or ``'token'`` (fake ``X-Auth-Token user:project:roles``).
     :param python: python executable with glance and gunicorn installed;
-        ``sys.executable`` if None.
+        ``sys.executable`` if None.  Glance 28 to 33 from the package
+        index, each in its own cached virtualenv:
+        :func:`nova_snapshot_ext.embedded.glance_venv.ensure`.
     :param access_log: also write gunicorn's access log, one line per HTTP
         request served (gunicorn's default format), to
         :attr:`access_log_file`; used to count requests at the server.
@@ -368,9 +371,22 @@ class EmbeddedGlance(object):
         self._process = None
         self._log_fh = None
         self._lock = threading.RLock()
+        self._glance_version = None
 
     # ------------------------------------------------------------------
     # properties
+
+    @property
+    def glance_version(self):
+        """The version of the glance package :attr:`python` runs.
+
+        :returns: a version string such as ``'29.2.1'``.
+        :raises nova_snapshot_ext.embedded.glance_venv.GlanceVenvError: if
+            that interpreter cannot import glance and gunicorn.
+        """
+        if self._glance_version is None:
+            self._glance_version = glance_venv.installed_version(self.python)
+        return self._glance_version
 
     @property
     def endpoint(self):

@@ -23,7 +23,7 @@ things before handing over to glance's own WSGI application:
 * it optionally watches the process that launched the server and asks the
   gunicorn master to stop when that process disappears, so a crashed test
   run does not leave a stray glance-api behind;
-* it imports :mod:`glance.wsgi.api` lazily (on first access of
+* it builds glance's application lazily (on first access of
   ``application``), so importing this module has no side effects beyond
   installing the SQLAlchemy hook.
 """
@@ -146,6 +146,27 @@ def _start_watchdog():
     thread.start()
 
 
+def _glance_application():
+    """Build glance's WSGI application the way the installed release does.
+
+    Glance 30 and later ship ``glance.wsgi.api`` (its module attribute
+    ``application``); Glance 29 and older ship only the function behind
+    their ``glance-wsgi-api`` script, ``glance.common.wsgi_app.init_app``.
+    Either reads the config named by ``OS_GLANCE_CONFIG_DIR`` and builds
+    the paste pipeline.
+
+    :returns: the glance-api WSGI callable.
+    """
+    try:
+        from glance.wsgi import api as glance_wsgi_api
+    except ModuleNotFoundError as exc:
+        if exc.name not in ('glance.wsgi', 'glance.wsgi.api'):
+            raise
+        from glance.common import wsgi_app
+        return wsgi_app.init_app()
+    return glance_wsgi_api.application
+
+
 def get_application():
     """Build (once) and return glance's WSGI application.
 
@@ -155,10 +176,7 @@ def get_application():
     with _app_lock:
         if _app is None:
             install_sqlite_hook()
-            # Imported here: importing glance.wsgi.api reads the config
-            # named by OS_GLANCE_CONFIG_DIR and builds the paste pipeline.
-            from glance.wsgi import api as glance_wsgi_api
-            _app = glance_wsgi_api.application
+            _app = _glance_application()
             _start_watchdog()
         return _app
 

@@ -18,6 +18,11 @@ settings.  Starting glance takes a couple of seconds, so one server per
 (profile, overrides) is shared by all tests of a test process and stopped
 when the process exits.  Tests isolate themselves by using fresh, random
 project and user ids (:meth:`FunctionalTestCase.new_project`).
+
+By default glance-api runs from the glance installed with the tests.  With
+``NOVA_SNAPSHOT_EXT_GLANCE=NN`` (the ``glanceNN`` tox envs) every server
+runs Glance NN from the package index instead, from its cached virtualenv
+(:mod:`nova_snapshot_ext.embedded.glance_venv`, installed on first use).
 """
 
 import atexit
@@ -32,6 +37,7 @@ import testtools
 from testtools import content
 
 from nova_snapshot_ext.embedded import glance as embedded_glance
+from nova_snapshot_ext.embedded import glance_venv
 
 try:
     from oslotest import base as _oslotest_base
@@ -45,13 +51,32 @@ ADMIN_ROLES = ('admin', 'member', 'reader')
 MEMBER_ROLES = ('member', 'reader')
 READER_ROLES = ('reader',)
 
+#: The Glance major every server of the test run uses (unset: the glance
+#: installed with the tests).
+GLANCE_MAJOR_ENV = 'NOVA_SNAPSHOT_EXT_GLANCE'
+
+
+def glance_major():
+    """The Glance major chosen with ``NOVA_SNAPSHOT_EXT_GLANCE``.
+
+    :returns: an int, or None when the installed glance is used.
+    :raises nova_snapshot_ext.embedded.glance_venv.GlanceVenvError: for a
+        major not in :data:`~nova_snapshot_ext.embedded.glance_venv.RELEASES`.
+    """
+    value = os.environ.get(GLANCE_MAJOR_ENV)
+    if not value:
+        return None
+    return glance_venv.release(value).major
+
 
 def _missing_requirements():
     """Name the modules needed to run glance that cannot be imported.
 
     :returns: a list of module names (empty when all are present).
     """
-    return [name for name in ('glance', 'gunicorn', 'glanceclient')
+    names = ('glanceclient',) if os.environ.get(GLANCE_MAJOR_ENV) else (
+        'glance', 'gunicorn', 'glanceclient')
+    return [name for name in names
             if importlib.util.find_spec(name) is None]
 
 
@@ -109,6 +134,9 @@ def get_shared_glance(profile='default', **overrides):
         cannot be started.
     """
     global _atexit_registered
+    major = glance_major()
+    if major is not None and 'python' not in overrides:
+        overrides = dict(overrides, python=glance_venv.ensure(major))
     key = _cache_key(profile, overrides)
     with _servers_lock:
         if not _atexit_registered:
@@ -167,6 +195,10 @@ class FunctionalTestCase(_BaseTestCase):
         fixture = self.useFixture(
             GlanceFixture(self.GLANCE_PROFILE, **self.GLANCE_OVERRIDES))
         self.glance = fixture.glance
+        #: What this Glance release does, from
+        #: :data:`~nova_snapshot_ext.embedded.glance_venv.RELEASES`.
+        self.glance_release = glance_venv.release_of_version(
+            self.glance.glance_version)
         self.project_id = self.new_project()
         self.user_id = self.new_user()
 

@@ -21,10 +21,9 @@ Usage (``tox -e nova-compat`` after ``tox -e nova29,...,nova34``)::
 listed; nothing is inferred.
 """
 
-import glob
-import json
-import os
 import sys
+
+from tests import compat_rst
 
 HEADER = """\
 ===============================================
@@ -93,14 +92,7 @@ def render(results):
     for r in rows:
         lines.append((r['nova'], r['profile'], _cell(r['alone']),
                       _cell(r['plugin'])))
-    out.append('.. list-table::\n   :header-rows: 1\n   :widths: 8 12 45 35\n')
-    for line in lines:
-        first = True
-        for cell in line:
-            prefix = '   * - ' if first else '     - '
-            first = False
-            out.append('%s%s' % (prefix, cell.replace('*', r'\*')))
-    out.append('')
+    out.append(compat_rst.list_table(lines, (8, 12, 45, 35)))
     return '\n'.join(out)
 
 
@@ -110,10 +102,7 @@ def main(argv=None):
         print(__doc__)
         return 2
     source, output = argv
-    results = []
-    for path in sorted(glob.glob(os.path.join(source, '*.json'))):
-        with open(path) as f:
-            results.append(json.load(f))
+    results = compat_rst.load_results(source)
     if not results:
         print('no results in %s: run tox -e nova29,...,nova34 first'
               % source)
