@@ -227,15 +227,37 @@ def base_interpreter(rel):
         'interpreter)' % (rel.label, rel.python, rel.python, PYTHON_ENV))
 
 
-def _wanted(rel, interpreter):
+def python_series(interpreter):
+    """The ``X.Y`` version of an interpreter.
+
+    :param interpreter: an executable.
+    :returns: a string such as ``'3.11'``.
+    :raises GlanceVenvError: if it cannot be run.
+    """
+    if interpreter == sys.executable:
+        return '%d.%d' % sys.version_info[:2]
+    try:
+        return subprocess.run(
+            [interpreter, '-c',
+             'import sys; print("%d.%d" % sys.version_info[:2])'],
+            capture_output=True, text=True, timeout=60,
+            check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GlanceVenvError('cannot run %s: %s' % (interpreter, exc))
+
+
+def _wanted(rel, series):
     """What a virtualenv of ``rel`` must have been built from.
 
+    Any interpreter of the same Python ``X.Y`` will do (a tox env's
+    ``pythonX.Y`` and the system one are the same for this purpose).
+
     :param rel: a :class:`GlanceRelease`.
-    :param interpreter: the base interpreter.
+    :param series: the base interpreter's ``X.Y``.
     :returns: a dict (compared with the recorded one).
     """
     return {'glance': rel.version, 'requirements': rel.requirements(),
-            'interpreter': interpreter}
+            'python_series': series}
 
 
 def read_record(major):
@@ -330,7 +352,8 @@ def _install(rel, interpreter, log):
     py_version = subprocess.run(
         [python, '-c', 'import platform; print(platform.python_version())'],
         capture_output=True, text=True, check=True).stdout.strip()
-    record = dict(_wanted(rel, interpreter), python=py_version,
+    record = dict(_wanted(rel, python_series(interpreter)),
+                  python=py_version, interpreter=interpreter,
                   seconds=round(time.monotonic() - started, 1))
     tmp = os.path.join(path, RECORD_NAME + '.tmp')
     with open(tmp, 'w') as fh:
@@ -356,7 +379,7 @@ def ensure(major):
     with open(venv_dir(rel.major) + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         record = read_record(rel.major)
-        wanted = _wanted(rel, interpreter)
+        wanted = _wanted(rel, python_series(interpreter))
         if record is None or any(record.get(k) != v
                                  for k, v in wanted.items()):
             with open(log_path(rel.major), 'ab') as log:

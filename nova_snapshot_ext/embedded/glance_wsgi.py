@@ -48,14 +48,36 @@ CLEANUP_DIR_ENV = 'NOVA_SNAPSHOT_EXT_CLEANUP_DIR'
 
 _WATCH_INTERVAL = 1.0
 _hook_lock = threading.Lock()
+#: Per thread: the sqlite3 connections this thread began a transaction on.
+_thread_state = threading.local()
 _hook_installed = False
 _app_lock = threading.Lock()
 _app = None
 
 
+def _in_transaction(dbapi_conn):
+    """Whether a sqlite3 connection has a transaction open.
+
+    :param dbapi_conn: a :class:`sqlite3.Connection`.
+    :returns: a bool (False for a closed connection).
+    """
+    try:
+        return bool(dbapi_conn.in_transaction)
+    except Exception:
+        return False
+
+
 def _begin_immediate(conn, cursor, statement, parameters, context,
                      executemany):
     """Rewrite a deferred SQLite ``BEGIN`` into ``BEGIN IMMEDIATE``.
+
+    Except when this thread already has a transaction open on another
+    connection: Glance 28 (seen; oslo.db's legacy ``EngineFacade``) reads
+    image members in a second session while the first one is open; as ``BEGIN
+    IMMEDIATE`` that read would wait for the write lock its own thread
+    holds until the busy timeout, then fail ("database is locked", HTTP
+    500).  Such a nested transaction stays deferred (a read shares the
+    lock), as in an unmodified Glance.
 
     :param conn: the SQLAlchemy connection executing the statement.
     :param cursor: the DB-API cursor.
@@ -67,7 +89,13 @@ def _begin_immediate(conn, cursor, statement, parameters, context,
     """
     if (conn.dialect.name == 'sqlite' and
             statement.strip().upper() == 'BEGIN'):
-        statement = 'BEGIN IMMEDIATE'
+        mine = cursor.connection
+        begun = [c for c in getattr(_thread_state, 'begun', ())
+                 if c is not mine and _in_transaction(c)]
+        if not begun:
+            statement = 'BEGIN IMMEDIATE'
+        begun.append(mine)
+        _thread_state.begun = begun
     return statement, parameters
 
 

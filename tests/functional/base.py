@@ -86,6 +86,14 @@ SKIP_REASON = (
     'imported (pip install glance gunicorn python-glanceclient)' %
     ', '.join(MISSING_REQUIREMENTS)) if MISSING_REQUIREMENTS else None
 
+#: What a Glance release without a behaviour lacks (skip reasons).
+_WITHOUT = {
+    'inspects_uploads': 'does not inspect uploads (no 415 on a format '
+                        'mismatch before Glance 30, 2025.1)',
+    'location_api': 'has no location API v2.17 (POST /v2/images/{id}/'
+                    'locations arrived in Glance 29, 2024.2)',
+}
+
 _servers_lock = threading.Lock()
 _servers = {}
 _atexit_registered = False
@@ -219,6 +227,20 @@ class FunctionalTestCase(_BaseTestCase):
                                   roles=roles)
         demo.write_config(path, self.glance.endpoint, token, driver)
         return path
+
+    def skipUnlessGlanceHas(self, behaviour):
+        """Skip the test on a Glance release without a behaviour.
+
+        :param behaviour: a boolean attribute of
+            :class:`~nova_snapshot_ext.embedded.glance_venv.GlanceRelease`
+            (``'inspects_uploads'`` or ``'location_api'``).
+        :returns: None
+        """
+        rel = self.glance_release
+        if rel is not None and not getattr(rel, behaviour):
+            self.skipTest('%s %s; tests/functional/test_glance_releases.py '
+                          'asserts what it does instead' % (
+                              rel.label, _WITHOUT[behaviour]))
 
     @staticmethod
     def new_project():

@@ -119,6 +119,7 @@ class TestRawActivation(SnapshotTestBase):
     def test_glance_refuses_empty_qcow2(self):
         # Proves this Glance enforces format matching: the lie Nova used
         # to tell is refused with 415.
+        self.skipUnlessGlanceHas('inspects_uploads')
         client = self.client_for(roles=fbase.MEMBER_ROLES)
         image = client.images.create(name='lie', disk_format='qcow2',
                                      container_format='bare')
@@ -247,6 +248,7 @@ class TestConcurrentTries(SnapshotTestBase):
         # Every try's first attempt is refused with a real 415 (a payload
         # that is not what its label says, injected); they all move on to
         # the next attempt and meet on one image.
+        self.skipUnlessGlanceHas('inspects_uploads')
         req = self.make_request(image_id=uuidutils.generate_uuid())
         svc = self.make_service(disk_formats=['qcow2', 'raw'])
         real_payload = service.payloads.payload
