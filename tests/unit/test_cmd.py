@@ -168,6 +168,28 @@ class TestConventions(base.TestCase):
         for argv, expected in cases:
             self.assertEqual(expected, main.hoist_global_options(conf, argv))
 
+    def test_mistyped_option_before_the_command_is_named(self):
+        cases = [
+            (['--confg-file', 'a.conf', 'snapshot', 'r.json'],
+             '--confg-file', '--config-file'),
+            (['--debgu', 'probe'], '--debgu', '--debug'),
+            (['--format=jsn', 'probe'], None, None),
+            (['--zzzzzz=1', 'audit'], '--zzzzzz', None),
+        ]
+        for argv, name, close in cases:
+            with self.subTest(argv=argv):
+                self.stderr.seek(0)
+                self.stderr.truncate()
+                self.assertEqual(2, main.main(argv))
+                err = self.stderr.getvalue()
+                self.assertNotIn('invalid choice', err)
+                if name:
+                    self.assertIn('unknown option %s' % name, err)
+                if close:
+                    self.assertIn('did you mean %s?' % close, err)
+                else:
+                    self.assertNotIn('did you mean', err)
+
     def test_help_lists_every_exit_code(self):
         self.assertEqual(0, main.main(['--help']))
         text = ' '.join(self.stdout.getvalue().split())
