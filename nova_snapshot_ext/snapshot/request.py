@@ -452,7 +452,8 @@ class SnapshotRequest:
 
         :raises InvalidRequest: a field is malformed (named as a path,
             e.g. ``block_device_mappings[1].volume_size``), the server is
-            not volume-backed, or has more than one root mapping.
+            not volume-backed, or has no root mapping (``boot_index`` 0:
+            the image could not boot) or more than one.
         :raises InvalidServerState: the vm_state does not allow a
             volume-backed snapshot.
         """
@@ -474,6 +475,11 @@ class SnapshotRequest:
                   'server %s is not volume-backed (its root disk is not a '
                   'volume); take a regular snapshot instead'
                   % self.server.uuid)
+        if not roots:
+            _fail('block_device_mappings',
+                  'no mapping has boot_index 0 (the root disk): an image '
+                  'without one cannot boot (Nova refuses its boot '
+                  'sequence); give the root volume\'s mapping boot_index 0')
         if not any(b.is_volume and not b.no_device
                    for b in self.block_device_mappings):
             _fail('block_device_mappings',

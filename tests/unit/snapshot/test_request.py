@@ -129,9 +129,16 @@ class TestSnapshotRequest(base.TestCase):
         self.assertTrue(self._parse(data).is_volume_backed())
 
     def test_no_root_mapping_no_image_ref_is_volume_backed(self):
-        data = base.sample_request_dict()
-        data['block_device_mappings'][0]['boot_index'] = None
-        self.assertTrue(self._parse(data).is_volume_backed())
+        # Nova's legacy rule decides volume-backed; the image still could
+        # not boot without a boot_index 0 entry, so it is refused.
+        req = self._parse(base.sample_request_dict())
+        req.block_device_mappings[0].boot_index = None
+        self.assertTrue(req.is_volume_backed())
+        for index in (None, 1, -1):
+            data = base.sample_request_dict()
+            data['block_device_mappings'][0]['boot_index'] = index
+            err = self.assertFieldError(data, 'block_device_mappings')
+            self.assertIn('boot_index 0', err.format_message())
 
     def test_no_root_mapping_with_image_ref_is_not(self):
         data = base.sample_request_dict()
