@@ -118,9 +118,8 @@ class TestDefaultGlance(ReleaseTestBase):
         self.assertIsInstance(ours, exception.ImageFormatRejected)
         self.assertEqual('queued', client.images.get(image['id'])['status'])
         reason = 'does not match stream data' in str(err)
-        self.record('zero-qcow2', '415, image left queued; reason %s' % (
-            'in the answer' if reason else 'not in the answer (only in '
-            "Glance's log)"))
+        self.record('zero-qcow2', '415, image left queued; reason %s the '
+                    'answer' % ('in' if reason else 'not in'))
 
     def test_plugin_upload(self):
         req = self.make_request()
