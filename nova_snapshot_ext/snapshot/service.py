@@ -177,8 +177,10 @@ class SnapshotService:
 
     @staticmethod
     def _identify(record: metadata_mod.ImageRecord) -> None:
-        """Give ``record`` its derived id (when it has none) and stamp its
-        fingerprint, computed once."""
+        """Derive ``record``'s id (when it has none), stamp its fingerprint.
+
+        The fingerprint is computed once for both.
+        """
         fp = identity.fingerprint(record)
         if not record.image_id:
             record.image_id = identity.image_id_of(fp)
@@ -275,8 +277,7 @@ class SnapshotService:
     def _check_identified(self, record: metadata_mod.ImageRecord,
                           glance: glance_mod.GlanceClient | None
                           ) -> PreparedSnapshot:
-        """:meth:`check_record` of a record already identified and
-        stamped."""
+        """:meth:`check_record` of a record already identified."""
         glance = glance or self.glance
         caps = self.capabilities.get(glance)
         preflight_mod.check_image_record(
