@@ -118,6 +118,50 @@ class AccessLog:
         return requests
 
 
+def process_tree_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of ``pid`` and its live descendants.
+
+    Read from ``/proc/<pid>/stat`` (Linux; ``None`` elsewhere or when
+    ``pid`` is gone): the embedded Glance's gunicorn master and worker,
+    whose CPU is Glance's own work for the requests it served (and, in
+    location mode, its ``location_import`` tasks, which run in the
+    worker's threads).  Resolution: one clock tick (10 ms).
+    """
+    if pid is None:
+        return None
+    tick = float(os.sysconf('SC_CLK_TCK'))
+    stats: dict[int, tuple[int, float]] = {}
+    try:
+        names = os.listdir('/proc')
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name, 'rb') as f:
+                text = f.read().decode('ascii', 'replace')
+        except OSError:
+            continue
+        # pid (comm) state ppid ... utime(14) stime(15): comm may hold
+        # spaces, so split after its closing parenthesis.
+        fields = text[text.rfind(')') + 2:].split()
+        try:
+            stats[int(name)] = (int(fields[1]),
+                                (int(fields[11]) + int(fields[12])) / tick)
+        except (IndexError, ValueError):
+            continue
+    if pid not in stats:
+        return None
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += stats[current][1]
+        todo += [child for child, (ppid, _) in stats.items()
+                 if ppid == current]
+    return total
+
+
 class WorkerProcess:
     """A :mod:`bench.worker` subprocess running one path.
 
@@ -467,11 +511,16 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
                     'prefix': prefix, 'setup_requests': access.take()}
             plan = schedule(list(workers), args.n, args.batch, args.warmup)
             for i, (name, c, count, phase) in enumerate(plan):
+                glance_cpu0 = process_tree_cpu_s(glance.pid)
                 measured = workers[(name, c)].batch(
                     count, 1 if phase == 'first' else c)
                 measured.update(path=doc['workers']['%s/c%d' % (
                     name, c)]['path'], name=name, concurrency=c,
                     count=count, phase=phase, requests=access.take())
+                glance_cpu1 = process_tree_cpu_s(glance.pid)
+                measured['glance_cpu_s'] = (
+                    None if glance_cpu0 is None or glance_cpu1 is None
+                    else glance_cpu1 - glance_cpu0)
                 doc['batches'].append(measured)
                 failed = sum(1 for e in measured['errors'] if e)
                 print('[%3d/%d] %-22s c=%-2d %-6s %3d snapshots %6.2f s '

@@ -37,6 +37,7 @@ return the stale image or rewrite a finished one (see doc/source/attempts.rst).
 
 from __future__ import annotations
 
+import collections.abc
 import enum
 import typing as ty
 import uuid
@@ -74,8 +75,11 @@ class Match(enum.Enum):
 
 def snapshot_ids(record: metadata_mod.ImageRecord) -> list[str]:
     """The sorted volume snapshot ids of the record's mappings."""
+    # collections.abc, not typing: isinstance against typing.Mapping goes
+    # through typing's generic-alias hooks, a few microseconds per mapping.
     return sorted({str(m['snapshot_id']) for m in record.mappings
-                   if isinstance(m, ty.Mapping) and m.get('snapshot_id')})
+                   if isinstance(m, collections.abc.Mapping)
+                   and m.get('snapshot_id')})
 
 
 def fingerprint(record: metadata_mod.ImageRecord) -> str | None:
@@ -100,19 +104,33 @@ def derived_image_id(record: metadata_mod.ImageRecord) -> str:
     :returns: ``uuid5(IMAGE_ID_NAMESPACE, fingerprint)``; a random UUID
         when the mappings carry no snapshot id (nothing to derive from).
     """
-    fp = fingerprint(record)
+    return image_id_of(fingerprint(record))
+
+
+def image_id_of(fp: str | None) -> str:
+    """The image id derived from fingerprint ``fp``.
+
+    :param fp: :func:`fingerprint` of a record.
+    :returns: ``uuid5(IMAGE_ID_NAMESPACE, fp)``; a random UUID when ``fp``
+        is ``None`` (nothing to derive from).
+    """
     if fp is None:
         return uuidutils.generate_uuid()
     return str(uuid.uuid5(IMAGE_ID_NAMESPACE, fp))
 
 
-def stamp(record: metadata_mod.ImageRecord) -> None:
+def stamp(record: metadata_mod.ImageRecord,
+          fp: str | None | ty.Literal[False] = False) -> None:
     """Set :data:`FINGERPRINT_PROPERTY` on the record (in place).
 
     Any value the record inherited (an image booted from another snapshot)
     is replaced: it described another snapshot.
+
+    :param fp: the record's :func:`fingerprint` when the caller has just
+        computed it (``None``: it has none); by default it is computed here.
     """
-    fp = fingerprint(record)
+    if fp is False:
+        fp = fingerprint(record)
     if fp is None:
         record.properties.pop(FINGERPRINT_PROPERTY, None)
         return

@@ -38,6 +38,7 @@ only ``image_``-prefixed keys are image metadata, so only those are read.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import typing as ty
 
 from oslo_log import log as logging
@@ -253,6 +254,14 @@ SNAPSHOT_COPIED_FIELDS = ('disk_bus', 'device_type', 'boot_index',
                           'delete_on_termination', 'volume_size',
                           'device_name')
 
+# What mapping_entries reads and writes, computed once (a 50-mapping
+# request builds 50 entries per snapshot).
+_VOLUME_COPIED = SNAPSHOT_COPIED_FIELDS + ('snapshot_id', 'volume_type')
+_get_volume_copied = operator.attrgetter(*_VOLUME_COPIED)
+_get_mapping_fields = operator.attrgetter(*MAPPING_FIELDS)
+_VOLUME_ENTRY: dict[str, ty.Any] = dict.fromkeys(MAPPING_FIELDS)
+_VOLUME_ENTRY.update(source_type='snapshot', destination_type='volume')
+
 
 @dataclasses.dataclass
 class ImageRecord:
@@ -403,18 +412,15 @@ def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
         if bdm.no_device:
             continue
         if bdm.is_volume:
-            entry: dict[str, ty.Any] = dict.fromkeys(MAPPING_FIELDS)
-            entry.update({f: getattr(bdm, f) for f in SNAPSHOT_COPIED_FIELDS})
             # volume_type: what a later boot needs to recreate the volume
             # with the same (e.g. encrypted) type (Nova LP#1853495; a Nova
             # without that fix reads it from here).  The encryption fields
             # stay None: they describe the source volume's secret.
-            entry.update(source_type='snapshot', destination_type='volume',
-                         snapshot_id=bdm.snapshot_id,
-                         volume_type=bdm.volume_type)
+            entry: dict[str, ty.Any] = dict(_VOLUME_ENTRY)
+            entry.update(zip(_VOLUME_COPIED, _get_volume_copied(bdm)))
             volumes.append(entry)
         else:
-            entry = {f: getattr(bdm, f) for f in MAPPING_FIELDS}
+            entry = dict(zip(MAPPING_FIELDS, _get_mapping_fields(bdm)))
             if entry['encrypted'] is None:
                 entry['encrypted'] = False
             local.append(entry)

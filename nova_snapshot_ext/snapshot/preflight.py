@@ -113,6 +113,10 @@ _NON_BMP_RE = re.compile('[\U00010000-\U0010FFFF]')
 def _check_bmp(what: str, key: str, text: str) -> None:
     # Glance refuses 4-byte UTF-8 characters in image attributes and
     # properties (glance.common.utils.no_4byte_params, for MySQL's utf8).
+    # ASCII text (the mappings' JSON, most values) has none: str.isascii
+    # answers without scanning a compact string.
+    if text.isascii():
+        return
     match = _NON_BMP_RE.search(text)
     if match:
         raise exception.UnsupportedCharacter(

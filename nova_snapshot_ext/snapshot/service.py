@@ -172,10 +172,19 @@ class SnapshotService:
             non_inheritable_image_properties,
             driver_properties=self.driver.image_properties(),
             image_id=image_id or snapshot.image_id or '')
-        if not record.image_id:
-            record.image_id = identity.derived_image_id(record)
-        identity.stamp(record)
+        self._identify(record)
         return record
+
+    @staticmethod
+    def _identify(record: metadata_mod.ImageRecord) -> None:
+        """Derive ``record``'s id (when it has none), stamp its fingerprint.
+
+        The fingerprint is computed once for both.
+        """
+        fp = identity.fingerprint(record)
+        if not record.image_id:
+            record.image_id = identity.image_id_of(fp)
+        identity.stamp(record, fp)
 
     def plan(self, capabilities: caps_mod.GlanceCapabilities,
              glance: glance_mod.GlanceClient | None = None
@@ -248,7 +257,8 @@ class SnapshotService:
             if key in metadata_mod.MAPPING_KEYS:
                 LOG.info('User metadata %s is replaced by the mappings of '
                          'server %s', key, snapshot.server.uuid)
-        return self.check_record(record, glance)
+        # build_record has just identified and stamped it.
+        return self._check_identified(record, glance)
 
     def check_record(self, record: metadata_mod.ImageRecord,
                      glance: glance_mod.GlanceClient | None = None
@@ -260,11 +270,15 @@ class SnapshotService:
         :raises PreflightError: as :meth:`preflight`.
         :raises GlanceError: capabilities could not be read.
         """
-        glance = glance or self.glance
-        if not record.image_id:
-            record.image_id = identity.derived_image_id(record)
         # The fingerprint counts against the property quota like any other.
-        identity.stamp(record)
+        self._identify(record)
+        return self._check_identified(record, glance)
+
+    def _check_identified(self, record: metadata_mod.ImageRecord,
+                          glance: glance_mod.GlanceClient | None
+                          ) -> PreparedSnapshot:
+        """:meth:`check_record` of a record already identified."""
+        glance = glance or self.glance
         caps = self.capabilities.get(glance)
         preflight_mod.check_image_record(
             record, caps, self.conf.snapshot_ext.image_property_quota)

@@ -19,6 +19,7 @@ tests/functional/test_exactly_once.py.
 """
 
 import json
+import types
 from unittest import mock
 
 from glanceclient import exc as gexc
@@ -85,6 +86,67 @@ class TestIdempotencyKey(AttemptTestBase):
         record = self.make_service().build_record(req)
         self.assertEqual(identity.fingerprint(record),
                          record.properties[identity.FINGERPRINT_PROPERTY])
+
+
+class TestFingerprintComputedOnce(AttemptTestBase):
+    """Kind: per-snapshot work done more than once (issue 13's CPU)."""
+
+    def test_preflight_computes_the_fingerprint_once(self):
+        svc = self.make_service()
+        with mock.patch.object(identity, 'fingerprint',
+                               wraps=identity.fingerprint) as fp:
+            prepared = svc.preflight(self.make_request(image_id=None))
+        self.assertEqual(1, fp.call_count)
+        record = prepared.record
+        self.assertEqual(identity.fingerprint(record),
+                         record.properties[identity.FINGERPRINT_PROPERTY])
+        self.assertEqual(identity.derived_image_id(record), record.image_id)
+
+    def test_record_built_elsewhere_is_identified_and_stamped(self):
+        svc = self.make_service()
+        record = svc.build_record(self.make_request(image_id=None))
+        expected = (record.image_id,
+                    record.properties[identity.FINGERPRINT_PROPERTY])
+        record.image_id = ''
+        record.properties[identity.FINGERPRINT_PROPERTY] = 'stale'
+        with mock.patch.object(identity, 'fingerprint',
+                               wraps=identity.fingerprint) as fp:
+            prepared = svc.check_record(record)
+        self.assertEqual(1, fp.call_count)
+        self.assertEqual(expected, (
+            prepared.record.image_id,
+            prepared.record.properties[identity.FINGERPRINT_PROPERTY]))
+
+    def test_stamp_takes_a_computed_fingerprint_or_none(self):
+        record = self.make_service().build_record(self.make_request())
+        identity.stamp(record, 'given')
+        self.assertEqual('given',
+                         record.properties[identity.FINGERPRINT_PROPERTY])
+        identity.stamp(record, None)
+        self.assertNotIn(identity.FINGERPRINT_PROPERTY, record.properties)
+        identity.stamp(record)
+        self.assertEqual(identity.fingerprint(record),
+                         record.properties[identity.FINGERPRINT_PROPERTY])
+
+    def test_snapshot_ids_from_any_mapping_only(self):
+        record = self.make_service().build_record(self.make_request())
+        record.mappings = [
+            types.MappingProxyType({'snapshot_id': 'b'}),
+            {'snapshot_id': 'a'}, {'snapshot_id': 'a'},
+            {'snapshot_id': None}, {}, ['snapshot_id', 'x'], 'x', None]
+        self.assertEqual(['a', 'b'], identity.snapshot_ids(record))
+        self.assertEqual(identity.fingerprint_of(['b', 'a']),
+                         identity.fingerprint(record))
+
+    def test_image_id_of(self):
+        fp = identity.fingerprint_of(['a'])
+        self.assertEqual(identity.image_id_of(fp), identity.image_id_of(fp))
+        self.assertNotEqual(identity.image_id_of(fp),
+                            identity.image_id_of(
+                                identity.fingerprint_of(['b'])))
+        # Nothing to derive from: a fresh random id each time.
+        self.assertNotEqual(identity.image_id_of(None),
+                            identity.image_id_of(None))
 
 
 class TestFingerprintAtQuota(AttemptTestBase):

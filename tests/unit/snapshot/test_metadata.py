@@ -236,6 +236,21 @@ class TestMetadataBuilder(base.TestCase):
             'encryption_format': None, 'encryption_options': None,
         }, entry)
 
+    def test_entry_keys_in_nova_field_order(self):
+        # The serialised property keeps one key order for every entry.
+        rec = self.build(bdms=(ROOT, DATA, SWAP))
+        for entry in rec.mappings:
+            self.assertEqual(list(metadata.MAPPING_FIELDS), list(entry))
+
+    def test_entries_are_not_shared_between_records(self):
+        first = self.build(bdms=(ROOT, DATA))
+        first.mappings[0]['tag'] = 'changed'
+        first.mappings[1]['source_type'] = 'changed'
+        again = self.build(bdms=(ROOT, DATA))
+        self.assertEqual([None, None], [m['tag'] for m in again.mappings])
+        self.assertEqual(['snapshot', 'snapshot'],
+                         [m['source_type'] for m in again.mappings])
+
     def test_no_db_ids_or_connection_info(self):
         rec = self.build()
         text = rec.properties['block_device_mapping']

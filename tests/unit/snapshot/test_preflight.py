@@ -142,6 +142,17 @@ class TestPreflight(base.TestCase):
                                   record(k=text))
                 self.assertIn('U+%04X' % ord(char), err.format_message())
 
+    def test_four_byte_check_on_long_and_mixed_text(self):
+        # ASCII text of any length passes at once; text with any other
+        # character is scanned, the 4-byte one found wherever it is.
+        preflight.check_image_record(
+            record(k='[{"a": "\x7f"}]' * 2000), caps())
+        for text in ('\u00e9' + 'a' * 30000 + '\U0001F600',
+                     '\U0001F600' + 'a' * 30000):
+            err = self.refuse(exception.UnsupportedCharacter,
+                              record(k=text))
+            self.assertIn('U+1F600', err.format_message())
+
     def test_min_ram_out_of_range(self):
         rec = record()
         rec.min_ram = 2 ** 31
