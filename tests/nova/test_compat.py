@@ -13,12 +13,13 @@
 """Nova release x Glance profile: a volume-backed snapshot, alone and with us.
 
 For each Glance profile, Nova's own ``compute.api.API.snapshot_volume_backed``
-runs twice against the same real Glance (33; 32 on Python 3.10): once as Nova ships (the hook
-not installed), once with the plugin loaded.  The plugin's outcome is
-asserted (active, honest); Nova's own outcome is what it is, recorded.
-When ``NOVA_SNAPSHOT_EXT_COMPAT_DIR`` is set (the ``novaNN`` tox envs set
-it), each outcome is written there as JSON; ``tox -e nova-compat`` turns
-the files into ``doc/source/nova-compat.rst``.
+runs twice against the same real Glance (33; 32 on Python 3.10): once as
+Nova ships (the hook not installed), once with the plugin loaded.  The
+plugin's outcome is asserted (active, honest); Nova's own outcome is what
+it is, recorded.  When ``NOVA_SNAPSHOT_EXT_COMPAT_DIR`` is set (the
+``novaNN`` and ``novaNN-py310`` tox envs set it), each outcome is written
+there as JSON; ``tox -e nova-compat`` turns the files into
+``doc/source/nova-compat.rst``.
 """
 
 import datetime
