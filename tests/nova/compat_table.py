@@ -22,10 +22,9 @@ with ``python3.10`` on ``PATH``, ``tox -e nova29-py310,...,nova33-py310``)::
 measured is listed; nothing is inferred.
 """
 
-import glob
-import json
-import os
 import sys
+
+from tests import compat_rst
 
 HEADER = """\
 ===============================================
@@ -111,15 +110,7 @@ def render(results):
         lines.append((r['nova'], r.get('python') or '?',
                       r.get('glance') or '?', r['profile'],
                       _cell(r['alone']), _cell(r['plugin'])))
-    out.append('.. list-table::\n   :header-rows: 1\n'
-               '   :widths: 7 7 7 10 40 29\n')
-    for line in lines:
-        first = True
-        for cell in line:
-            prefix = '   * - ' if first else '     - '
-            first = False
-            out.append('%s%s' % (prefix, cell.replace('*', r'\*')))
-    out.append('')
+    out.append(compat_rst.list_table(lines, (7, 7, 7, 10, 40, 29)))
     return '\n'.join(out)
 
 
@@ -129,10 +120,7 @@ def main(argv=None):
         print(__doc__)
         return 2
     source, output = argv
-    results = []
-    for path in sorted(glob.glob(os.path.join(source, '*.json'))):
-        with open(path) as f:
-            results.append(json.load(f))
+    results = compat_rst.load_results(source)
     if not results:
         print('no results in %s: run tox -e nova29,...,nova34 first'
               % source)
