@@ -53,7 +53,8 @@ installed, against each embedded Glance profile:
 nothing on this path); the plugin's column is asserted by the test
 (``active``, a format this Glance allows).  The Glance release follows
 the Python version through ``constraints.txt`` (the newest Glance needs
-Python 3.11).
+Python 3.11); Glance 32 refuses the same uploads with the same 415 as
+Glance 33, only without naming the reason.
 
 Runs recorded (Nova, Python, Glance, date of the run in UTC):
 """
@@ -122,7 +123,8 @@ def main(argv=None):
     source, output = argv
     results = compat_rst.load_results(source)
     if not results:
-        print('no results in %s: run tox -e nova29,...,nova34 first'
+        print('no results in %s: run tox -e nova29,...,nova34 (and '
+              'nova29-py310,...,nova33-py310) first'
               % source)
         return 1
     with open(output, 'w') as f:
