@@ -44,6 +44,7 @@ carries one JSON object ``{"error", "exit_code", ...}``.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import json
 import logging as std_logging
@@ -111,10 +112,14 @@ def _on_sigterm(signum: int, frame: ty.Any) -> None:
 
 
 def version() -> str:
-    """The installed package's version (pbr)."""
+    """The installed package's version (pbr's release string).
+
+    A development build says so (``0.0.1.dev152``): the bare version
+    string would claim a release that was never made.
+    """
     try:
         import pbr.version
-        return str(pbr.version.VersionInfo(PROJECT).version_string())
+        return str(pbr.version.VersionInfo(PROJECT).release_string())
     except Exception:  # noqa: B902 - not installed: no metadata
         return 'unknown'
 
@@ -230,6 +235,22 @@ def _global_option_names(conf: cfg.ConfigOpts) -> tuple[set[str], set[str]]:
     return valued, flags
 
 
+def _unknown_global_option(arg: str, known: set[str]) -> ty.NoReturn:
+    """Name a mistyped option before the command, not its argument.
+
+    argparse would take the option's value for the command and answer
+    "invalid choice"; this names the option and the closest known one.
+
+    :raises CLIError: exit 2.
+    """
+    name = arg.split('=', 1)[0]
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    raise checks.CLIError(
+        'unknown option %s%s (options before the command: %s --help)' % (
+            name, ' (did you mean %s?)' % close[0] if close else '', PROG),
+        checks.EXIT_INPUT)
+
+
 def hoist_global_options(conf: cfg.ConfigOpts,
                          argv: list[str]) -> list[str]:
     """Move global options given after the sub-command before it.
@@ -248,6 +269,9 @@ def hoist_global_options(conf: cfg.ConfigOpts,
             continue
         if arg in COMMANDS:
             break
+        if arg.startswith('-') and arg.split('=', 1)[0] not in (
+                valued | flags):
+            _unknown_global_option(arg, valued | flags)
         i += 1
     else:
         return argv

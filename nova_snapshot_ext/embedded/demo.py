@@ -274,6 +274,9 @@ def run(profile: str = 'default', driver: str = 'libvirt',
         raise checks.CLIError('the embedded Glance failed: %s' % text,
                               checks.EXIT_UNREACHABLE)
     finally:
+        # The results went to stdout (block-buffered when piped): let
+        # them out before this last progress line on stderr.
+        sys.stdout.flush()
         print('Glance and the object server stopped; temp dir removed.',
               file=log)
         if log is not sys.stderr:

@@ -88,6 +88,9 @@ BDM_IGNORED_KEYS = frozenset([
 SOURCE_TYPES = ('volume', 'snapshot', 'image', 'blank')
 DESTINATION_TYPES = ('volume', 'local')
 
+# Set on a request whose fields from_dict (or validate) already checked.
+_CHECKED = '_fields_checked'
+
 
 def _fail(field: str, reason: str) -> ty.NoReturn:
     raise exception.InvalidRequest(field=field, reason=reason)
@@ -361,6 +364,20 @@ class SnapshotRequest:
         asked.
 
         :raises InvalidRequest: naming the offending field.
+        :raises InvalidServerState: as :meth:`validate`.
+        """
+        request = cls._build(data)
+        setattr(request, _CHECKED, True)
+        request.validate()
+        return request
+
+    @classmethod
+    def _build(cls, data: ty.Any) -> SnapshotRequest:
+        """Check every field of a JSON-shaped dict and build the request.
+
+        The rules that span fields are left to :meth:`validate`.
+
+        :raises InvalidRequest: naming the offending field.
         """
         _check_keys(data, [f.name for f in dataclasses.fields(cls)], '')
         name = _str(data, 'name', '', required=True, max_len=255)
@@ -390,21 +407,58 @@ class SnapshotRequest:
         if backup_type is not None and not backup_type.strip():
             _fail('backup_type', 'must not be empty (omit it for a '
                   'snapshot)')
-        request = cls(name=ty.cast(str, name), server=server,
-                      block_device_mappings=bdms, requester=requester,
-                      metadata=_str_dict(data, 'metadata', ''),
-                      image_id=image_id, backup_type=backup_type)
-        request.validate()
-        return request
+        return cls(name=ty.cast(str, name), server=server,
+                   block_device_mappings=bdms, requester=requester,
+                   metadata=_str_dict(data, 'metadata', ''),
+                   image_id=image_id, backup_type=backup_type)
+
+    def _check_fields(self) -> None:
+        """Give a request built in Python the checks ``from_dict`` makes.
+
+        A host that builds the dataclasses directly skips
+        :meth:`from_dict`; its request is checked here field by field
+        (same rules, same field paths) and normalised in place (integers
+        given as strings become ints, ``image_id`` gets its one spelling).
+
+        :raises InvalidRequest: naming the offending field.
+        """
+        parts = (('server', self.server, Server),
+                 ('requester', self.requester, Requester))
+        for field, value, kind in parts:
+            if not isinstance(value, kind):
+                _fail(field, 'must be a %s, got %s'
+                      % (kind.__name__, type(value).__name__))
+        if not isinstance(self.block_device_mappings, list):
+            _fail('block_device_mappings', 'must be a list')
+        for i, bdm in enumerate(self.block_device_mappings):
+            if not isinstance(bdm, BlockDeviceMapping):
+                _fail('block_device_mappings[%d]' % i,
+                      'must be a BlockDeviceMapping, got %s'
+                      % type(bdm).__name__)
+        if not isinstance(self.metadata, dict):
+            _fail('metadata', 'must be an object of string keys')
+        checked = self._build(self.to_dict())
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(checked, f.name))
+        setattr(self, _CHECKED, True)
 
     def validate(self) -> None:
-        """Check the rules that span fields.
+        """Check the request; every entry point calls this.
 
-        :raises InvalidRequest: the server is not volume-backed, or has
-            more than one root mapping.
+        A request that did not come from :meth:`from_dict` (built from the
+        dataclasses by a Python host) first gets every field check
+        ``from_dict`` makes (see :meth:`_check_fields`); then the rules
+        that span fields are checked.
+
+        :raises InvalidRequest: a field is malformed (named as a path,
+            e.g. ``block_device_mappings[1].volume_size``), the server is
+            not volume-backed, or has no root mapping (``boot_index`` 0:
+            the image could not boot) or more than one.
         :raises InvalidServerState: the vm_state does not allow a
             volume-backed snapshot.
         """
+        if not getattr(self, _CHECKED, False):
+            self._check_fields()
         if self.server.vm_state not in SNAPSHOT_VM_STATES:
             raise exception.InvalidServerState(
                 instance_uuid=self.server.uuid,
@@ -421,6 +475,11 @@ class SnapshotRequest:
                   'server %s is not volume-backed (its root disk is not a '
                   'volume); take a regular snapshot instead'
                   % self.server.uuid)
+        if not roots:
+            _fail('block_device_mappings',
+                  'no mapping has boot_index 0 (the root disk): an image '
+                  'without one cannot boot (Nova refuses its boot '
+                  'sequence); give the root volume\'s mapping boot_index 0')
         if not any(b.is_volume and not b.no_device
                    for b in self.block_device_mappings):
             _fail('block_device_mappings',

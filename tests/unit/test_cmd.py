@@ -31,13 +31,16 @@ from nova_snapshot_ext.snapshot import service
 from tests import base
 
 
-class TestCLIInput(base.TestCase):
+class CLITestCase(base.TestCase):
+    """A temp dir for input files; stdout and stderr captured."""
 
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.stderr = self.useFixture(fixtures.MonkeyPatch(
             'sys.stderr', io.StringIO())).new_value
+        self.stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
 
     def write(self, name, text):
         path = os.path.join(self.tmp, name)
@@ -47,6 +50,9 @@ class TestCLIInput(base.TestCase):
 
     def run_main(self, *argv):
         return main.main(list(argv))
+
+
+class TestCLIInput(CLITestCase):
 
     def test_deeply_nested_json(self):
         path = self.write('r.json', '[' * 100000 + ']' * 100000)
@@ -135,22 +141,8 @@ class TestDemoChoices(base.TestCase):
         glance.assert_not_called()
 
 
-class TestConventions(base.TestCase):
+class TestConventions(CLITestCase):
     """Parsing, warnings and exit codes of the console script."""
-
-    def setUp(self):
-        super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.stderr = self.useFixture(fixtures.MonkeyPatch(
-            'sys.stderr', io.StringIO())).new_value
-        self.stdout = self.useFixture(fixtures.MonkeyPatch(
-            'sys.stdout', io.StringIO())).new_value
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write(text)
-        return path
 
     def test_global_options_hoisted_before_the_command(self):
         conf = main.new_conf()
@@ -167,6 +159,28 @@ class TestConventions(base.TestCase):
         ]
         for argv, expected in cases:
             self.assertEqual(expected, main.hoist_global_options(conf, argv))
+
+    def test_mistyped_option_before_the_command_is_named(self):
+        cases = [
+            (['--confg-file', 'a.conf', 'snapshot', 'r.json'],
+             '--confg-file', '--config-file'),
+            (['--debgu', 'probe'], '--debgu', '--debug'),
+            (['--format=jsn', 'probe'], None, None),
+            (['--zzzzzz=1', 'audit'], '--zzzzzz', None),
+        ]
+        for argv, name, close in cases:
+            with self.subTest(argv=argv):
+                self.stderr.seek(0)
+                self.stderr.truncate()
+                self.assertEqual(2, main.main(argv))
+                err = self.stderr.getvalue()
+                self.assertNotIn('invalid choice', err)
+                if name:
+                    self.assertIn('unknown option %s' % name, err)
+                if close:
+                    self.assertIn('did you mean %s?' % close, err)
+                else:
+                    self.assertNotIn('did you mean', err)
 
     def test_help_lists_every_exit_code(self):
         self.assertEqual(0, main.main(['--help']))

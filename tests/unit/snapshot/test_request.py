@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+from unittest import mock
+
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import request
 from tests import base
@@ -127,9 +129,16 @@ class TestSnapshotRequest(base.TestCase):
         self.assertTrue(self._parse(data).is_volume_backed())
 
     def test_no_root_mapping_no_image_ref_is_volume_backed(self):
-        data = base.sample_request_dict()
-        data['block_device_mappings'][0]['boot_index'] = None
-        self.assertTrue(self._parse(data).is_volume_backed())
+        # Nova's legacy rule decides volume-backed; the image still could
+        # not boot without a boot_index 0 entry, so it is refused.
+        req = self._parse(base.sample_request_dict())
+        req.block_device_mappings[0].boot_index = None
+        self.assertTrue(req.is_volume_backed())
+        for index in (None, 1, -1):
+            data = base.sample_request_dict()
+            data['block_device_mappings'][0]['boot_index'] = index
+            err = self.assertFieldError(data, 'block_device_mappings')
+            self.assertIn('boot_index 0', err.format_message())
 
     def test_no_root_mapping_with_image_ref_is_not(self):
         data = base.sample_request_dict()
@@ -236,3 +245,97 @@ class TestBackupType(base.TestCase):
             err = self.assertRaises(exception.InvalidRequest,
                                     request.SnapshotRequest.from_dict, data)
             self.assertEqual('backup_type', err.kwargs['field'])
+
+
+def _direct_request(**changes):
+    """The sample request built from the dataclasses, as a Python host may.
+
+    ``changes`` maps a dotted path (``name``, ``metadata``,
+    ``server.uuid``, ``bdm0.volume_size``) to the value to put there.
+    """
+    parsed = request.SnapshotRequest.from_dict(base.sample_request_dict())
+    req = request.SnapshotRequest(
+        name=parsed.name,
+        server=request.Server(**vars(parsed.server)),
+        block_device_mappings=[request.BlockDeviceMapping(**vars(b))
+                               for b in parsed.block_device_mappings],
+        requester=request.Requester(**vars(parsed.requester)),
+        metadata=dict(parsed.metadata), image_id=parsed.image_id,
+        backup_type=parsed.backup_type)
+    for path, value in changes.items():
+        target, _, attr = path.rpartition('.')
+        obj = {'': req, 'server': req.server, 'requester': req.requester,
+               'bdm0': req.block_device_mappings[0]}[target]
+        setattr(obj, attr, value)
+    return req
+
+
+class TestDirectlyBuiltRequest(base.TestCase):
+    """A request built from the dataclasses gets from_dict's field checks."""
+
+    def assertFieldError(self, field, **changes):
+        req = _direct_request(**changes)
+        err = self.assertRaises(exception.InvalidRequest, req.validate)
+        self.assertEqual(field, err.kwargs['field'])
+        self.assertIn(field, err.format_message())
+
+    def test_valid_direct_request_passes(self):
+        req = _direct_request()
+        req.validate()
+        self.assertEqual(
+            request.SnapshotRequest.from_dict(
+                base.sample_request_dict()).to_dict(), req.to_dict())
+
+    def test_each_kind_of_bad_field_is_named(self):
+        cases = [
+            ('name', {'name': ''}),
+            ('name', {'name': 'x' * 256}),
+            ('name', {'name': None}),
+            ('metadata', {'metadata': {1: 'x'}}),
+            ('metadata.tier', {'metadata': {'tier': 5}}),
+            ('metadata', {'metadata': ['tier']}),
+            ('image_id', {'image_id': 'not-a-uuid'}),
+            ('backup_type', {'backup_type': ' '}),
+            ('server.uuid', {'server.uuid': 'nope'}),
+            ('server.project_id', {'server.project_id': None}),
+            ('server.system_metadata.image_min_ram',
+             {'server.system_metadata': {'image_min_ram': 512}}),
+            ('requester.roles', {'requester.roles': 'admin'}),
+            ('block_device_mappings[0].volume_size',
+             {'bdm0.volume_size': -1}),
+            ('block_device_mappings[0].snapshot_id',
+             {'bdm0.snapshot_id': None}),
+            ('block_device_mappings[0].source_type',
+             {'bdm0.source_type': 'disk'}),
+            ('block_device_mappings[0].boot_index',
+             {'bdm0.boot_index': 'first'}),
+            ('block_device_mappings[0].delete_on_termination',
+             {'bdm0.delete_on_termination': 'perhaps'}),
+        ]
+        for field, changes in cases:
+            with self.subTest(field=field, changes=changes):
+                self.assertFieldError(field, **changes)
+
+    def test_wrong_part_types_are_named(self):
+        for field, changes in [('server', {'server': {'uuid': 'x'}}),
+                               ('requester', {'requester': 'me'}),
+                               ('block_device_mappings',
+                                {'block_device_mappings': ()}),
+                               ('block_device_mappings[0]',
+                                {'block_device_mappings': [{}]})]:
+            with self.subTest(field=field):
+                self.assertFieldError(field, **changes)
+
+    def test_direct_request_is_normalised_like_from_dict(self):
+        image_id = '9F0C2A5E-7D3B-4C1A-8E6F-0123456789AB'
+        req = _direct_request(**{'image_id': image_id,
+                                 'bdm0.volume_size': '10'})
+        req.validate()
+        self.assertEqual(image_id.lower(), req.image_id)
+        self.assertEqual(10, req.block_device_mappings[0].volume_size)
+
+    def test_from_dict_fields_are_checked_once(self):
+        req = request.SnapshotRequest.from_dict(base.sample_request_dict())
+        with mock.patch.object(request.SnapshotRequest, '_build') as build:
+            req.validate()
+        build.assert_not_called()

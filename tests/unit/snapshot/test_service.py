@@ -191,6 +191,18 @@ class TestPreflightRefusals(ServiceTestBase):
         self.assertEqual('os_glance_import_task', err.kwargs['property'])
         self.assertNotIn('create', self.fake.calls)
 
+    def test_directly_built_bad_request_refused_before_anything(self):
+        req = self.make_request()
+        req = request.SnapshotRequest(
+            name=req.name, server=req.server,
+            block_device_mappings=req.block_device_mappings,
+            requester=req.requester, metadata={'tier': 5},
+            image_id=req.image_id)
+        err = self.assertRaises(exception.InvalidRequest,
+                                self.make_service().snapshot, req)
+        self.assertEqual('metadata.tier', err.kwargs['field'])
+        self.assertEqual([], self.fake.calls)
+
     def test_quota_refused_before_create(self):
         self.flags(image_property_quota=3)
         self.assertRaises(exception.PropertyQuotaExceeded,
