@@ -13,16 +13,19 @@
 """Nova release x Glance profile: a volume-backed snapshot, alone and with us.
 
 For each Glance profile, Nova's own ``compute.api.API.snapshot_volume_backed``
-runs twice against the same real Glance 33: once as Nova ships (the hook
-not installed), once with the plugin loaded.  The plugin's outcome is
-asserted (active, honest); Nova's own outcome is what it is, recorded.
-When ``NOVA_SNAPSHOT_EXT_COMPAT_DIR`` is set (the ``novaNN`` tox envs set
-it), each outcome is written there as JSON; ``tox -e nova-compat`` turns
-the files into ``doc/source/nova-compat.rst``.
+runs twice against the same real Glance (33; 32 on Python 3.10): once as
+Nova ships (the hook not installed), once with the plugin loaded.  The
+plugin's outcome is asserted (active, honest); Nova's own outcome is what
+it is, recorded.  When ``NOVA_SNAPSHOT_EXT_COMPAT_DIR`` is set (the
+``novaNN`` and ``novaNN-py310`` tox envs set it), each outcome is written
+there as JSON; ``tox -e nova-compat`` turns the files into
+``doc/source/nova-compat.rst``.
 """
 
+import datetime
 import json
 import os
+import platform
 import uuid
 
 from nova_snapshot_ext.embedded import glance as embedded_glance
@@ -94,11 +97,16 @@ class _CompatMixin(object):
             return
         os.makedirs(where, exist_ok=True)
         version = hook_version()
-        path = os.path.join(where, 'nova-%s-glance-%s.json' % (
-            version, self.GLANCE_PROFILE))
+        python = platform.python_version()
+        # One file per (Nova, Python, profile): the same Nova run on two
+        # Pythons (and so, through constraints.txt, two Glances) keeps both.
+        path = os.path.join(where, 'nova-%s-py%s-glance-%s.json' % (
+            version, python, self.GLANCE_PROFILE))
         with open(path, 'w') as f:
             json.dump({'nova': version, 'profile': self.GLANCE_PROFILE,
-                       'glance': glance_version(),
+                       'python': python, 'glance': glance_version(),
+                       'date': datetime.datetime.now(
+                           datetime.timezone.utc).strftime('%Y-%m-%d'),
                        'alone': alone, 'plugin': plugin}, f, indent=1,
                       sort_keys=True)
 
