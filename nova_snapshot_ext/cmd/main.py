@@ -317,6 +317,22 @@ def _check_config_args(argv: list[str]) -> None:
             raise checks.CLIError('--config-file %s %s' % (
                 path, 'is not a file' if os.path.exists(path) else
                 'does not exist'), checks.EXIT_INPUT)
+        if path is not None:
+            _check_utf8(path, '--config-file %s' % path)
+
+
+def _check_utf8(path: str, what: str) -> None:
+    try:
+        with open(path, 'rb') as f:
+            f.read().decode('utf-8')
+    except UnicodeDecodeError as err:
+        raise checks.CLIError(
+            '%s is not UTF-8 text (byte 0x%02x at offset %d): '
+            'oslo.config reads configuration files as UTF-8'
+            % (what, err.object[err.start], err.start), checks.EXIT_INPUT)
+    except OSError as err:
+        raise checks.CLIError('%s cannot be read: %s' % (
+            what, err.strerror or err), checks.EXIT_INPUT)
 
 
 def parse(argv: list[str]) -> cfg.ConfigOpts:
@@ -337,7 +353,30 @@ def parse(argv: list[str]) -> cfg.ConfigOpts:
             cfg.ConfigFileParseError) as err:
         raise checks.CLIError(checks.clean_message(str(err)),
                               checks.EXIT_INPUT)
+    except UnicodeDecodeError:
+        # A file oslo.config found itself (a default file or one in a
+        # --config-dir): name it.
+        for path in _config_files_read(conf, argv):
+            _check_utf8(path, 'configuration file %s' % path)
+        raise checks.CLIError('a configuration file is not UTF-8 text',
+                              checks.EXIT_INPUT)
     return conf
+
+
+def _config_files_read(conf: cfg.ConfigOpts, argv: list[str]) -> list[str]:
+    files = list(getattr(conf, 'default_config_files', None) or [])
+    dirs = list(getattr(conf, 'default_config_dirs', None) or [])
+    for i, arg in enumerate(argv):
+        if arg == '--config-dir' and i + 1 < len(argv):
+            dirs.append(argv[i + 1])
+        elif arg.startswith('--config-dir='):
+            dirs.append(arg.split('=', 1)[1])
+    for directory in dirs:
+        with contextlib.suppress(OSError):
+            files += sorted(os.path.join(directory, name)
+                            for name in os.listdir(directory)
+                            if name.endswith('.conf'))
+    return [f for f in files if os.path.isfile(f)]
 
 
 def setup_logging(conf: cfg.ConfigOpts) -> None:
@@ -356,7 +395,17 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
     if not conf.debug:
         levels.append('nova_snapshot_ext=WARNING')
     conf.set_default('default_log_levels', levels)
-    logging.setup(conf, PROJECT)
+    try:
+        logging.setup(conf, PROJECT)
+    except logging.LogConfigError as err:
+        raise checks.CLIError(
+            'option [DEFAULT] log_config_append: %s' % err.err_msg,
+            checks.EXIT_INPUT)
+    except OSError as err:
+        raise checks.CLIError(
+            'cannot open the log file %s (--log-file/[DEFAULT] log_file, '
+            '--log-dir/[DEFAULT] log_dir): %s'
+            % (err.filename, err.strerror or err), checks.EXIT_INPUT)
     if not conf.debug:
         # The command reports every failure itself, as one ``error:``
         # line: the product's own ERROR records would say it twice on the
