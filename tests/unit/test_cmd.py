@@ -152,6 +152,19 @@ class TestCLIInput(CLITestCase):
         self.assert_input_error(['--config-file', conf, 'probe'],
                                 'log_config_append', 'nope.conf')
 
+    def test_unreachable_endpoint_of_auth_plugin_named(self):
+        # admin_token names its own endpoint: no catalog was read, so the
+        # error must not send the operator to the Keystone catalog.
+        conf = self.write('c.conf', '[snapshot_ext_glance]\n'
+                          'auth_type = admin_token\n'
+                          'endpoint = http://127.0.0.1:9\ntoken = t\n'
+                          'connect_retries = 0\n')
+        self.assertEqual(3, self.run_main('--config-file', conf, 'probe'))
+        err = self.stderr.getvalue()
+        self.assertIn('[snapshot_ext_glance] endpoint of auth_type '
+                      'admin_token', err)
+        self.assertNotIn('Keystone catalog', err)
+
     def test_redact_image(self):
         image = {'id': 'i', 'direct_url': 'http://u:pw@h/x?sig=s',
                  'locations': [{'url': 'http://u:pw@h/x?sig=s',
