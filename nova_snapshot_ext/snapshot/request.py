@@ -492,6 +492,20 @@ class SnapshotRequest:
                   'no mapping has boot_index 0 (the root disk): an image '
                   'without one cannot boot (Nova refuses its boot '
                   'sequence); give the root volume\'s mapping boot_index 0')
+        seen: dict[str, int] = {}
+        for i, bdm in enumerate(self.block_device_mappings):
+            if not bdm.is_volume or bdm.no_device or not bdm.snapshot_id:
+                continue
+            if bdm.snapshot_id in seen:
+                # A Cinder snapshot is of one volume: two mappings naming
+                # it would boot a copy of one disk in place of another
+                # (and the snapshot's fingerprint would not tell them
+                # apart).
+                _fail('block_device_mappings[%d].snapshot_id' % i,
+                      'snapshot %s is already the snapshot of mapping %d; '
+                      'each volume mapping carries the snapshot of its own '
+                      'volume' % (bdm.snapshot_id, seen[bdm.snapshot_id]))
+            seen[bdm.snapshot_id] = i
         if not any(b.is_volume and not b.no_device
                    for b in self.block_device_mappings):
             _fail('block_device_mappings',

@@ -334,6 +334,19 @@ class TestDirectlyBuiltRequest(base.TestCase):
         self.assertEqual(image_id.lower(), req.image_id)
         self.assertEqual(10, req.block_device_mappings[0].volume_size)
 
+    def test_two_volume_mappings_with_one_snapshot_refused(self):
+        data = base.sample_request_dict()
+        volumes = [i for i, b in enumerate(data['block_device_mappings'])
+                   if b.get('destination_type') == 'volume']
+        self.assertGreaterEqual(len(volumes), 2)
+        first, second = volumes[:2]
+        bdms = data['block_device_mappings']
+        bdms[second]['snapshot_id'] = bdms[first]['snapshot_id']
+        err = self.assertRaises(exception.InvalidRequest,
+                                request.SnapshotRequest.from_dict, data)
+        self.assertEqual('block_device_mappings[%d].snapshot_id' % second,
+                         err.kwargs['field'])
+
     def test_from_dict_checks_fields_once(self):
         with mock.patch.object(request.SnapshotRequest, '_build',
                                wraps=request.SnapshotRequest._build) as build:
