@@ -145,3 +145,30 @@ for _cell in (('create', 'reset_after'), ('create', 'delay'),
     # The library reads nothing back after an accepted upload; the CLI
     # reads the image to show it.
     _add(TestWithImageIdFaults, *_cell)
+
+
+class TestConcurrentVariants(tf.TestConcurrentTries):
+    """16 concurrent tries with random faults: the caller's image_id, and
+    a snapshot of another project's server (image shared, member added)."""
+
+    def use_request(self, image_id=False, other_project=False):
+        real = tf.fresh_request_dict
+        image = str(uuid.uuid4())
+
+        def fresh(project_id, user_id):
+            data = real(project_id, user_id)
+            if image_id:
+                data['image_id'] = image
+            if other_project:
+                data['server']['project_id'] = self.new_project()
+            return data
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.functional.test_faults.fresh_request_dict', fresh))
+
+    def test_concurrent_tries_random_faults(self):
+        self.use_request(image_id=True)
+        self.run_rounds(2, 9300, 'library', self.one_try)
+
+    def test_concurrent_tries_other_project(self):
+        self.use_request(other_project=True)
+        self.run_rounds(2, 9400, 'library', self.one_try)
