@@ -306,6 +306,21 @@ def _wants_json(argv: list[str]) -> bool:
     return False
 
 
+def _check_format_arg(argv: list[str]) -> None:
+    # oslo.config would print its type's repr ("Invalid String(choices=
+    # ['text', 'json']) value: xml") and exit 1 without "error:".
+    choices = [c[0] for c in CLI_OPTS[0].type.choices.items()]
+    for i, arg in enumerate(argv):
+        value = None
+        if arg == '--format' and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith('--format='):
+            value = arg.split('=', 1)[1]
+        if value is not None and value not in choices:
+            raise checks.CLIError('--format must be %s, got %r' % (
+                ' or '.join(choices), value), checks.EXIT_INPUT)
+
+
 def _check_config_args(argv: list[str]) -> None:
     for i, arg in enumerate(argv):
         path = None
@@ -343,6 +358,7 @@ def parse(argv: list[str]) -> cfg.ConfigOpts:
     """
     conf = new_conf()
     argv = hoist_global_options(conf, argv)
+    _check_format_arg(argv)
     _check_config_args(argv)
     try:
         conf(argv, project=PROJECT, prog=PROG, version=version(),

@@ -165,6 +165,16 @@ class TestCLIInput(CLITestCase):
                       'admin_token', err)
         self.assertNotIn('Keystone catalog', err)
 
+    def test_bad_format_value_named_without_internal_repr(self):
+        for argv in (['--format', 'xml', 'probe'],
+                     ['probe', '--format=JSON']):
+            self.stderr.seek(0)
+            self.stderr.truncate()
+            self.assertEqual(2, self.run_main(*argv))
+            err = self.stderr.getvalue()
+            self.assertIn('error: --format must be text or json', err)
+            self.assertNotIn('String(', err)
+
     def test_redact_image(self):
         image = {'id': 'i', 'direct_url': 'http://u:pw@h/x?sig=s',
                  'locations': [{'url': 'http://u:pw@h/x?sig=s',
