@@ -94,6 +94,9 @@ _NOVA_HINT_OPTS = [
 QUIET_LIBRARIES = ('keystoneauth', 'keystoneauth1', 'stevedore',
                    'glanceclient', 'urllib3', 'requests')
 
+#: ``--format`` values.
+FORMATS = ('text', 'json')
+
 CLI_OPTS = [
     cfg.StrOpt('format', default='text',
                choices=[('text', 'for people'),
@@ -309,7 +312,7 @@ def _wants_json(argv: list[str]) -> bool:
 def _check_format_arg(argv: list[str]) -> None:
     # oslo.config would print its type's repr ("Invalid String(choices=
     # ['text', 'json']) value: xml") and exit 1 without "error:".
-    choices = [c[0] for c in CLI_OPTS[0].type.choices.items()]
+    choices = FORMATS
     for i, arg in enumerate(argv):
         value = None
         if arg == '--format' and i + 1 < len(argv):

@@ -148,8 +148,11 @@ for _cell in (('create', 'reset_after'), ('create', 'delay'),
 
 
 class TestConcurrentVariants(tf.TestConcurrentTries):
-    """16 concurrent tries with random faults: the caller's image_id, and
-    a snapshot of another project's server (image shared, member added)."""
+    """16 concurrent tries of one snapshot with random faults.
+
+    With the caller's image_id, and for another project's server (image
+    shared, member added).
+    """
 
     def use_request(self, image_id=False, other_project=False):
         real = tf.fresh_request_dict
