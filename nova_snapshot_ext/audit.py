@@ -421,6 +421,15 @@ def _mappings(image: ty.Mapping[str, ty.Any]
     return good, problems
 
 
+def json_pointer(key: str) -> str:
+    """The JSON-patch path of top-level property ``key`` (RFC 6901).
+
+    ``~`` and ``/`` are escaped (``~0``, ``~1``), as Glance decodes them:
+    unescaped, ``instance_type_a/b`` would name another (nested) path.
+    """
+    return '/' + key.replace('~', '~0').replace('/', '~1')
+
+
 def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
           queued_age: float = DEFAULT_QUEUED_AGE,
           max_download: int = DEFAULT_MAX_DOWNLOAD,
@@ -481,7 +490,8 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
                      not key.startswith(NOT_REMOVABLE_PREFIXES))
         add(BORROWED_PROPERTY, {'property': key, 'value': image[key],
                                 'why': why},
-            {'op': 'remove', 'path': '/%s' % key} if removable else None)
+            {'op': 'remove', 'path': json_pointer(key)} if removable
+            else None)
     return found
 
 

@@ -203,6 +203,23 @@ def find_endpoint(conf: cfg.ConfigOpts, session: ty.Any) -> None:
                        EXIT_UNREACHABLE)
 
 
+def endpoint_source(conf: cfg.ConfigOpts, glance: ty.Any) -> str:
+    """Where the Glance URL came from, for a message: the option to fix.
+
+    ``endpoint_override``; else the ``endpoint`` of an auth plugin that
+    names one itself (``admin_token``, ``none``, ``http_basic``: no
+    catalog is read); else the Keystone catalog.
+    """
+    group = conf[opts.GLANCE_GROUP]
+    if group.endpoint_override:
+        return '[%s] endpoint_override' % opts.GLANCE_GROUP
+    auth = getattr(getattr(glance, 'session', None), 'auth', None)
+    if isinstance(getattr(auth, 'endpoint', None), str):
+        return '[%s] endpoint of auth_type %s' % (
+            opts.GLANCE_GROUP, getattr(group, 'auth_type', None))
+    return 'the image endpoint of the Keystone catalog'
+
+
 def check_glance(conf: cfg.ConfigOpts,
                  glance: glance_mod.GlanceClient) -> list[str]:
     """Ask the endpoint for ``GET /versions`` and check it is Glance.
@@ -212,9 +229,7 @@ def check_glance(conf: cfg.ConfigOpts,
         credentials (401), or the endpoint does not answer like Glance.
     """
     where = locations.redact_url(glance.endpoint)
-    option = ('[%s] endpoint_override' % opts.GLANCE_GROUP
-              if conf[opts.GLANCE_GROUP].endpoint_override else
-              'the image endpoint of the Keystone catalog')
+    option = endpoint_source(conf, glance)
     try:
         versions = glance.api_versions()
     except exception.GlanceUnavailable as err:

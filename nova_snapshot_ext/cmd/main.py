@@ -94,6 +94,9 @@ _NOVA_HINT_OPTS = [
 QUIET_LIBRARIES = ('keystoneauth', 'keystoneauth1', 'stevedore',
                    'glanceclient', 'urllib3', 'requests')
 
+#: ``--format`` values.
+FORMATS = ('text', 'json')
+
 CLI_OPTS = [
     cfg.StrOpt('format', default='text',
                choices=[('text', 'for people'),
@@ -306,6 +309,21 @@ def _wants_json(argv: list[str]) -> bool:
     return False
 
 
+def _check_format_arg(argv: list[str]) -> None:
+    # oslo.config would print its type's repr ("Invalid String(choices=
+    # ['text', 'json']) value: xml") and exit 1 without "error:".
+    choices = FORMATS
+    for i, arg in enumerate(argv):
+        value = None
+        if arg == '--format' and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith('--format='):
+            value = arg.split('=', 1)[1]
+        if value is not None and value not in choices:
+            raise checks.CLIError('--format must be %s, got %r' % (
+                ' or '.join(choices), value), checks.EXIT_INPUT)
+
+
 def _check_config_args(argv: list[str]) -> None:
     for i, arg in enumerate(argv):
         path = None
@@ -317,6 +335,22 @@ def _check_config_args(argv: list[str]) -> None:
             raise checks.CLIError('--config-file %s %s' % (
                 path, 'is not a file' if os.path.exists(path) else
                 'does not exist'), checks.EXIT_INPUT)
+        if path is not None:
+            _check_utf8(path, '--config-file %s' % path)
+
+
+def _check_utf8(path: str, what: str) -> None:
+    try:
+        with open(path, 'rb') as f:
+            f.read().decode('utf-8')
+    except UnicodeDecodeError as err:
+        raise checks.CLIError(
+            '%s is not UTF-8 text (byte 0x%02x at offset %d): '
+            'oslo.config reads configuration files as UTF-8'
+            % (what, err.object[err.start], err.start), checks.EXIT_INPUT)
+    except OSError as err:
+        raise checks.CLIError('%s cannot be read: %s' % (
+            what, err.strerror or err), checks.EXIT_INPUT)
 
 
 def parse(argv: list[str]) -> cfg.ConfigOpts:
@@ -327,6 +361,7 @@ def parse(argv: list[str]) -> cfg.ConfigOpts:
     """
     conf = new_conf()
     argv = hoist_global_options(conf, argv)
+    _check_format_arg(argv)
     _check_config_args(argv)
     try:
         conf(argv, project=PROJECT, prog=PROG, version=version(),
@@ -337,7 +372,30 @@ def parse(argv: list[str]) -> cfg.ConfigOpts:
             cfg.ConfigFileParseError) as err:
         raise checks.CLIError(checks.clean_message(str(err)),
                               checks.EXIT_INPUT)
+    except UnicodeDecodeError:
+        # A file oslo.config found itself (a default file or one in a
+        # --config-dir): name it.
+        for path in _config_files_read(conf, argv):
+            _check_utf8(path, 'configuration file %s' % path)
+        raise checks.CLIError('a configuration file is not UTF-8 text',
+                              checks.EXIT_INPUT)
     return conf
+
+
+def _config_files_read(conf: cfg.ConfigOpts, argv: list[str]) -> list[str]:
+    files = list(getattr(conf, 'default_config_files', None) or [])
+    dirs = list(getattr(conf, 'default_config_dirs', None) or [])
+    for i, arg in enumerate(argv):
+        if arg == '--config-dir' and i + 1 < len(argv):
+            dirs.append(argv[i + 1])
+        elif arg.startswith('--config-dir='):
+            dirs.append(arg.split('=', 1)[1])
+    for directory in dirs:
+        with contextlib.suppress(OSError):
+            files += sorted(os.path.join(directory, name)
+                            for name in os.listdir(directory)
+                            if name.endswith('.conf'))
+    return [f for f in files if os.path.isfile(f)]
 
 
 def setup_logging(conf: cfg.ConfigOpts) -> None:
@@ -356,7 +414,17 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
     if not conf.debug:
         levels.append('nova_snapshot_ext=WARNING')
     conf.set_default('default_log_levels', levels)
-    logging.setup(conf, PROJECT)
+    try:
+        logging.setup(conf, PROJECT)
+    except logging.LogConfigError as err:
+        raise checks.CLIError(
+            'option [DEFAULT] log_config_append: %s' % err.err_msg,
+            checks.EXIT_INPUT)
+    except OSError as err:
+        raise checks.CLIError(
+            'cannot open the log file %s (--log-file/[DEFAULT] log_file, '
+            '--log-dir/[DEFAULT] log_dir): %s'
+            % (err.filename, err.strerror or err), checks.EXIT_INPUT)
     if not conf.debug:
         # The command reports every failure itself, as one ``error:``
         # line: the product's own ERROR records would say it twice on the

@@ -169,6 +169,7 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
                                  ctx.timeout)
     polls = 0
     status = 'queued'
+    unread: exception.SnapshotExtException | None = None
     for delay in reads:
         ctx.sleep(delay)
         try:
@@ -178,7 +179,17 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
                 image_id, obj, 'its location was accepted: it was deleted '
                 'while Glance was adding its location'))
         except exception.SnapshotExtException as err:
-            return Outcome.fail(Step.STOP, err)
+            if not _lost(err) or ctx.clock() >= deadline:
+                return Outcome.fail(Step.STOP, err)
+            # A read is best effort: Glance took the location and its
+            # import runs on; a transient failure of one poll must not end
+            # the attempt (and have its image deleted while still queued).
+            LOG.warning('Reading image %(id)s failed (%(err)s); Glance is '
+                        'adding its location: polling on',
+                        {'id': image_id, 'err': err.format_message()})
+            unread = err
+            continue
+        unread = None
         status = str(image.get('status'))
         if status == 'active':
             if lost is None:
@@ -205,6 +216,8 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
                 return Outcome.fail(Step.STOP, lost)
         if ctx.clock() >= deadline:
             break
+    if unread is not None:
+        return Outcome.fail(Step.STOP, unread)
     return Outcome.fail(Step.STOP, exception.ActivationTimeout(
         image_id=image_id, timeout=ctx.timeout, status=status))
 

@@ -85,7 +85,7 @@ BASE_ATTRIBUTE_KEYS = frozenset(['min_ram', 'min_disk', 'disk_format',
 #:     (LP#1439819).
 #: ``foreign-data``
 #:     facts about bytes the snapshot does not hold (size, checksum,
-#:     ``os_hash_*``).
+#:     ``os_hash_*``, openstacksdk's ``owner_specified.openstack.*``).
 #: ``provenance``
 #:     where another image came from or who signed it (``img_signature*``,
 #:     Cinder's ``image_id``/``image_name`` of the volume's source image).
@@ -144,6 +144,10 @@ NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
     ('instance_type_', 'server-record'),
     ('new_instance_type_', 'server-record'),
     ('old_instance_type_', 'server-record'),
+    # openstacksdk's ``create_image`` records the md5/sha256 of the file
+    # it uploaded and its object name (``owner_specified.openstack.md5``,
+    # ``.sha256``, ``.object``): facts about another image's bytes.
+    ('owner_specified.openstack.', 'foreign-data'),
 )
 
 #: Name suffixes of a kind: references to a key-manager secret.
@@ -423,6 +427,11 @@ def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
             entry = dict(zip(MAPPING_FIELDS, _get_mapping_fields(bdm)))
             if entry['encrypted'] is None:
                 entry['encrypted'] = False
+            # The key-manager secret of *this* server's ephemeral disk: a
+            # server booted from the image must get its own, and deleting
+            # that server must not delete this one's (kind ``secret``).
+            # Whether it is encrypted, and how, is kept.
+            entry['encryption_secret_uuid'] = None
             local.append(entry)
     entries = local + volumes
     for entry in entries:

@@ -88,9 +88,6 @@ BDM_IGNORED_KEYS = frozenset([
 SOURCE_TYPES = ('volume', 'snapshot', 'image', 'blank')
 DESTINATION_TYPES = ('volume', 'local')
 
-# Set on a request whose fields from_dict (or validate) already checked.
-_CHECKED = '_fields_checked'
-
 
 def _fail(field: str, reason: str) -> ty.NoReturn:
     raise exception.InvalidRequest(field=field, reason=reason)
@@ -367,8 +364,7 @@ class SnapshotRequest:
         :raises InvalidServerState: as :meth:`validate`.
         """
         request = cls._build(data)
-        setattr(request, _CHECKED, True)
-        request.validate()
+        request._check_rules()
         return request
 
     @classmethod
@@ -437,18 +433,31 @@ class SnapshotRequest:
                       % type(bdm).__name__)
         if not isinstance(self.metadata, dict):
             _fail('metadata', 'must be an object of string keys')
-        checked = self._build(self.to_dict())
+        checked = self._build(self._fields_dict())
         for f in dataclasses.fields(self):
             setattr(self, f.name, getattr(checked, f.name))
-        setattr(self, _CHECKED, True)
+
+    def _fields_dict(self) -> dict[str, ty.Any]:
+        # The JSON form without asdict's deep copy (validate runs on every
+        # snapshot): _build copies what it keeps.
+        def fields(obj: ty.Any) -> dict[str, ty.Any]:
+            return {f.name: getattr(obj, f.name)
+                    for f in dataclasses.fields(obj)}
+        data = fields(self)
+        data['server'] = fields(self.server)
+        data['requester'] = fields(self.requester)
+        data['block_device_mappings'] = [
+            fields(b) for b in self.block_device_mappings]
+        return data
 
     def validate(self) -> None:
         """Check the request; every entry point calls this.
 
-        A request that did not come from :meth:`from_dict` (built from the
-        dataclasses by a Python host) first gets every field check
-        ``from_dict`` makes (see :meth:`_check_fields`); then the rules
-        that span fields are checked.
+        Every call first makes every field check ``from_dict`` makes (see
+        :meth:`_check_fields`), whether the request was built from the
+        dataclasses or by :meth:`from_dict` and changed since (a host that
+        fills in the volume snapshot ids after building it); then the
+        rules that span fields are checked.
 
         :raises InvalidRequest: a field is malformed (named as a path,
             e.g. ``block_device_mappings[1].volume_size``), the server is
@@ -457,8 +466,11 @@ class SnapshotRequest:
         :raises InvalidServerState: the vm_state does not allow a
             volume-backed snapshot.
         """
-        if not getattr(self, _CHECKED, False):
-            self._check_fields()
+        self._check_fields()
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        """The rules that span fields (see :meth:`validate`)."""
         if self.server.vm_state not in SNAPSHOT_VM_STATES:
             raise exception.InvalidServerState(
                 instance_uuid=self.server.uuid,
@@ -480,6 +492,20 @@ class SnapshotRequest:
                   'no mapping has boot_index 0 (the root disk): an image '
                   'without one cannot boot (Nova refuses its boot '
                   'sequence); give the root volume\'s mapping boot_index 0')
+        seen: dict[str, int] = {}
+        for i, bdm in enumerate(self.block_device_mappings):
+            if not bdm.is_volume or bdm.no_device or not bdm.snapshot_id:
+                continue
+            if bdm.snapshot_id in seen:
+                # A Cinder snapshot is of one volume: two mappings naming
+                # it would boot a copy of one disk in place of another
+                # (and the snapshot's fingerprint would not tell them
+                # apart).
+                _fail('block_device_mappings[%d].snapshot_id' % i,
+                      'snapshot %s is already the snapshot of mapping %d; '
+                      'each volume mapping carries the snapshot of its own '
+                      'volume' % (bdm.snapshot_id, seen[bdm.snapshot_id]))
+            seen[bdm.snapshot_id] = i
         if not any(b.is_volume and not b.no_device
                    for b in self.block_device_mappings):
             _fail('block_device_mappings',

@@ -223,3 +223,21 @@ class TestAudit(fbase.FunctionalTestCase):
         self.assertEqual(2, proc.returncode)
         self.assertIn('--yes only goes with --fix', proc.stderr)
         self.assertEqual(2, json.loads(proc.stdout)['exit_code'])
+
+    def test_fix_removes_names_with_slash_and_tilde(self):
+        # Borrowed properties whose JSON-patch paths must be escaped.
+        image_id = self.seed(**{
+            'instance_type_a/b': 'x', 'instance_type_c~d': 'y',
+            'owner_specified.openstack.sha256': 'e3b0c442',
+            'os_distro': 'ubuntu'})
+        proc = self.run_cli('--fix', '--yes')
+        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual(
+            ['done'] * 3, [a['outcome'] for a in report['actions']
+                           if a['image_id'] == image_id])
+        image = self.client.images.get(image_id)
+        for key in ('instance_type_a/b', 'instance_type_c~d',
+                    'owner_specified.openstack.sha256'):
+            self.assertNotIn(key, image)
+        self.assertEqual('ubuntu', image['os_distro'])

@@ -185,6 +185,16 @@ class TestJudge(base.TestCase):
              ('signature_verified', 'status-marker')},
             {(f.evidence['property'], f.evidence['why']) for f in findings})
 
+    def test_remove_path_escapes_slash_and_tilde(self):
+        img = image(**{'instance_type_a/b': 'x', 'instance_type_c~d': 'y',
+                       'owner_specified.openstack.sha256': 'e3b0'})
+        fixes = {f.evidence['property']: f.fix['path']
+                 for f in audit.judge(img, now=NOW)}
+        self.assertEqual({'instance_type_a/b': '/instance_type_a~1b',
+                          'instance_type_c~d': '/instance_type_c~0d',
+                          'owner_specified.openstack.sha256':
+                          '/owner_specified.openstack.sha256'}, fixes)
+
     def test_secrets_reported_not_removed(self):
         img = image(cinder_encryption_key_id='k', img_signature='s',
                     vtpm_secret_uuid='v')

@@ -97,6 +97,84 @@ class TestCLIInput(CLITestCase):
             self.assertIn('[snapshot_ext] %s' % option,
                           self.stderr.getvalue())
 
+    def assert_input_error(self, argv, *words):
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        self.stderr.seek(0)
+        self.stderr.truncate()
+        self.assertEqual(2, self.run_main('--format', 'json', *argv))
+        shown = json.loads(self.stdout.getvalue())
+        self.assertEqual(2, shown['exit_code'])
+        for word in words:
+            self.assertIn(word, shown['error'])
+            self.assertIn(word, self.stderr.getvalue())
+        self.assertNotIn('Traceback', self.stderr.getvalue())
+
+    def write_bytes(self, name, data):
+        path = os.path.join(self.tmp, name)
+        with open(path, 'wb') as f:
+            f.write(data)
+        return path
+
+    def test_config_file_not_utf8(self):
+        # Latin-1, UTF-16 with BOM: oslo.config raised UnicodeDecodeError
+        # (traceback, exit 1, no JSON).
+        for data in ('[snapshot_ext]\n# caf\xe9\n'.encode('latin-1'),
+                     '[snapshot_ext]\n'.encode('utf-16')):
+            conf = self.write_bytes('c.conf', data)
+            self.assert_input_error(['--config-file', conf, 'probe'],
+                                    conf, 'not UTF-8')
+
+    def test_config_dir_file_not_utf8(self):
+        directory = os.path.join(self.tmp, 'conf.d')
+        os.mkdir(directory)
+        bad = os.path.join(directory, '10-bad.conf')
+        with open(bad, 'wb') as f:
+            f.write(b'[DEFAULT]\n\xff\xfe\n')
+        self.assert_input_error(['--config-dir', directory, 'probe'],
+                                bad, 'not UTF-8')
+
+    def test_log_file_cannot_be_opened(self):
+        missing = os.path.join(self.tmp, 'no', 'such', 'dir')
+        self.assert_input_error(
+            ['--log-file', os.path.join(missing, 'x.log'), 'probe'],
+            'log file', 'log_file', missing)
+        self.assert_input_error(['--log-dir', missing, 'probe'],
+                                'log_dir', missing)
+        conf = self.write('c.conf', '[DEFAULT]\nlog_file = %s/x.log\n'
+                          % missing)
+        self.assert_input_error(['--config-file', conf, 'probe'],
+                                'log_file', missing)
+
+    def test_log_config_append_missing(self):
+        conf = self.write('c.conf', '[DEFAULT]\nlog_config_append = '
+                          '%s/nope.conf\n' % self.tmp)
+        self.assert_input_error(['--config-file', conf, 'probe'],
+                                'log_config_append', 'nope.conf')
+
+    def test_unreachable_endpoint_of_auth_plugin_named(self):
+        # admin_token names its own endpoint: no catalog was read, so the
+        # error must not send the operator to the Keystone catalog.
+        conf = self.write('c.conf', '[snapshot_ext_glance]\n'
+                          'auth_type = admin_token\n'
+                          'endpoint = http://127.0.0.1:9\ntoken = t\n'
+                          'connect_retries = 0\n')
+        self.assertEqual(3, self.run_main('--config-file', conf, 'probe'))
+        err = self.stderr.getvalue()
+        self.assertIn('[snapshot_ext_glance] endpoint of auth_type '
+                      'admin_token', err)
+        self.assertNotIn('Keystone catalog', err)
+
+    def test_bad_format_value_named_without_internal_repr(self):
+        for argv in (['--format', 'xml', 'probe'],
+                     ['probe', '--format=JSON']):
+            self.stderr.seek(0)
+            self.stderr.truncate()
+            self.assertEqual(2, self.run_main(*argv))
+            err = self.stderr.getvalue()
+            self.assertIn('error: --format must be text or json', err)
+            self.assertNotIn('String(', err)
+
     def test_redact_image(self):
         image = {'id': 'i', 'direct_url': 'http://u:pw@h/x?sig=s',
                  'locations': [{'url': 'http://u:pw@h/x?sig=s',

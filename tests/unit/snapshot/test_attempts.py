@@ -637,6 +637,35 @@ class TestLocationAnswerLost(AttemptTestBase, test_service.LocationTestBase):
                          (result.status, result.attempts[0].method))
         self.assertEqual([IMAGE_ID], self.active_ids())
 
+    def test_read_fails_once_while_import_runs(self):
+        # The POST was accepted (202); the next read of the image fails
+        # once (503) while Glance's location_import task has not run yet:
+        # the attempt polls on instead of failing (and deleting the still
+        # queued image that Glance is activating).
+        real_post = fake_glanceclient._Images.add_image_location
+        real_task = fake_glanceclient._Images._run_task
+        held = {'reads': 0}
+
+        def post(images, image_id, url, validation_data={}):
+            real_post(images, image_id, url, validation_data)
+            self.fake.fail('get', gexc.HTTPServiceUnavailable('busy'))
+            held['reads'] = 1
+
+        def late_task(images, image_id):
+            if held['reads']:
+                held['reads'] -= 1
+                return
+            real_task(images, image_id)
+
+        with mock.patch.object(fake_glanceclient._Images,
+                               'add_image_location', post), \
+                mock.patch.object(fake_glanceclient._Images, '_run_task',
+                                  late_task):
+            result = self.snapshot()
+        self.assertEqual(('active', 'location'),
+                         (result.status, result.attempts[0].method))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+
     def test_post_never_landed_stops_and_cleans(self):
         self.fake.fail('add_image_location',
                        gexc.CommunicationError('reset before'))

@@ -31,7 +31,11 @@ class TestNeverInheritedKind(base.TestCase):
                          'os_glance_importing_to_stores',
                          'os_glance_import_task', 'tags', 'created_at'],
         'foreign-data': ['checksum', 'os_hash_algo', 'os_hash_value',
-                         'size', 'virtual_size'],
+                         'size', 'virtual_size',
+                         # openstacksdk's marks of the file it uploaded
+                         'owner_specified.openstack.md5',
+                         'owner_specified.openstack.sha256',
+                         'owner_specified.openstack.object'],
         'provenance': ['img_signature', 'img_signature_certificate_uuid',
                        'image_id', 'image_name'],
         'borrowed-identity': ['image_type', 'backup_type', 'instance_uuid',
@@ -193,6 +197,35 @@ class TestImageRecord(base.TestCase):
             self.assertNotIn(key, rec.properties)
         self.assertIn('"volume_type": "LUKS-T"',
                       rec.properties['block_device_mapping'])
+
+    def test_local_mapping_secret_not_copied(self):
+        # An encrypted ephemeral disk (Nova's ephemeral encryption): its
+        # key-manager secret belongs to this server.
+        bdms = [
+            {'source_type': 'blank', 'destination_type': 'local',
+             'boot_index': -1, 'volume_size': 1, 'device_name': '/dev/vdb',
+             'encrypted': True, 'encryption_secret_uuid': 'sec-eph',
+             'encryption_format': 'luks'},
+            {'source_type': 'volume', 'destination_type': 'volume',
+             'boot_index': 0, 'device_name': '/dev/vda', 'volume_id': 'V1',
+             'snapshot_id': 'S1', 'volume_size': 8}]
+        rec = self.build(bdms=bdms)
+        local = rec.mappings[0]
+        self.assertEqual('blank', local['source_type'])
+        self.assertIsNone(local['encryption_secret_uuid'])
+        self.assertEqual((True, 'luks'), (local['encrypted'],
+                                          local['encryption_format']))
+        self.assertNotIn('sec-eph', rec.properties['block_device_mapping'])
+
+    def test_sdk_upload_hashes_not_inherited(self):
+        rec = self.build(sysmeta={
+            'image_owner_specified.openstack.md5': 'd41d8cd9',
+            'image_owner_specified.openstack.sha256': 'e3b0c442',
+            'image_owner_specified.openstack.object': 'images/cirros',
+            'image_os_distro': 'cirros'})
+        self.assertEqual('cirros', rec.properties['os_distro'])
+        self.assertFalse([k for k in rec.properties
+                          if k.startswith('owner_specified')])
 
     def test_horizon_sees_a_snapshot_with_swap_first(self):
         rec = self.build()

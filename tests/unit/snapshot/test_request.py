@@ -334,8 +334,41 @@ class TestDirectlyBuiltRequest(base.TestCase):
         self.assertEqual(image_id.lower(), req.image_id)
         self.assertEqual(10, req.block_device_mappings[0].volume_size)
 
-    def test_from_dict_fields_are_checked_once(self):
-        req = request.SnapshotRequest.from_dict(base.sample_request_dict())
-        with mock.patch.object(request.SnapshotRequest, '_build') as build:
-            req.validate()
-        build.assert_not_called()
+    def test_two_volume_mappings_with_one_snapshot_refused(self):
+        data = base.sample_request_dict()
+        volumes = [i for i, b in enumerate(data['block_device_mappings'])
+                   if b.get('destination_type') == 'volume']
+        self.assertGreaterEqual(len(volumes), 2)
+        first, second = volumes[:2]
+        bdms = data['block_device_mappings']
+        bdms[second]['snapshot_id'] = bdms[first]['snapshot_id']
+        err = self.assertRaises(exception.InvalidRequest,
+                                request.SnapshotRequest.from_dict, data)
+        self.assertEqual('block_device_mappings[%d].snapshot_id' % second,
+                         err.kwargs['field'])
+
+    def test_from_dict_checks_fields_once(self):
+        with mock.patch.object(request.SnapshotRequest, '_build',
+                               wraps=request.SnapshotRequest._build) as build:
+            request.SnapshotRequest.from_dict(base.sample_request_dict())
+        self.assertEqual(1, build.call_count)
+
+    def test_request_changed_after_from_dict_is_checked_again(self):
+        # A host builds the request once, then fills in the volume
+        # snapshot ids (or a name): validate (every entry point) checks
+        # the request as it is now, not as from_dict saw it.
+        cases = [
+            ('block_device_mappings[0].snapshot_id',
+             lambda q: setattr(q.block_device_mappings[0], 'snapshot_id',
+                               None)),
+            ('name', lambda q: setattr(q, 'name', 123)),
+            ('metadata.tier', lambda q: q.metadata.update(tier=5)),
+            ('server.uuid', lambda q: setattr(q.server, 'uuid', 'nope')),
+        ]
+        for field, change in cases:
+            req = request.SnapshotRequest.from_dict(
+                base.sample_request_dict())
+            self.assertTrue(req.block_device_mappings[0].is_volume)
+            change(req)
+            err = self.assertRaises(exception.InvalidRequest, req.validate)
+            self.assertEqual(field, err.kwargs['field'])
