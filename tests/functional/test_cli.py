@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.parse
 
 import fixtures
@@ -332,10 +331,12 @@ class _Stall(http.server.BaseHTTPRequestHandler):
     """Answers nothing for a long time (a Glance that hangs)."""
 
     arrived = None
+    #: Set at the test's cleanup: the handlers stop hanging at once.
+    release = None
 
     def do_GET(self):  # noqa: N802 - http.server's API
         self.arrived.set()
-        time.sleep(60)
+        self.release.wait(60)
 
     def log_message(self, *args):
         pass
@@ -345,11 +346,15 @@ class TestSignals(testtools.TestCase):
 
     def test_sigterm_is_handled_like_ctrl_c(self):
         _Stall.arrived = threading.Event()
+        _Stall.release = threading.Event()
         server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Stall)
         server.daemon_threads = True
+        # server_close() would otherwise join the hanging handlers.
+        server.block_on_close = False
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
+        self.addCleanup(_Stall.release.set)
         tmp = self.useFixture(fixtures.TempDir()).path
         conf = os.path.join(tmp, 'c.conf')
         endpoint = 'http://127.0.0.1:%d' % server.server_address[1]
@@ -373,13 +378,15 @@ class _HoldUploads(http.server.BaseHTTPRequestHandler):
 
     upstream = None
     held = None
+    #: Set at the test's cleanup: held uploads stop hanging at once.
+    release = None
 
     def _forward(self):
         length = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(length) if length else None
         if self.command == 'PUT' and self.path.endswith('/file'):
             self.held.set()
-            time.sleep(60)
+            self.release.wait(60)
             return
         conn = http.client.HTTPConnection(*self.upstream, timeout=60)
         headers = {k: v for k, v in self.headers.items()
@@ -412,12 +419,15 @@ class TestInterruptedSnapshot(fbase.FunctionalTestCase):
         parsed = urllib.parse.urlsplit(self.glance.endpoint)
         _HoldUploads.upstream = (parsed.hostname, parsed.port)
         _HoldUploads.held = threading.Event()
+        _HoldUploads.release = threading.Event()
         proxy = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
                                                 _HoldUploads)
         proxy.daemon_threads = True
+        proxy.block_on_close = False
         threading.Thread(target=proxy.serve_forever, daemon=True).start()
         self.addCleanup(proxy.server_close)
         self.addCleanup(proxy.shutdown)
+        self.addCleanup(_HoldUploads.release.set)
         tmp = self.useFixture(fixtures.TempDir()).path
         conf = os.path.join(tmp, 'c.conf')
         token = self.glance.token(self.project_id, self.user_id,
