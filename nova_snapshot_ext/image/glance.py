@@ -165,6 +165,49 @@ def translate(err: BaseException, operation: str,
     return exception.GlanceError(**kwargs)
 
 
+def _raised_in_auth_plugin(err: BaseException) -> bool:
+    """Whether ``err`` was raised by a keystoneauth1 auth plugin itself."""
+    tb = err.__traceback__
+    module = None
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get('__name__', '')
+        tb = tb.tb_next
+    return bool(module) and module.startswith((
+        'keystoneauth1.identity', 'keystoneauth1.loading',
+        'keystoneauth1.token_endpoint'))
+
+
+def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
+                      ) -> exception.ConfigurationError | None:
+    """The configuration error behind an auth plugin's own failure, if any.
+
+    keystoneauth1's plugins check some of their options only when they
+    first authenticate, and then raise ``OptionError`` or a bare
+    ``Exception`` (``password is a required attribute`` from the generic
+    ``password`` plugin without ``password``; ``v3applicationcredential``
+    without an id or name).  Neither is a network or Keystone answer.
+
+    :param err: what authenticating raised.
+    :returns: a :class:`~nova_snapshot_ext.exception.ConfigurationError`
+        naming ``[snapshot_ext_glance] auth_type`` and the plugin's message,
+        or ``None`` when ``err`` is something else (then handle it as
+        before).
+    """
+    if isinstance(err, ks_exc.ClientException) and not isinstance(
+            err, ks_exc.OptionError):
+        return None
+    if not (isinstance(err, ks_exc.OptionError) or (
+            type(err) in (Exception, ValueError, TypeError)
+            and _raised_in_auth_plugin(err))):
+        return None
+    group = conf[opts.GLANCE_GROUP]
+    auth_type = getattr(group, 'auth_type', None)
+    return exception.ConfigurationError(
+        group=opts.GLANCE_GROUP, option='auth_type',
+        reason='the %s plugin lacks an option it needs: %s' % (
+            auth_type, _reason(err)))
+
+
 def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     """One keystoneauth1 session from ``[snapshot_ext_glance]``.
 
@@ -173,7 +216,9 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     connections.
 
     :raises ConfigurationError: unknown ``auth_type``, missing plugin
-        options, or neither an auth plugin nor ``endpoint_override``.
+        options (also those a plugin checks itself, keystoneauth1's
+        ``OptionError``), or neither an auth plugin nor
+        ``endpoint_override``.
     """
     try:
         auth = ks_loading.load_auth_from_conf_options(conf,
@@ -187,6 +232,12 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
         raise exception.ConfigurationError(
             group=opts.GLANCE_GROUP, option=', '.join(
                 o.dest for o in err.options), reason=str(err)) from err
+    except ks_exc.OptionError as err:
+        # e.g. v3applicationcredential with neither an id nor a name.
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option='auth_type',
+            reason='the %s plugin lacks an option it needs: %s' % (
+                conf[opts.GLANCE_GROUP].auth_type, _reason(err))) from err
     if auth is None and not conf[opts.GLANCE_GROUP].endpoint_override:
         raise exception.ConfigurationError(
             group=opts.GLANCE_GROUP, option='auth_type',

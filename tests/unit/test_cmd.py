@@ -22,6 +22,7 @@ import signal
 from unittest import mock
 
 import fixtures
+from keystoneauth1 import exceptions as ks_exc
 
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main
@@ -217,6 +218,47 @@ class TestDemoChoices(base.TestCase):
             self.assertRaises(exception.DriverNotFound, demo.run,
                               driver='bogus')
         glance.assert_not_called()
+
+
+class TestAuthPluginOptions(CLITestCase):
+    """Options an auth plugin checks itself are configuration errors."""
+
+    CASES = [
+        # (config lines, text the plugin's own message holds)
+        ('auth_type = password\nauth_url = http://127.0.0.1:9/v3\n'
+         'username = u\n', 'password is a required attribute'),
+        ('auth_type = v3applicationcredential\n'
+         'auth_url = http://127.0.0.1:9/v3\n', 'application credential'),
+    ]
+
+    def test_missing_plugin_option_is_exit_2_naming_auth_type(self):
+        for lines, text in self.CASES:
+            for fmt in ('text', 'json'):
+                with self.subTest(lines=lines, fmt=fmt):
+                    self.stderr.seek(0)
+                    self.stderr.truncate()
+                    self.stdout.seek(0)
+                    self.stdout.truncate()
+                    conf = self.write('c.conf', '[snapshot_ext_glance]\n'
+                                      + lines)
+                    self.assertEqual(2, self.run_main(
+                        'probe', '--config-file', conf, '--format', fmt))
+                    err = self.stderr.getvalue()
+                    self.assertNotIn('Traceback', err)
+                    self.assertIn('[snapshot_ext_glance] auth_type', err)
+                    self.assertIn(text, err)
+                    if fmt == 'json':
+                        out = json.loads(self.stdout.getvalue())
+                        self.assertEqual(2, out['exit_code'])
+
+    def test_other_errors_are_not_called_configuration(self):
+        conf = main.new_conf()
+        try:
+            raise ValueError('not from an auth plugin')
+        except ValueError as err:
+            self.assertIsNone(glance_mod.auth_option_error(conf, err))
+        self.assertIsNone(glance_mod.auth_option_error(
+            conf, ks_exc.ConnectFailure('refused')))
 
 
 class TestConventions(CLITestCase):
