@@ -168,11 +168,11 @@ def translate(err: BaseException, operation: str,
 def _raised_in_auth_plugin(err: BaseException) -> bool:
     """Whether ``err`` was raised by a keystoneauth1 auth plugin itself."""
     tb = err.__traceback__
-    module = None
+    module = ''
     while tb is not None:
-        module = tb.tb_frame.f_globals.get('__name__', '')
+        module = str(tb.tb_frame.f_globals.get('__name__', ''))
         tb = tb.tb_next
-    return bool(module) and module.startswith((
+    return module.startswith((
         'keystoneauth1.identity', 'keystoneauth1.loading',
         'keystoneauth1.token_endpoint'))
 
