@@ -138,7 +138,7 @@ class AttemptEngine:
         """
         result = result_mod.SnapshotResult(
             image_id=None, name=record.name, status='failed',
-            member=record.member,
+            member=None,
             plan=[p.describe() for p in planned_attempts],
             notes=list(dict.fromkeys(list(getattr(record, 'notes', [])) +
                                      list(notes))))
@@ -303,7 +303,7 @@ class AttemptEngine:
             return self._finish(run, attempt, image)
         if run.record.member:
             try:
-                self._add_member(run.ctx, image['id'], run.record.member)
+                self._add_member(run, image)
             except exception.SnapshotExtException as err:
                 return Outcome.fail(Step.STOP, err)
         if planned.method == 'location':
@@ -512,12 +512,16 @@ class AttemptEngine:
                                     attempt.container_format)
         if status == 'active':
             attempt.size = image.get('size') or 0
+            member = run.record.member
+            if (member and image.get('visibility') == 'shared' and
+                    image.get('owner') != member):
+                # The try that made it added the member before activating.
+                run.result.member = member
             return Outcome.active(image)
         if status == 'queued':
             if run.record.member:
                 try:
-                    self._add_member(run.ctx, image['id'],
-                                     run.record.member)
+                    self._add_member(run, image)
                 except exception.SnapshotExtException as err:
                     return Outcome.fail(Step.STOP, err, cleanup=False)
             if (attempt.disk_format not in run.allowed or
@@ -542,12 +546,23 @@ class AttemptEngine:
             % (image['id'], status)), cleanup=False)
 
     @staticmethod
-    def _add_member(ctx: Context, image_id: str, member: str) -> None:
+    def _add_member(run: _Run, image: ty.Mapping[str, ty.Any]) -> None:
+        """Share ``image`` with the record's member project.
+
+        The image's owner (as Glance reports it) needs no membership: an
+        admin token of the server's project creates the image owned by
+        that project.  The result names the member only once Glance
+        holds it.
+        """
+        member = run.record.member
+        if not member or image.get('owner') == member:
+            return
         try:
-            ctx.glance.add_member(image_id, member)
+            run.ctx.glance.add_member(image['id'], member)
         except exception.GlanceConflict:
             LOG.debug('Project %s is already a member of image %s',
-                      member, image_id)
+                      member, image['id'])
+        run.result.member = member
 
     # --- cleanup ----------------------------------------------------------
 

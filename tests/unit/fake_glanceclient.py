@@ -69,6 +69,9 @@ class FakeGlance:
         self.failures = {}
         self.calls = []
         self.lose_create_response = False
+        #: The project Glance makes the owner of a created image (the
+        #: token's), or None for an image without one.
+        self.owner = None
         self.versions = [{'id': 'v2.17', 'status': 'CURRENT'},
                          {'id': 'v2.0', 'status': 'SUPPORTED'}]
         #: ``/v2/info/stores`` entries; ``None``: not multi-store (404).
@@ -130,6 +133,8 @@ class _Images:
         g.used_ids.add(image_id)
         image = dict(kwargs, id=image_id, status='queued', size=None,
                      visibility=kwargs.get('visibility', 'shared'))
+        if g.owner is not None:
+            image['owner'] = g.owner
         g.images[image_id] = image
         if g.lose_create_response:
             g.lose_create_response = False

@@ -114,6 +114,31 @@ class TestSnapshotUpload(ServiceTestBase):
                          self.fake.members[IMAGE_ID])
         self.assertEqual('shared', self.fake.images[IMAGE_ID]['visibility'])
 
+    def test_owner_is_not_made_a_member_nor_reported_shared(self):
+        # An admin token of the server's project: Glance makes that
+        # project the owner, which needs no membership.
+        req = self.make_request()
+        req.requester.project_id = 'someone-else'
+        self.fake.owner = req.server.project_id
+        svc = self.make_service()
+        for _ in range(2):  # the second run reuses the active image
+            result = svc.snapshot(req)
+            self.assertIsNone(result.member)
+            self.assertNotIn('shared with', result.describe())
+        self.assertNotIn('add_member', self.fake.calls)
+        self.assertEqual([], self.fake.members.get(IMAGE_ID, []))
+
+    def test_reused_image_names_its_member(self):
+        req = self.make_request()
+        req.requester.project_id = 'someone-else'
+        self.fake.owner = 'someone-else'
+        svc = self.make_service()
+        first = svc.snapshot(req)
+        again = svc.snapshot(req)
+        self.assertEqual(first.image_id, again.image_id)
+        self.assertEqual(req.server.project_id, again.member)
+        self.assertEqual(1, self.fake.calls.count('add_member'))
+
     def test_generated_id_when_none_given(self):
         result = self.make_service().snapshot(self.make_request(
             image_id=None))
