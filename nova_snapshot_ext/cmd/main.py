@@ -61,6 +61,7 @@ from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 
@@ -560,6 +561,9 @@ def describe_plan(service: service_mod.SnapshotService,
             not location['usable']):
         refused = ('activation_method is location-first and the location '
                    'cannot be used: %s' % '; '.join(location['reasons']))
+    elif not plan:
+        refused = plan_mod.explain_empty_plan(
+            caps, service.driver, service.conf.snapshot_ext.disk_formats)
     return {
         'glance': {'endpoint': glance.endpoint, **caps.to_dict()},
         'driver': service.driver.capabilities(),

@@ -170,8 +170,8 @@ class TestDemo(testtools.TestCase):
         self.assertIn("unknown profile 'nope'", proc.stderr)
 
 
-class TestOperatorCLI(fbase.FunctionalTestCase):
-    """Conventions and errors an operator meets (issue 12)."""
+class OperatorCLITestCase(fbase.FunctionalTestCase):
+    """The console script run as a process against the embedded Glance."""
 
     GLANCE_PROFILE = 'default'
     GLANCE_OVERRIDES = {'identity': 'token'}
@@ -194,6 +194,10 @@ class TestOperatorCLI(fbase.FunctionalTestCase):
             [sys.executable, '-m', 'nova_snapshot_ext.cmd.main'] +
             list(args), capture_output=True, text=True, timeout=120,
             check=False)
+
+
+class TestOperatorCLI(OperatorCLITestCase):
+    """Conventions and errors an operator meets (issue 12)."""
 
     def test_global_options_before_or_after_the_command(self):
         conf = self.write_conf()
@@ -325,6 +329,28 @@ class TestOperatorCLI(fbase.FunctionalTestCase):
                          proc.stderr)
         with open(log) as f:
             self.assertIn('GET http://127.0.0.1:9/versions', f.read())
+
+
+class TestProbeNoHonestActivation(OperatorCLITestCase):
+    """A Glance that allows no format the plugin can activate honestly."""
+
+    GLANCE_OVERRIDES = {'identity': 'token', 'disk_formats': ('ami', 'ari')}
+
+    def test_probe_is_exit_2_and_says_why(self):
+        proc = self.run_cli('probe', '--config-file', self.write_conf())
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertIn('(none: snapshots would be refused by preflight)',
+                      proc.stdout)
+        self.assertIn('Snapshots would be refused by preflight: none of '
+                      'the formats tried', proc.stdout)
+        proc = self.run_cli('probe', '--config-file', self.write_conf(),
+                            '--format', 'json')
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        info = json.loads(proc.stdout)
+        self.assertEqual([], info['plan'])
+        self.assertIn('is allowed by this Glance', info['refused'])
+        self.assertNoImagesLeft(name_or_filter={'owner': self.project_id},
+                                only_non_active=False)
 
 
 class _Stall(http.server.BaseHTTPRequestHandler):
