@@ -196,15 +196,24 @@ def recognise(image: ty.Mapping[str, ty.Any],
               record: metadata_mod.ImageRecord) -> tuple[Match, list[str]]:
     """Is ``image`` this snapshot's image, made from this record?
 
+    ``OURS``: same mappings, same record.  ``CHANGED``: this snapshot's
+    (same mappings, or the same fingerprint -- the same volume snapshots)
+    but the record differs.  ``FOREIGN``: anything else.
+
     :returns: ``(Match, differing attribute names)``.
     """
     fp = record.properties.get(FINGERPRINT_PROPERTY)
     mappings = record.properties.get('block_device_mapping')
     same_mappings = mappings is not None and (
         image.get('block_device_mapping') == mappings)
-    if not same_mappings:
-        return Match.FOREIGN, []
     held = image.get(FINGERPRINT_PROPERTY)
+    if not same_mappings:
+        if fp and held == fp:
+            # The same volume snapshots, mapped differently (a retry whose
+            # volume_size or device_name changed): this snapshot's image,
+            # from another record -- refused, never rewritten.
+            return Match.CHANGED, differences(image, record)
+        return Match.FOREIGN, []
     if fp and held != fp and (held or image.get('status') != 'active'):
         # Another snapshot's; or an unfinished image this snapshot cannot
         # prove it made (never activated, never deleted by us).

@@ -566,6 +566,24 @@ class TestChangedRecord(AttemptTestBase):
         self.assertIn('name differ', err.format_message())
         self.assertEqual(1, len(self.active_ids()))
 
+    def test_mapping_changed_without_image_id(self):
+        # Same volume snapshots (same derived id), another mapping: this
+        # snapshot's image from another record, not "another image".
+        self.snapshot(self.make_request(image_id=None))
+        for field, value in (('volume_size', 99), ('device_name', '/dev/vdz'),
+                             ('delete_on_termination', False)):
+            with self.subTest(field=field):
+                req = self.make_request(image_id=None)
+                setattr(req.block_device_mappings[0], field, value)
+                err = self.fails(req)
+                self.assertIsInstance(err.__cause__,
+                                      exception.SnapshotImageConflict)
+                self.assertIn('an earlier try of this snapshot',
+                              err.format_message())
+                self.assertIn('block_device_mapping', err.format_message())
+                self.assertNotIn('another image', err.format_message())
+        self.assertEqual(1, len(self.active_ids()))
+
     def test_same_record_is_adopted(self):
         first = self.snapshot(self.make_request(metadata={'tier': 'gold'}))
         again = self.snapshot(self.make_request(metadata={'tier': 'gold'}))
