@@ -95,7 +95,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     MIN_DISK_ABOVE_ROOT: ('min_disk above the root volume size; fix: lower '
                           'min_disk', True),
     BORROWED_PROPERTY: ("a property describing another image's identity; "
-                        'fix: remove it', True),
+                        'fix: remove it (key-manager references and '
+                        'img_signature* are reported, never removed)', True),
     MALFORMED_MAPPING: ('block_device_mapping/bdm_v2 not as Nova writes '
                         'them; not fixed', False),
 }

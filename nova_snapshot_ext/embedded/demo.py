@@ -371,7 +371,8 @@ def explain(conf: ty.Any, conf_path: str,
     plan = [p['describe'] for p in info['plan']]
     first = info['plan'][0] if info['plan'] else None
     if first is None:
-        why = 'no format is both allowed here and read by the driver'
+        why = info.get('refused') or ('no honest activation exists on '
+                                      'this Glance')
     elif first.get('method') == 'location':
         why = ('[snapshot_ext] activation_method is %s: Glance reads the '
                'location object (a valid empty %s image) instead of an '
@@ -381,11 +382,18 @@ def explain(conf: ty.Any, conf_path: str,
         why = ('raw is allowed here, and zero bytes are honest only as raw: '
                'the payload is 0 B')
     else:
-        why = ('raw is %s, so the payload is a valid empty %s image '
-               '(the first format this Glance allows that driver %s reads)'
+        fmt = first.get('disk_format')
+        if first.get('fallback'):
+            which = ('this Glance allows no format driver %s reads, so the '
+                     'smallest honest one it allows: a fallback, see '
+                     '[snapshot_ext] driver_formats_only'
+                     % info['driver']['name'])
+        else:
+            which = ('the first format this Glance allows that driver %s '
+                     'reads' % info['driver']['name'])
+        why = ('raw is %s, so the payload is a valid empty %s image (%s)'
                % ('not allowed here' if 'raw' not in g['disk_formats'] else
-                  'not wanted by the configuration',
-                  first.get('disk_format'), info['driver']['name']))
+                  'not wanted by the configuration', fmt, which))
     lines = ['Config used (%s):' % conf_path]
     lines += ['  ' + line for line in config_text.strip().splitlines()]
     lines += [

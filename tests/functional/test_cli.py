@@ -161,6 +161,19 @@ class TestDemo(testtools.TestCase):
         self.assertIn('token = ***', explain['config'])
         self.assertIn('[snapshot_ext_glance]', explain['config'])
 
+    def test_demo_explains_a_fallback_format(self):
+        # vmwareapi reads vmdk and iso; vhd-only allows neither.
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'demo',
+             '--profile', 'vhd-only', '--driver', 'vmwareapi', '--format',
+             'json'], capture_output=True, text=True, timeout=300,
+            check=False)
+        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+        why = json.loads(proc.stdout)['explain']['why_payload']
+        self.assertIn('valid empty vhd image', why)
+        self.assertIn('allows no format driver vmwareapi reads', why)
+        self.assertNotIn('that driver vmwareapi reads', why)
+
     def test_demo_unknown_profile(self):
         proc = subprocess.run(
             [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'demo',
