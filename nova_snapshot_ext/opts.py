@@ -71,10 +71,13 @@ the plugin):
 * ``connect_retries = 3``, ``status_code_retries = 3``,
   ``retriable_status_codes = 502,503,504``: a connection failure or one of
   those statuses is re-sent with exponential backoff, for the requests a
-  second send cannot harm only (GET, HEAD, DELETE; and the image create,
-  which carries the snapshot's own image id so a second send meets 409 and
-  is read back). An upload or a location POST is sent once; when its answer
-  is lost the plugin reads the image back before it decides.
+  second send cannot harm only (GET, HEAD; and the image create, which
+  carries the snapshot's own image id so a second send meets 409 and is
+  read back). An upload or a location POST is sent once; when its answer
+  is lost the plugin reads the image back before it decides. A DELETE is
+  sent once as well: the plugin reads the image's status before every
+  delete of its own, and a blind re-send could delete an image a
+  concurrent try activated meanwhile.
 """)
 
 service_user_group = cfg.OptGroup(

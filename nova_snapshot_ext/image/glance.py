@@ -95,8 +95,12 @@ TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
 #: connection failure: a second send changes nothing.  A POST, PATCH or
 #: an upload PUT is sent once (its body may be a consumed stream, and a
 #: second location POST is refused); the engine resolves an uncertain
-#: answer by reading the image back.
-IDEMPOTENT_METHODS = frozenset(['GET', 'HEAD', 'DELETE', 'OPTIONS'])
+#: answer by reading the image back.  A DELETE is sent once too: every
+#: delete the plugin makes follows a read that found the image still
+#: ``queued``, and a re-send a second later would skip that read -- and
+#: delete an image a concurrent try activated meanwhile.  The engine's
+#: cleanup and ``audit --fix`` read again before each try of their own.
+IDEMPOTENT_METHODS = frozenset(['GET', 'HEAD', 'OPTIONS'])
 
 
 def _status_of(err: BaseException) -> int | None:

@@ -265,11 +265,18 @@ class TestIdempotentRetries(base.TestCase):
         http.request(url, method, data='x')
         return real.call_args.kwargs
 
-    def test_reads_and_deletes_keep_the_adapter_retries(self):
-        for method in ('GET', 'HEAD', 'DELETE'):
+    def test_reads_keep_the_adapter_retries(self):
+        for method in ('GET', 'HEAD'):
             kwargs = self.sent(method, '/v2/images/i1')
             self.assertNotIn('status_code_retries', kwargs)
             self.assertNotIn('connect_retries', kwargs)
+
+    def test_delete_is_sent_once(self):
+        # A re-send would skip the status read that precedes every delete
+        # and could delete an image a concurrent try just activated.
+        kwargs = self.sent('DELETE', '/v2/images/i1')
+        self.assertEqual((0, 0), (kwargs['status_code_retries'],
+                                  kwargs['connect_retries']))
 
     def test_upload_and_location_are_sent_once(self):
         for method, url in (('PUT', '/v2/images/i1/file'),
