@@ -66,3 +66,30 @@ def list_table(rows, widths):
             out.append('%s%s' % (prefix, str(cell).replace('*', r'\*')))
     out.append('')
     return '\n'.join(out)
+
+
+def write_page(argv, usage, render, key, what, runs_hint):
+    """The ``main`` of a compatibility-table generator.
+
+    :param argv: ``[RESULTS_DIR, OUTPUT]``.
+    :param usage: printed when ``argv`` is not two paths.
+    :param render: results -> the page's text.
+    :param key: result field that names the release (``'nova'``...).
+    :param what: plural noun for the summary line (``'Nova versions'``).
+    :param runs_hint: the tox envs that record results, for the message
+        when there are none.
+    :returns: the exit code (2 usage, 1 no results, 0 written).
+    """
+    if len(argv) != 2:
+        print(usage)
+        return 2
+    source, output = argv
+    results = load_results(source)
+    if not results:
+        print('no results in %s: run %s first' % (source, runs_hint))
+        return 1
+    with open(output, 'w') as fh:
+        fh.write(render(results))
+    print('%s: %d outcomes from %d %s' % (
+        output, len(results), len({r[key] for r in results}), what))
+    return 0

@@ -302,42 +302,35 @@ def hoist_global_options(conf: cfg.ConfigOpts,
     return argv[:i] + moved + [argv[i]] + rest
 
 
-def _wants_json(argv: list[str]) -> bool:
+def _option_values(argv: list[str], name: str) -> ty.Iterator[str]:
+    """The values given to option ``name`` (``--x v`` or ``--x=v``)."""
     for i, arg in enumerate(argv):
-        if arg == '--format=json' or (
-                arg == '--format' and argv[i + 1:i + 2] == ['json']):
-            return True
-    return False
+        if arg == name and i + 1 < len(argv):
+            yield argv[i + 1]
+        elif arg.startswith(name + '='):
+            yield arg.split('=', 1)[1]
+
+
+def _wants_json(argv: list[str]) -> bool:
+    return 'json' in _option_values(argv, '--format')
 
 
 def _check_format_arg(argv: list[str]) -> None:
     # oslo.config would print its type's repr ("Invalid String(choices=
     # ['text', 'json']) value: xml") and exit 1 without "error:".
-    choices = FORMATS
-    for i, arg in enumerate(argv):
-        value = None
-        if arg == '--format' and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith('--format='):
-            value = arg.split('=', 1)[1]
-        if value is not None and value not in choices:
+    for value in _option_values(argv, '--format'):
+        if value not in FORMATS:
             raise checks.CLIError('--format must be %s, got %r' % (
-                ' or '.join(choices), value), checks.EXIT_INPUT)
+                ' or '.join(FORMATS), value), checks.EXIT_INPUT)
 
 
 def _check_config_args(argv: list[str]) -> None:
-    for i, arg in enumerate(argv):
-        path = None
-        if arg == '--config-file' and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith('--config-file='):
-            path = arg.split('=', 1)[1]
-        if path is not None and not os.path.isfile(path):
+    for path in _option_values(argv, '--config-file'):
+        if not os.path.isfile(path):
             raise checks.CLIError('--config-file %s %s' % (
                 path, 'is not a file' if os.path.exists(path) else
                 'does not exist'), checks.EXIT_INPUT)
-        if path is not None:
-            _check_utf8(path, '--config-file %s' % path)
+        _check_utf8(path, '--config-file %s' % path)
 
 
 def _check_utf8(path: str, what: str) -> None:

@@ -107,21 +107,9 @@ def main(argv=None):
     :param argv: ``[RESULTS_DIR, OUTPUT]`` (``sys.argv[1:]`` if None).
     :returns: the exit code.
     """
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print(__doc__)
-        return 2
-    source, output = argv
-    results = compat_rst.load_results(source)
-    if not results:
-        print('no results in %s: run tox -e glance28,...,glance33 first'
-              % source)
-        return 1
-    with open(output, 'w') as fh:
-        fh.write(render(results))
-    print('%s: %d outcomes from %d Glance releases' % (
-        output, len(results), len({r['glance'] for r in results})))
-    return 0
+    return compat_rst.write_page(
+        sys.argv[1:] if argv is None else argv, __doc__, render, 'glance',
+        'Glance releases', 'tox -e glance28,...,glance33')
 
 
 if __name__ == '__main__':

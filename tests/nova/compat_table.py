@@ -116,22 +116,10 @@ def render(results):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print(__doc__)
-        return 2
-    source, output = argv
-    results = compat_rst.load_results(source)
-    if not results:
-        print('no results in %s: run tox -e nova29,...,nova34 (and '
-              'nova29-py310,...,nova33-py310) first'
-              % source)
-        return 1
-    with open(output, 'w') as f:
-        f.write(render(results))
-    print('%s: %d outcomes from %d Nova versions' % (
-        output, len(results), len({r['nova'] for r in results})))
-    return 0
+    return compat_rst.write_page(
+        sys.argv[1:] if argv is None else argv, __doc__, render, 'nova',
+        'Nova versions',
+        'tox -e nova29,...,nova34 (and nova29-py310,...,nova33-py310)')
 
 
 if __name__ == '__main__':
