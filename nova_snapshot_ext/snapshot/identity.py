@@ -119,18 +119,28 @@ def image_id_of(fp: str | None) -> str:
     return str(uuid.uuid5(IMAGE_ID_NAMESPACE, fp))
 
 
-def stamp(record: metadata_mod.ImageRecord,
-          fp: str | None | ty.Literal[False] = False) -> None:
+def identify(record: metadata_mod.ImageRecord) -> None:
+    """Give ``record`` its id (when it has none) and its fingerprint.
+
+    In place: ``record.image_id`` becomes :func:`image_id_of` the
+    fingerprint unless the host chose one; :data:`FINGERPRINT_PROPERTY` is
+    stamped (:func:`stamp`).  The fingerprint is computed once for both.
+    """
+    fp = fingerprint(record)
+    if not record.image_id:
+        record.image_id = image_id_of(fp)
+    stamp(record, fp)
+
+
+def stamp(record: metadata_mod.ImageRecord, fp: str | None) -> None:
     """Set :data:`FINGERPRINT_PROPERTY` on the record (in place).
 
     Any value the record inherited (an image booted from another snapshot)
     is replaced: it described another snapshot.
 
-    :param fp: the record's :func:`fingerprint` when the caller has just
-        computed it (``None``: it has none); by default it is computed here.
+    :param fp: the record's :func:`fingerprint` (``None``: it has none,
+        and the property is removed).
     """
-    if fp is False:
-        fp = fingerprint(record)
     if fp is None:
         record.properties.pop(FINGERPRINT_PROPERTY, None)
         return

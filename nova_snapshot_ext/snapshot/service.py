@@ -172,19 +172,8 @@ class SnapshotService:
             non_inheritable_image_properties,
             driver_properties=self.driver.image_properties(),
             image_id=image_id or snapshot.image_id or '')
-        self._identify(record)
+        identity.identify(record)
         return record
-
-    @staticmethod
-    def _identify(record: metadata_mod.ImageRecord) -> None:
-        """Derive ``record``'s id (when it has none), stamp its fingerprint.
-
-        The fingerprint is computed once for both.
-        """
-        fp = identity.fingerprint(record)
-        if not record.image_id:
-            record.image_id = identity.image_id_of(fp)
-        identity.stamp(record, fp)
 
     def plan(self, capabilities: caps_mod.GlanceCapabilities,
              glance: glance_mod.GlanceClient | None = None
@@ -271,7 +260,7 @@ class SnapshotService:
         :raises GlanceError: capabilities could not be read.
         """
         # The fingerprint counts against the property quota like any other.
-        self._identify(record)
+        identity.identify(record)
         return self._check_identified(record, glance)
 
     def _check_identified(self, record: metadata_mod.ImageRecord,

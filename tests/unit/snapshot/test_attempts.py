@@ -124,7 +124,7 @@ class TestFingerprintComputedOnce(AttemptTestBase):
                          record.properties[identity.FINGERPRINT_PROPERTY])
         identity.stamp(record, None)
         self.assertNotIn(identity.FINGERPRINT_PROPERTY, record.properties)
-        identity.stamp(record)
+        identity.identify(record)
         self.assertEqual(identity.fingerprint(record),
                          record.properties[identity.FINGERPRINT_PROPERTY])
 
