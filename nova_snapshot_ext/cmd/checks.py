@@ -145,18 +145,15 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
             '%s is not a Keystone identity endpoint (option [%s] auth_url, '
             'e.g. https://keystone.example.org/v3): %s'
             % (shown, opts.GLANCE_GROUP, _reason(err)), EXIT_UNREACHABLE)
-    except ks_exc.ClientException as err:
+    except Exception as err:  # noqa: B902 - an auth plugin's own check too
         config_error = glance_mod.auth_option_error(conf, err)
         if config_error is not None:
             raise CLIError(config_error.format_message(), EXIT_INPUT)
+        if not isinstance(err, ks_exc.ClientException):
+            raise
         raise CLIError('Keystone at %s: authentication with [%s] failed: %s'
                        % (shown, opts.GLANCE_GROUP, _reason(err)),
                        EXIT_UNREACHABLE)
-    except Exception as err:  # noqa: B902 - an auth plugin's own check
-        config_error = glance_mod.auth_option_error(conf, err)
-        if config_error is None:
-            raise
-        raise CLIError(config_error.format_message(), EXIT_INPUT)
 
 
 #: Plugins whose credential is the ``token`` option itself.
