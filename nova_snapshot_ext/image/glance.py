@@ -238,10 +238,8 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
                 o.dest for o in err.options), reason=str(err)) from err
     except ks_exc.OptionError as err:
         # e.g. v3applicationcredential with neither an id nor a name.
-        raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option='auth_type',
-            reason='the %s plugin lacks an option it needs: %s' % (
-                conf[opts.GLANCE_GROUP].auth_type, _reason(err))) from err
+        raise ty.cast(exception.ConfigurationError,
+                      auth_option_error(conf, err)) from err
     if auth is None and not conf[opts.GLANCE_GROUP].endpoint_override:
         raise exception.ConfigurationError(
             group=opts.GLANCE_GROUP, option='auth_type',
