@@ -175,6 +175,42 @@ class TestRawActivation(SnapshotTestBase):
         self.assertEqual('active', owner.images.get(result.image_id)[
             'status'])
 
+    def test_owner_is_never_its_own_member(self):
+        # The requester's project differs from the server's, but the
+        # identity creating the image is the server's project (an admin
+        # token of it): Glance makes that project the owner, which needs
+        # no membership -- and the result must not claim a share.
+        req = self.make_request(requester_project=self.new_project())
+        client = self.plugin_client()
+        svc = self.make_service()
+        for _ in range(2):  # the second run reuses the active image
+            result = svc.snapshot(req, glance=client)
+            self.assertIsNone(result.member)
+            self.assertNotIn('shared with', result.describe())
+        image = client.get(result.image_id)
+        self.assertEqual(('active', self.project_id),
+                         (image['status'], image['owner']))
+        self.assertEqual([], client.list_members(result.image_id))
+
+    def test_retry_with_changed_mapping_is_a_changed_record(self):
+        # Same volume snapshots (same derived id), another volume_size:
+        # refused as this snapshot's image from another record, untouched.
+        req = self.make_request()
+        client = self.plugin_client()
+        svc = self.make_service()
+        first = svc.snapshot(req, glance=client)
+        before = client.get(first.image_id)
+        req.block_device_mappings[0].volume_size = 99
+        err = self.assertRaises(exception.SnapshotExtException,
+                                svc.snapshot, req, glance=client)
+        self.assertIn('an earlier try of this snapshot',
+                      err.format_message())
+        self.assertIn('block_device_mapping', err.format_message())
+        self.assertNotIn('another image', err.format_message())
+        self.assertEqual(before, client.get(first.image_id))
+        self.assertEqual([first.image_id],
+                         [i['id'] for i in self.images_named(req.name)])
+
     def test_reserved_user_metadata_refused_nothing_created(self):
         req = self.make_request(metadata={'os_glance_x': 'y'})
         self.assertRaises(exception.ReservedProperty,
