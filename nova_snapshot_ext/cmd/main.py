@@ -56,6 +56,7 @@ import typing as ty
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
@@ -142,6 +143,8 @@ def add_commands(subparsers: ty.Any) -> None:
         'reaches, owned where Nova would own it.')
     p.add_argument('request', metavar='REQUEST.json',
                    help='the snapshot request (JSON)')
+
+    backup_cmd.add_parser(subparsers)
 
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',
@@ -744,6 +747,10 @@ def cmd_audit(conf: cfg.ConfigOpts) -> int:
     return audit_cmd.run(conf, checks.connect(conf))
 
 
+def cmd_backup(conf: cfg.ConfigOpts) -> int:
+    return backup_cmd.run(conf, _read_request)
+
+
 def cmd_demo(conf: cfg.ConfigOpts) -> int:
     from nova_snapshot_ext.embedded import demo
 
@@ -755,7 +762,7 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
 
 HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
     'snapshot': cmd_snapshot, 'probe': cmd_probe, 'audit': cmd_audit,
-    'demo': cmd_demo}
+    'demo': cmd_demo, 'backup': cmd_backup}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
