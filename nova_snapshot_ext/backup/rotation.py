@@ -54,12 +54,18 @@ LOG = logging.getLogger(__name__)
 
 
 class SnapshotDeleter(ty.Protocol):
-    """Deletes Cinder volume snapshots (:class:`~.cinder.CinderClient`,
-    or inside Nova an adapter over Nova's own Cinder API)."""
+    """Deletes Cinder volume snapshots.
+
+    :class:`~.cinder.CinderClient`, or inside Nova an adapter over Nova's
+    own Cinder API.
+    """
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
-        """:returns: ``'deleted'`` or ``'already gone'``;
-        :raises CinderError: it could not."""
+        """Delete volume snapshot ``snapshot_id`` of project ``owner``.
+
+        :returns: ``'deleted'`` or ``'already gone'``.
+        :raises CinderError: it could not.
+        """
 
 
 @dataclasses.dataclass

@@ -122,4 +122,3 @@ def run(conf: cfg.ConfigOpts, read_request: ty.Callable[
               'volume snapshots of images already deleted'
               % report.backup_id, file=sys.stderr)
     return code
-
