@@ -299,14 +299,28 @@ def _delete_backup(glance: glance_mod.GlanceClient, image_id: str,
     except exception.GlanceNotFound:
         pass
     except exception.GlanceError as err:
-        result.not_deleted[image_id] = err.format_message()
-        result.failures.append(err)
-        return None
+        # The answer was lost or refused: only a read proves the outcome
+        # (a DELETE is sent once; Glance may have acted before a reset).
+        if not _gone(glance, image_id):
+            result.not_deleted[image_id] = err.format_message()
+            result.failures.append(err)
+            return None
     LOG.info('Backup rotation of server %(server)s (%(type)s): deleted '
              'image %(image)s', {'server': instance_uuid,
                                  'type': backup_type, 'image': image_id})
     result.deleted.append(image_id)
     return image
+
+
+def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
+    """Glance answers 404 for the image now (a failed read: not proven)."""
+    try:
+        glance.get(image_id)
+    except exception.GlanceNotFound:
+        return True
+    except exception.GlanceError:
+        return False
+    return False
 
 
 def _delete_snapshots(glance: glance_mod.GlanceClient,

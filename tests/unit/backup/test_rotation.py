@@ -273,3 +273,17 @@ class TestRotate(base.TestCase):
         self.assertIn('nope', result.snapshots_left['snap-02'])
         self.assertEqual(['snap-01', 'snap-03'],
                          [s for s, _ in self.cinder.deleted])
+
+    def test_lost_delete_answer_read_back(self):
+        real_delete = self.glance.delete
+
+        def delete(image_id):
+            real_delete(image_id)
+            raise exception.GlanceUnavailable(operation='delete',
+                                              reason='reset')
+
+        self.glance.delete = delete
+        result = self.rotate()
+        self.assertTrue(result.complete)
+        self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
+        self.assertEqual(3, len(self.cinder.deleted))
