@@ -79,7 +79,7 @@ DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'data', 'sample-request.json')
 
-COMMANDS = ('snapshot', 'probe', 'audit', 'demo')
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'backup')
 
 #: Nova options read (never required) to infer the driver when the
 #: plugin reads nova.conf; registered only on the CLI's own ConfigOpts.
