@@ -141,6 +141,39 @@ class CinderClient:
                 reason='the answer is not a Cinder snapshot document')
         return dict(body['snapshot'])
 
+    def list_snapshots(self, page_size: int = 200
+                       ) -> ty.Iterator[dict[str, ty.Any]]:
+        """Every volume snapshot this identity sees.
+
+        ``GET /snapshots/detail``, paged with ``limit`` and ``marker``.
+
+
+        :raises CinderError: see :func:`translate`.
+        """
+        marker = None
+        while True:
+            query = 'snapshots/detail?limit=%d' % page_size
+            if marker:
+                query += '&marker=%s' % marker
+            try:
+                resp = self._adapter.get(query, raise_exc=True)
+                body = resp.json()
+            except ks_exc.ClientException as err:
+                raise translate(err, 'list', '(all)') from err
+            except ValueError as err:
+                raise exception.CinderError(
+                    operation='list', snapshot_id='(all)',
+                    reason='the answer is not JSON') from err
+            page = body.get('snapshots') if isinstance(body, dict) else None
+            if not isinstance(page, list):
+                raise exception.CinderError(
+                    operation='list', snapshot_id='(all)',
+                    reason='the answer is not a Cinder snapshot list')
+            yield from (dict(s) for s in page if isinstance(s, dict))
+            if len(page) < page_size or not page:
+                return
+            marker = page[-1].get('id')
+
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
         """Delete a volume snapshot of project ``owner``.
 

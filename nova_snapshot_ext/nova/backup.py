@@ -215,8 +215,7 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
     if loaded is None:
         return None
     instance, bdms = loaded
-    if not nova_req.api_version_request.matches(
-            _version(NO_QUOTA_CHECK_SINCE)):
+    if nova_req.api_version_request < _version(NO_QUOTA_CHECK_SINCE):
         from nova.api.openstack import common
 
         try:
@@ -298,7 +297,7 @@ def _answer(req: webob.Request, nova_req: ty.Any, image_id: str,
     """Nova's ``createBackup`` success response for this microversion."""
     version = nova_req.api_version_request
     resp = webob.Response(status_int=202)
-    if version.matches(_version(IMAGE_ID_BODY_SINCE)):
+    if version >= _version(IMAGE_ID_BODY_SINCE):
         resp.content_type = 'application/json'
         resp.body = jsonutils.dump_as_bytes({'image_id': image_id})
     else:

@@ -133,11 +133,12 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
         spy = self.useFixture(fixtures.MockPatch(
             'nova_snapshot_ext.backup.service.BackupService.preflight'))
         server = self.create_server(volume_backed=False)
+        made = str(uuid.uuid4())
         self.stub_out('nova.compute.api.API.backup',
-                      lambda *a, **k: {'id': 'nova-made'})
+                      lambda *a, **k: {'id': made})
         resp = self.create_backup(server.uuid, 'nova')
         self.assertEqual(202, resp.status_int, resp.text)
-        self.assertEqual({'image_id': 'nova-made'},
+        self.assertEqual({'image_id': made},
                          jsonutils.loads(resp.body))
         spy.mock.assert_not_called()
 
