@@ -285,8 +285,15 @@ def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
                     'rotation was not done: %(reason)s',
                     {'id': image_id, 'reason': err.format_message()})
         return None
-    result = rotation_mod.rotate(glance, backup, action.rotation,
-                                 action.backup_type, NovaCinder(context))
+    try:
+        result = rotation_mod.rotate(glance, backup, action.rotation,
+                                     action.backup_type, NovaCinder(context))
+    except Exception:
+        # The backup exists: an unexpected error of the rotation must not
+        # turn Nova's answer into a failure (or hand it back to Nova).
+        LOG.exception('nova-snapshot-ext: backup %s is active; its rotation '
+                      'failed', image_id)
+        return None
     level = LOG.info if result.complete else LOG.warning
     level('nova-snapshot-ext: createBackup rotation: %s', result.describe())
     return result
