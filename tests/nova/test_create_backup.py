@@ -89,6 +89,13 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
         resp = self.create_backup(server.uuid, 'weekly',
                                   backup_type='weekly', rotation=1)
         self.assertEqual(202, resp.status_int, resp.text)
+        # Another server's backup whose instance_uuid was hand-edited to
+        # this server's (the marker no longer matches).
+        third = self.create_server()
+        resp = self.create_backup(third.uuid, 'edited', rotation=1)
+        self.assertEqual(202, resp.status_int, resp.text)
+        edited = jsonutils.loads(resp.body)['image_id']
+        self.admin_glance().images.update(edited, instance_uuid=server.uuid)
         client = self.glance.client(self.project_id, self.user_id,
                                     base.MEMBER_ROLES)
         fake = client.images.create(
@@ -103,7 +110,7 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
             ids.append(jsonutils.loads(resp.body)['image_id'])
             snaps.append(set(self.cinder.volume_snapshots) - before)
         kept = {i['id'] for i in self.backups_of(server.uuid)}
-        self.assertEqual({ids[2], ids[3], fake['id']}, kept)
+        self.assertEqual({ids[2], ids[3], fake['id'], edited}, kept)
         self.assertEqual(snaps[0] | snaps[1], set(self.deleted_snapshots))
         self.assertEqual(2, len(self.deleted_snapshots))
         self.assertEqual(1, len(self.backups_of(other.uuid)))
