@@ -93,12 +93,29 @@ class BackupService:
                      ) -> metadata_mod.ImageRecord:
         """The backup's image record: the snapshot record, marked.
 
+        ``image_type=backup``, ``backup_type`` and ``instance_uuid`` are
+        the backup's own, whatever the user metadata says (a note says
+        when it said otherwise).
+
         :raises InvalidRequest: the request has no ``backup_type``.
         """
         if not request.backup_type:
             raise exception.InvalidRequest(
                 field='backup_type', reason='a backup needs a backup_type')
         record = self.snapshots.build_record(request)
+        # What makes it this server's backup is not the user's to change
+        # (Nova lets metadata override image_type and instance_uuid, the
+        # borrowed-identity field report): the backup's own values win.
+        own = {'image_type': 'backup', 'backup_type': request.backup_type,
+               'instance_uuid': request.server.uuid}
+        for key, value in own.items():
+            given = request.metadata.get(key)
+            if given is not None and given != value:
+                record.notes.append(
+                    'metadata %s=%r replaced by %r: a backup says which '
+                    'server and backup type it belongs to' % (
+                        key, given, value))
+            record.properties[key] = value
         mark.mark(record)
         return record
 

@@ -135,3 +135,19 @@ class TestBackupService(base.TestCase):
                     'image_type', 'backup_type', 'instance_uuid'):
             self.assertIn(key, record.properties)
             self.assertNotIn(key, record.optional)
+
+    def test_metadata_cannot_disguise_the_backup(self):
+        svc = self.make_service()
+        data = base.sample_request_dict()
+        data['backup_type'] = 'daily'
+        data['metadata'] = {'image_type': 'snapshot',
+                            'instance_uuid': 'someone-else',
+                            'backup_type': 'weekly', 'keep': 'me'}
+        req = request.SnapshotRequest.from_dict(data)
+        result = svc.backup(req, 1)
+        image = self.fake.images[result.snapshot.image_id]
+        self.assertEqual(('backup', 'daily', req.server.uuid, 'me'),
+                         (image['image_type'], image['backup_type'],
+                          image['instance_uuid'], image['keep']))
+        self.assertIsNone(mark.refusal(image, req.server.uuid, 'daily',
+                                       'project-x'))
