@@ -12,6 +12,10 @@
 
 """Backups with rotation on a real Glance; faults during the rotation."""
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 from oslo_utils import uuidutils
@@ -19,6 +23,7 @@ from oslo_utils import uuidutils
 from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import service as backup_mod
 from nova_snapshot_ext.image import glance as glance_mod
+from tests import base
 from tests.functional import base as fbase
 from tests.functional import test_faultproxy_glance
 from tests.functional import test_snapshot
@@ -155,3 +160,42 @@ class TestRotationFaults(BackupMixin, test_snapshot.SnapshotTestBase,
         self.assertTrue(result.rotation.not_deleted)
         # Volume snapshots of an image not deleted are never deleted.
         self.assertNotIn(new, result.rotation.deleted)
+
+
+class TestBackupCLI(fbase.FunctionalTestCase):
+
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def test_backup_command_rotates(self):
+        conf_file = self.write_cli_config('backup.conf', 'libvirt')
+        server_id = uuidutils.generate_uuid()
+        ids, outs = [], []
+        for n in range(3):
+            time.sleep(1.1)
+            data = base.sample_request_dict()
+            data['server']['uuid'] = server_id
+            data['server']['project_id'] = self.project_id
+            data['requester']['project_id'] = self.project_id
+            for bdm in data['block_device_mappings']:
+                bdm.pop('instance_uuid', None)
+                if bdm.get('snapshot_id'):
+                    bdm['snapshot_id'] = uuidutils.generate_uuid()
+            path = os.path.join(self.tmp, 'r%d.json' % n)
+            with open(path, 'w', encoding='utf-8') as f:
+                json.dump(data, f)
+            proc = subprocess.run(
+                [sys.executable, '-m', 'nova_snapshot_ext.cmd.main',
+                 'backup', '--config-file', conf_file, '--rotation', '2',
+                 '--backup-type', 'nightly', '--format', 'json', path],
+                capture_output=True, text=True, timeout=120, check=False)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            out = json.loads(proc.stdout)
+            outs.append(out)
+            ids.append(out['image_id'])
+        self.assertEqual([ids[0]], outs[2]['rotation']['deleted'])
+        # No [snapshot_ext_cinder] credentials: the volume snapshots are
+        # named, not deleted.
+        self.assertEqual(2, len(outs[2]['rotation']['snapshots_left']))
+        left = {i['id'] for i in self.list_all_images(filters={
+            'instance_uuid': server_id})}
+        self.assertEqual({ids[1], ids[2]}, left)
