@@ -166,3 +166,31 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
                                   metadata={'os_glance_x': 'y'})
         self.assertEqual(403, resp.status_int, resp.text)
         self.assertEqual({}, dict(self.cinder.volume_snapshots))
+
+    def test_cinder_failure_during_rotation_keeps_backup_and_snapshot(self):
+        from nova import exception as nova_exc
+
+        self.flags_on()
+        server = self.create_server()
+        failing = []
+
+        def refuse_first(_ctxt, snapshot_id):
+            if not failing:
+                failing.append(snapshot_id)
+                raise nova_exc.CinderConnectionFailed(reason='refused')
+            self._delete_snapshot(_ctxt, snapshot_id)
+
+        self.useFixture(fixtures.MockPatch(
+            'nova.volume.cinder.API.delete_snapshot',
+            side_effect=refuse_first, autospec=False))
+        ids = []
+        for n in range(3):
+            time.sleep(1.1)
+            resp = self.create_backup(server.uuid, 'c-%d' % n, rotation=1)
+            self.assertEqual(202, resp.status_int, resp.text)
+            ids.append(jsonutils.loads(resp.body)['image_id'])
+        self.assertEqual({ids[2]},
+                         {i['id'] for i in self.backups_of(server.uuid)})
+        self.assertEqual(1, len(failing))
+        self.assertIn(failing[0], self.cinder.volume_snapshots)
+        self.assertEqual(1, len(self.deleted_snapshots))
