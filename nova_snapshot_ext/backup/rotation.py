@@ -121,10 +121,11 @@ class RotationResult:
         return self.error is None and not self.not_deleted
 
     def to_dict(self) -> dict[str, ty.Any]:
-        data = dataclasses.asdict(self)
-        data.pop('failures')
+        data = {field.name: getattr(self, field.name)
+                for field in dataclasses.fields(self)
+                if field.name != 'failures'}
         data['complete'] = self.complete
-        return data
+        return json_copy(data)
 
     def describe(self) -> str:
         """One paragraph for a person."""
@@ -144,6 +145,13 @@ class RotationResult:
         for snap_id, why in sorted(self.snapshots_left.items()):
             lines.append('volume snapshot %s left: %s' % (snap_id, why))
         return '\n'.join(lines)
+
+
+def json_copy(data: dict[str, ty.Any]) -> dict[str, ty.Any]:
+    """A copy of ``data`` whose lists and dicts are new (one level)."""
+    return {key: (list(value) if isinstance(value, list) else
+                  dict(value) if isinstance(value, dict) else value)
+            for key, value in data.items()}
 
 
 def _created(image: ty.Mapping[str, ty.Any]) -> ty.Any:

@@ -234,6 +234,10 @@ class TestRotate(base.TestCase):
         # The image that could not be deleted keeps its volume snapshot.
         self.assertNotIn(('snap-01', OWNER), self.cinder.deleted)
         self.assertIn('NOT deleted img-01', result.describe())
+        data = result.to_dict()
+        self.assertFalse(data['complete'])
+        self.assertNotIn('failures', data)
+        self.assertEqual(['img-01'], list(data['not_deleted']))
 
     def test_listing_failure_rotates_nothing(self):
         self.fake.fail('list', gexc.CommunicationError('reset'))
