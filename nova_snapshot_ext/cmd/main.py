@@ -769,12 +769,13 @@ def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
 
 
 def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
-    code = (checks.EXIT_SIGTERM if isinstance(err, Terminated)
+    # The engine re-raises an interrupt mid-snapshot as
+    # exception.SnapshotInterrupted (the original as ``interrupt``),
+    # carrying what the snapshot left as ``snapshot_result``.
+    original = getattr(err, 'interrupt', err)
+    code = (checks.EXIT_SIGTERM if isinstance(original, Terminated)
             else checks.EXIT_SIGINT)
-    # The engine attaches what the interrupted snapshot left as
-    # ``snapshot_result`` (``result`` on older engines).
-    result = (getattr(err, 'snapshot_result', None) or
-              getattr(err, 'result', None))
+    result = getattr(err, 'snapshot_result', None)
     left = list(getattr(result, 'leftover', None) or [])
     unconfirmed = list(getattr(result, 'unconfirmed', None) or [])
     active = (getattr(result, 'image_id', None)

@@ -150,7 +150,7 @@ def translate(err: BaseException, operation: str,
     if isinstance(err, TypeError) and operation == 'create':
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400
-        return exception.GlanceSchemaRefusal(**kwargs)
+        return schema_refusal(kwargs)
     if isinstance(err, (TypeError, KeyError,
                         requests.exceptions.JSONDecodeError)) or (
             isinstance(err, ValueError) and not isinstance(
@@ -167,6 +167,20 @@ def translate(err: BaseException, operation: str,
         if isinstance(err, client_cls):
             return our_cls(**kwargs)
     return exception.GlanceError(**kwargs)
+
+
+def schema_refusal(kwargs: ty.Mapping[str, ty.Any]
+                   ) -> exception.GlanceSchemaRefusal:
+    """A 400 (or client-side refusal) of a create, classified.
+
+    Glance and glanceclient name the attribute they refuse in the text
+    only; this is the one place that reads it: ``format_refused`` when it
+    is ``disk_format`` or ``container_format``.
+    """
+    reason = str(kwargs.get('reason') or '')
+    return exception.GlanceSchemaRefusal(
+        format_refused=('disk_format' in reason or
+                        'container_format' in reason), **kwargs)
 
 
 def _raised_in_auth_plugin(err: BaseException) -> bool:
@@ -448,7 +462,7 @@ class GlanceClient:
         except exception.GlanceBadRequest as err:
             if isinstance(err, exception.GlanceSchemaRefusal):
                 raise
-            raise exception.GlanceSchemaRefusal(**err.kwargs) from err
+            raise schema_refusal(err.kwargs) from err
 
     def get(self, image_id: str) -> dict[str, ty.Any]:
         """``GET /v2/images/{id}``; :raises GlanceNotFound: if absent."""

@@ -336,9 +336,10 @@ class SnapshotService:
         :param glance: the client to act with (default: :attr:`glance`).
         :returns: :class:`~.result.SnapshotResult`, ``status == 'active'``.
         :raises ActivationFailed: as :meth:`snapshot`.
-        :raises BaseException: an interrupt (``KeyboardInterrupt``,
-            ``SystemExit``) after the attempt in flight was resolved and
-            cleaned up; ``err.snapshot_result`` names the images.
+        :raises SnapshotInterrupted: (a ``KeyboardInterrupt``; a
+            ``SnapshotExit``, a ``SystemExit``, likewise) an interrupt,
+            after the attempt in flight was resolved and cleaned up;
+            ``err.snapshot_result`` names the images.
         """
         glance = glance or self.glance
         # The record was stamped before its preflight (check_record), which
