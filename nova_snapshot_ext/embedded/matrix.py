@@ -93,9 +93,7 @@ class Cell:
 
 
 def _request(project_id: str) -> request_mod.SnapshotRequest:
-    from nova_snapshot_ext.cmd import main as cli
-
-    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
         data = copy.deepcopy(json.load(f))
     data['name'] = 'matrix-%s' % uuid.uuid4().hex[:8]
     # One snapshot per cell: new volume snapshot ids (the snapshot's

@@ -49,8 +49,8 @@ import requests
 import urllib3
 
 from nova_snapshot_ext import exception
-from nova_snapshot_ext.image import locations
 from nova_snapshot_ext import opts
+from nova_snapshot_ext import redaction
 
 LOG = logging.getLogger(__name__)
 
@@ -130,7 +130,8 @@ def translate(err: BaseException, operation: str,
     :param image_id: the image concerned, if any.
     :param disk_format: for uploads, the disk_format declared.
     :param secret_url: a location URL the call carried; it is redacted
-        (:func:`~.locations.redact_url`) wherever Glance's text quotes it.
+        (:func:`~nova_snapshot_ext.redaction.redact_url`) wherever
+        Glance's text quotes it.
     :returns: a :class:`~nova_snapshot_ext.exception.GlanceError` instance
         (not raised): ``ImageFormatRejected`` for HTTP 415,
         ``GlanceBadRequest`` for 400 and for glanceclient's client-side
@@ -144,7 +145,7 @@ def translate(err: BaseException, operation: str,
         the JSON document expected, ``GlanceError`` otherwise.
     """
     status = _status_of(err)
-    reason = locations.scrub(_reason(err), secret_url)
+    reason = redaction.scrub(_reason(err), secret_url)
     kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
                                      image_id=image_id, status=status)
     if isinstance(err, TypeError) and operation == 'create':
