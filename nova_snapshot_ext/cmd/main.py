@@ -59,6 +59,7 @@ from oslo_log import log as logging
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import config
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
+from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts
 
@@ -170,9 +171,10 @@ def add_commands(subparsers: ty.Any) -> None:
                    'vdi-only, vhdx-only, ploop-only, vmdk-iso, '
                    'no-enforcement, http-store, legacy-locations; with '
                    '--location, default means http-store')
-    p.add_argument('--driver', default='libvirt',
-                   help='hypervisor driver: libvirt, vmwareapi, hyperv, '
-                   'xenapi, ironic, zvm, fake (default: libvirt)')
+    p.add_argument('--driver', default=driver_mod.DEFAULT_DRIVER,
+                   help='hypervisor driver: %s (default: %s)' % (
+                       ', '.join(driver_mod.driver_names()),
+                       driver_mod.DEFAULT_DRIVER))
     p.add_argument('--request', metavar='REQUEST.json',
                    help='request to snapshot (default: the shipped sample)')
     p.add_argument('--location', action='store_true',

@@ -114,7 +114,8 @@ def describe_plan(service: service_mod.SnapshotService,
             caps, service.driver, service.conf.snapshot_ext.disk_formats)
     return {
         'glance': {'endpoint': glance.endpoint, **caps.to_dict()},
-        'driver': service.driver.capabilities(),
+        'driver': dict(service.driver.capabilities(),
+                       stamps=service.driver.stamps),
         'location': location,
         'plan': [p.to_dict() | {'describe': p.describe()} for p in plan],
         'refused': refused,
@@ -153,8 +154,11 @@ def _plan_text(info: dict[str, ty.Any]) -> str:
                                         else 'no'),
         '  stores: %s' % ('single store' if g['stores'] is None else
                           ', '.join(s.get('id', '?') for s in g['stores'])),
-        'Driver %s: hypervisor_type=%s, reads %s' % (
-            info['driver']['name'], info['driver'].get('hypervisor_type'),
+        'Driver %s: %s, reads %s' % (
+            info['driver']['name'],
+            'hypervisor_type=%s' % info['driver'].get('hypervisor_type')
+            if info['driver'].get('stamps', True) else
+            'guessed: stamps no hypervisor_type or vm_mode',
             ', '.join(info['driver']['disk_formats'])),
     ]
     lines += _location_text(info['location'])
@@ -173,25 +177,7 @@ def _plan_text(info: dict[str, ty.Any]) -> str:
 
 def driver_source(conf: cfg.ConfigOpts) -> str:
     """Where the driver choice came from, in words."""
-    def where(name: str, group: str | None) -> str:
-        try:
-            loc = conf.get_location(name, group)
-        except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
-            return ''
-        return ' in %s' % loc.detail if loc and loc.detail else ''
-
-    configured = driver_mod.configured_driver_name(conf)
-    if configured:
-        return '[snapshot_ext] driver = %s%s' % (
-            configured, where('driver', opts.CORE_GROUP))
-    compute = getattr(conf, 'compute_driver', None)
-    inferred = driver_mod.infer_driver_name(conf)
-    if compute:
-        return ('inferred from [DEFAULT] compute_driver = %s%s (set '
-                '[snapshot_ext] driver to choose)' % (
-                    compute, where('compute_driver', None)))
-    return ('the default, %s: neither [snapshot_ext] driver nor [DEFAULT] '
-            'compute_driver is set' % inferred)
+    return driver_mod.choose_driver(conf).reason
 
 
 def cmd_probe(conf: cfg.ConfigOpts) -> int:
