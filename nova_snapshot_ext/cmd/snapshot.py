@@ -31,7 +31,6 @@ from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts
 from nova_snapshot_ext import redaction
-from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 
@@ -103,15 +102,8 @@ def describe_plan(service: service_mod.SnapshotService,
     """Capabilities, driver, location and plan as a JSON-able dict."""
     caps = service.capabilities.get(glance)
     location = describe_location(service, glance, caps)
-    plan = service.plan(caps, glance)
-    refused = None
-    if (location['activation_method'] == 'location-first' and
-            not location['usable']):
-        refused = ('activation_method is location-first and the location '
-                   'cannot be used: %s' % '; '.join(location['reasons']))
-    elif not plan:
-        refused = plan_mod.explain_empty_plan(
-            caps, service.driver, service.conf.snapshot_ext.disk_formats)
+    decision = service.decide_plan(caps, glance)
+    plan, refused = decision.attempts, decision.refused
     return {
         'glance': {'endpoint': glance.endpoint, **caps.to_dict()},
         'driver': dict(service.driver.capabilities(),

@@ -319,7 +319,8 @@ class SnapshotExtMiddleware:
             return None
         if not _nova_accepts(req):
             return None
-        loaded = _load_server(context, server_id)
+        loaded = adapter.load_server(context, server_id,
+                                     policies=CREATE_IMAGE_POLICIES)
         if loaded is None:
             return None
         instance, bdms = loaded
@@ -393,42 +394,6 @@ def _create_image_body(req: webob.Request) -> dict[str, ty.Any] | None:
             for k, v in metadata.items()):
         return None
     return action
-
-
-def _load_server(context: ty.Any, server_id: str
-                 ) -> tuple[ty.Any, ty.Any] | None:
-    """Instance and BDMs from the server's cell, if the caller may snapshot.
-
-    :returns: ``(Instance, BlockDeviceMappingList)``, or ``None`` when the
-        server does not exist for the caller or Nova's policy would refuse
-        the snapshot (Nova then answers 404/403 itself).
-    """
-    from nova import context as nova_context
-    from nova import exception as nova_exc
-    from nova import objects
-
-    try:
-        mapping = objects.InstanceMapping.get_by_instance_uuid(context,
-                                                               server_id)
-    except nova_exc.InstanceMappingNotFound:
-        return None
-    with nova_context.target_cell(context, mapping.cell_mapping) as cctxt:
-        try:
-            # Both metadata columns, as compute.api.API.get loads them
-            # (leaving one out makes Nova 34 use SQLAlchemy's deprecated
-            # noload()).
-            instance = objects.Instance.get_by_uuid(
-                cctxt, server_id,
-                expected_attrs=['metadata', 'system_metadata'])
-        except nova_exc.InstanceNotFound:
-            return None
-        target = {'project_id': instance.project_id}
-        for rule in CREATE_IMAGE_POLICIES:
-            if not context.can(rule, target=target, fatal=False):
-                return None
-        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-            cctxt, instance.uuid)
-    return instance, bdms
 
 
 def _fault(code: int, message: str) -> ty.Any:
