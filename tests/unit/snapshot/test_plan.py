@@ -16,8 +16,8 @@ import fixtures
 from oslo_config import cfg
 
 from nova_snapshot_ext import driver as driver_mod
-from nova_snapshot_ext.image import capabilities
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import capabilities
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import plan
 from tests import base
