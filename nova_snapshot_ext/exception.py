@@ -67,6 +67,13 @@ class ConfigurationError(SnapshotExtException):
                 "%(reason)s")
 
 
+class NotInitialized(SnapshotExtException):
+    """The library facade was used before ``initialize``."""
+
+    msg_fmt = _("nova_snapshot_ext.initialize(conf) must be called before "
+                "preflight() or snapshot_image()")
+
+
 class DriverNotFound(SnapshotExtException):
     msg_fmt = _("No snapshot driver named '%(name)s' is installed in the "
                 "'nova_snapshot_ext.drivers' namespace (option "
