@@ -81,8 +81,7 @@ def cinder_client(conf: cfg.ConfigOpts) -> cinder_mod.CinderClient | None:
     return cinder_mod.CinderClient.from_conf(conf)
 
 
-def run(conf: cfg.ConfigOpts, read_request: ty.Callable[
-        [str], request_mod.SnapshotRequest]) -> int:
+def run(conf: cfg.ConfigOpts) -> int:
     """Back up, rotate, print the report; return the exit status."""
     args = conf.command
     rotation = args.rotation
@@ -92,7 +91,7 @@ def run(conf: cfg.ConfigOpts, read_request: ty.Callable[
     backup_type = args.backup_type
     if not backup_type.strip():
         raise checks.CLIError('--backup-type must not be empty')
-    request = read_request(args.request)
+    request = request_mod.SnapshotRequest.from_file(args.request)
     if request.backup_type and request.backup_type != backup_type:
         raise checks.CLIError(
             'the request says backup_type %r, --backup-type %r'

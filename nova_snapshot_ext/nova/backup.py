@@ -176,14 +176,11 @@ def _load(context: ty.Any, server_id: str) -> tuple[ty.Any, ty.Any] | None:
     """
     from nova.compute import utils as compute_utils
 
-    loaded = adapter.load_server(context, server_id)
+    loaded = adapter.load_server(context, server_id,
+                                 policies=(CREATE_BACKUP_POLICY,))
     if loaded is None:
         return None
     instance, bdms = loaded
-    if not context.can(CREATE_BACKUP_POLICY,
-                       target={'project_id': instance.project_id},
-                       fatal=False):
-        return None
     if instance.vm_state not in BACKUP_VM_STATES or instance.task_state:
         return None
     if not compute_utils.is_volume_backed_instance(context, instance, bdms):
