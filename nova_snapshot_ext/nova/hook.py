@@ -128,11 +128,19 @@ def pending_create_image(context: ty.Any, server_id: str, name: str,
 
 
 def _pending_for(context: ty.Any, name: ty.Any
-                 ) -> tuple[str, dict[str, str], str | None] | None:
+                 ) -> tuple[str, dict[str, str]] | None:
     pending = getattr(_pending, 'request', None)
     if pending is None or pending[0] is not context or pending[2] != name:
         return None
-    return pending[1], pending[3], pending[4]
+    return pending[1], pending[3]
+
+
+def _pending_backup_type(context: ty.Any, name: ty.Any) -> str | None:
+    """The ``backup_type`` of the named request, when it is a backup."""
+    pending = getattr(_pending, 'request', None)
+    if _pending_for(context, name) is None or pending is None:
+        return None
+    return ty.cast('str | None', pending[4])
 
 
 class _State:
@@ -312,7 +320,8 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
     """The image record: the one builder's, else from Nova's metadata."""
     pending = _pending_for(context, sent.get('name'))
     if pending is not None:
-        server_id, metadata, backup_type = pending
+        server_id, metadata = pending
+        backup_type = _pending_backup_type(context, sent.get('name'))
         snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
         loaded = adapter.load_server(context, server_id)
         if loaded is not None and snapshot_ids is not None:

@@ -194,3 +194,14 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
         self.assertEqual(1, len(failing))
         self.assertIn(failing[0], self.cinder.volume_snapshots)
         self.assertEqual(1, len(self.deleted_snapshots))
+
+    def test_pending_backup_type_is_per_context_and_name(self):
+        from nova_snapshot_ext.nova import hook
+
+        with hook.pending_create_image(self.context, 'sid', 'n', {},
+                                       backup_type='daily'):
+            self.assertEqual('daily',
+                             hook._pending_backup_type(self.context, 'n'))
+            self.assertIsNone(hook._pending_backup_type(object(), 'n'))
+        with hook.pending_create_image(self.context, 'sid', 'n', {}):
+            self.assertIsNone(hook._pending_backup_type(self.context, 'n'))
