@@ -107,6 +107,17 @@ CLI_OPTS = [
 ]
 
 
+#: oslo.log's ``debug`` with this program's true default in its help
+#: (oslo.log's says "instead of the default INFO level"; the console
+#: script logs at WARNING, see :func:`setup_logging`).
+DEBUG_OPT = cfg.BoolOpt(
+    'debug', short='d', default=False, mutable=True,
+    help='Log at DEBUG, every request included (tokens hashed), also '
+    "from keystoneauth, glanceclient and stevedore. Without it only this "
+    "program's warnings and errors reach stderr (level WARNING) and none "
+    'of those libraries.')
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C would be so cleanup runs the same."""
 
@@ -211,6 +222,8 @@ def new_conf(cli: bool = True) -> cfg.ConfigOpts:
     opts.register_opts(conf)
     _register_nova_hints(conf)
     logging.register_options(conf)
+    conf.unregister_opt(DEBUG_OPT)
+    conf.register_cli_opt(DEBUG_OPT)
     # Logs go to stderr so that stdout carries only the output (JSON).
     conf.set_default('use_stderr', True)
     if cli:
@@ -639,8 +652,27 @@ def driver_source(conf: cfg.ConfigOpts) -> str:
             'compute_driver is set' % inferred)
 
 
+def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
+    """probe's permissions lines (see :func:`checks.check_permissions`).
+
+    The throwaway image is "not created" when Glance refused the create,
+    "deleted" once deleted, "COULD NOT DELETE" when it is left.
+    """
+    if permissions is None:
+        return 'Permissions: not checked'
+    text = 'Permissions (throwaway image %s, %s): %s' % (
+        permissions['image_id'],
+        'not created' if not permissions.get('created', True) else
+        'deleted' if not permissions['left'] else 'COULD NOT DELETE',
+        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
+                  for s in permissions['steps']))
+    for need in permissions['missing']:
+        text += '\n  missing: the identity cannot %s' % need
+    return text
+
+
 def cmd_probe(conf: cfg.ConfigOpts) -> int:
-    service_mod.check_options(conf)
+    checks.check_configuration(conf)
     glance = checks.connect(conf)
     service = service_mod.SnapshotService(conf, glance=glance)
     info = describe_plan(service, glance)
@@ -654,16 +686,7 @@ def cmd_probe(conf: cfg.ConfigOpts) -> int:
     info['permissions'] = permissions
     text = _plan_text(info)
     text += '\nDriver chosen by: %s' % info['driver']['source']
-    if permissions is None:
-        text += '\nPermissions: not checked'
-    else:
-        text += '\nPermissions (throwaway image %s, %s): %s' % (
-            permissions['image_id'], 'deleted' if not permissions['left']
-            else 'COULD NOT DELETE', ', '.join(
-                '%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
-                for s in permissions['steps']))
-        for need in permissions['missing']:
-            text += '\n  missing: the identity cannot %s' % need
+    text += '\n' + permissions_text(permissions)
     _emit(info, text, conf.format)
     if not info['plan'] or info['refused']:
         return checks.EXIT_INPUT
@@ -696,6 +719,8 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
                                    checks.clean_message(
                                        err.format_message())),
               file=sys.stderr)
+    if image is not None:
+        _hash_from_image(result, image)
     if image is not None and ownership is not None:
         _report_owner(ownership, image, request)
     if fmt == 'json':
@@ -707,6 +732,20 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
             print('Image as Glance returns it:')
             print(json.dumps(image, indent=2, sort_keys=True, default=str))
     return image
+
+
+def _hash_from_image(result: ty.Any, image: dict[str, ty.Any]) -> None:
+    """Fill the result's hash from the image Glance returned after it.
+
+    An upload's answer (204) has no body: the engine knows the hash only
+    when an answer carried it.  The image read back afterwards is Glance's
+    own word; it is taken only for the same image.
+    """
+    if result.os_hash_value or image.get('id') != result.image_id:
+        return
+    if image.get('os_hash_value'):
+        result.os_hash_algo = image.get('os_hash_algo')
+        result.os_hash_value = image.get('os_hash_value')
 
 
 def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
@@ -729,7 +768,7 @@ def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
 
 def cmd_snapshot(conf: cfg.ConfigOpts) -> int:
     request = _read_request(conf.command.request)
-    service_mod.check_options(conf)
+    checks.check_configuration(conf)
     glance = checks.connect(conf)
     ownership = checks.check_ownership(
         glance, request.requester.project_id, request.server.project_id)
@@ -741,6 +780,8 @@ def cmd_snapshot(conf: cfg.ConfigOpts) -> int:
 def cmd_audit(conf: cfg.ConfigOpts) -> int:
     from nova_snapshot_ext.cmd import audit as audit_cmd
 
+    audit_cmd.check_args(conf)
+    checks.check_configuration(conf)
     return audit_cmd.run(conf, checks.connect(conf))
 
 
