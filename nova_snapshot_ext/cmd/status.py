@@ -56,7 +56,6 @@ only asks and words the answer):
 from __future__ import annotations
 
 import configparser
-import os
 import sys
 import typing as ty
 
@@ -449,8 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     conf = new_conf()
     try:
         return int(upgradecheck.main(
-            conf, project=cmd_main.PROJECT, upgrade_command=UpgradeChecks(conf),
-            argv=argv))
+            conf, project=cmd_main.PROJECT,
+            upgrade_command=UpgradeChecks(conf), argv=argv))
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError,
             cfg.ConfigFileParseError) as err:
         print('error: %s' % checks.clean_message(str(err)), file=sys.stderr)
