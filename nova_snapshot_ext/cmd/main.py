@@ -78,7 +78,7 @@ DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'data', 'sample-request.json')
 
-COMMANDS = ('snapshot', 'probe', 'audit', 'demo')
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve')
 
 #: Nova options read (never required) to infer the driver when the
 #: plugin reads nova.conf; registered only on the CLI's own ConfigOpts.
@@ -206,6 +206,11 @@ def add_commands(subparsers: ty.Any) -> None:
                    help='activate through a location: Glance with the http '
                    'store reads a valid empty image from a local web '
                    'server the demo starts')
+
+
+    from nova_snapshot_ext.cmd import serve
+
+    serve.add_parser(subparsers)
 
 
 def _register_nova_hints(conf: cfg.ConfigOpts) -> None:
@@ -794,9 +799,15 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
                     fmt=conf.format, location=args.location)
 
 
+def cmd_serve(conf: cfg.ConfigOpts) -> int:
+    from nova_snapshot_ext.cmd import serve
+
+    return serve.run(conf)
+
+
 HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
     'snapshot': cmd_snapshot, 'probe': cmd_probe, 'audit': cmd_audit,
-    'demo': cmd_demo}
+    'demo': cmd_demo, 'serve': cmd_serve}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
@@ -852,7 +863,7 @@ def run(argv: list[str]) -> int:
         _parse_error_json(argv, code, captured.getvalue())
         return code
     setup_logging(conf)
-    if conf.command.name != 'demo':
+    if conf.command.name not in ('demo', 'serve'):
         warn_configuration(conf)
     return int(HANDLERS[conf.command.name](conf))
 

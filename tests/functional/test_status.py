@@ -19,7 +19,8 @@ warns) on another configured to fail it:
 * API 2.17: listed by Glance 33 (pass); Glance 28 lacks it - run
   ``tox -e glance28 -- tests.functional.test_status`` (skipped otherwise).
 * ``raw``: the default profile (pass), ``no-raw`` (warning naming the
-  fallback), ``ploop-only`` (failure: no honest activation).
+  fallback), ``ploop-only`` with ``driver_formats_only`` (failure: no
+  honest activation).
 * Default store: the embedded Glance's ``file`` store read from
   ``GET /v2/info/stores/detail`` with an admin token (pass).  A Cinder
   default store is checked from a ``glance-api.conf`` only: running
@@ -178,6 +179,9 @@ class TestNoHonestActivation(StatusTestCase):
     GLANCE_PROFILE = 'ploop-only'
 
     def test_no_plan_fails(self):
+        # libvirt (kvm) does not read ploop: only a fallback remains, and
+        # driver_formats_only refuses fallbacks.
+        self.add_options('[snapshot_ext]\ndriver_formats_only = true')
         code, results = self.status()
         self.assertEqual(2, code)
         result, details = results["'raw' allowed"]
