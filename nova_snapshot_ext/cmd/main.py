@@ -207,7 +207,6 @@ def add_commands(subparsers: ty.Any) -> None:
                    'store reads a valid empty image from a local web '
                    'server the demo starts')
 
-
     from nova_snapshot_ext.cmd import serve
 
     serve.add_parser(subparsers)
