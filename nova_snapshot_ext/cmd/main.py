@@ -78,6 +78,11 @@ DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'data', 'sample-request.json')
 
+#: The request's JSON Schema (see
+#: :mod:`nova_snapshot_ext.snapshot.request_schema`).
+REQUEST_SCHEMA = os.path.join(os.path.dirname(SAMPLE_REQUEST),
+                              'snapshot-request.schema.json')
+
 COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve')
 
 #: Nova options read (never required) to infer the driver when the
@@ -150,9 +155,12 @@ def add_commands(subparsers: ty.Any) -> None:
         'snapshot', help='register and activate one snapshot image',
         description='Register and activate the volume-backed snapshot '
         'image REQUEST.json describes, in the Glance [snapshot_ext_glance] '
-        'reaches, owned where Nova would own it.')
+        'reaches, owned where Nova would own it. The request format: '
+        'doc/source/request.rst and its JSON Schema, %s; an example: %s.'
+        % (REQUEST_SCHEMA, SAMPLE_REQUEST))
     p.add_argument('request', metavar='REQUEST.json',
-                   help='the snapshot request (JSON)')
+                   help='the snapshot request (JSON; format: %s)'
+                   % REQUEST_SCHEMA)
 
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',
@@ -503,7 +511,9 @@ def _read_request(path: str) -> request_mod.SnapshotRequest:
     except RecursionError:
         raise exception.InvalidRequest(field='<file>',
                                        reason='JSON nested too deeply')
-    return request_mod.SnapshotRequest.from_dict(data)
+    from nova_snapshot_ext.snapshot import request_schema
+
+    return request_schema.load(data)
 
 
 def redact_image(image: dict[str, ty.Any]) -> dict[str, ty.Any]:
