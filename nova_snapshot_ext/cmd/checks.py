@@ -499,6 +499,25 @@ def check_permissions(glance: glance_mod.GlanceClient,
             'missing': missing, 'left': left, 'created': created}
 
 
+def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
+    """probe's permissions lines (see :func:`check_permissions`).
+
+    The throwaway image is "not created" when Glance refused the create,
+    "deleted" once deleted, "COULD NOT DELETE" when it is left.
+    """
+    if permissions is None:
+        return 'Permissions: not checked'
+    text = 'Permissions (throwaway image %s, %s): %s' % (
+        permissions['image_id'],
+        'not created' if not permissions.get('created', True) else
+        'deleted' if not permissions['left'] else 'COULD NOT DELETE',
+        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
+                  for s in permissions['steps']))
+    for need in permissions['missing']:
+        text += '\n  missing: the identity cannot %s' % need
+    return text
+
+
 def _known_options(conf: cfg.ConfigOpts, group: str,
                    listed: ty.Collection[str]) -> set[str] | None:
     """The option names ``group`` accepts, or ``None`` when unknowable.

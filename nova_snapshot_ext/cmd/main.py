@@ -666,25 +666,6 @@ def driver_source(conf: cfg.ConfigOpts) -> str:
             'compute_driver is set' % inferred)
 
 
-def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
-    """probe's permissions lines (see :func:`checks.check_permissions`).
-
-    The throwaway image is "not created" when Glance refused the create,
-    "deleted" once deleted, "COULD NOT DELETE" when it is left.
-    """
-    if permissions is None:
-        return 'Permissions: not checked'
-    text = 'Permissions (throwaway image %s, %s): %s' % (
-        permissions['image_id'],
-        'not created' if not permissions.get('created', True) else
-        'deleted' if not permissions['left'] else 'COULD NOT DELETE',
-        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
-                  for s in permissions['steps']))
-    for need in permissions['missing']:
-        text += '\n  missing: the identity cannot %s' % need
-    return text
-
-
 def cmd_probe(conf: cfg.ConfigOpts) -> int:
     checks.check_configuration(conf)
     glance = checks.connect(conf)
@@ -700,7 +681,7 @@ def cmd_probe(conf: cfg.ConfigOpts) -> int:
     info['permissions'] = permissions
     text = _plan_text(info)
     text += '\nDriver chosen by: %s' % info['driver']['source']
-    text += '\n' + permissions_text(permissions)
+    text += '\n' + checks.permissions_text(permissions)
     _emit(info, text, conf.format)
     if not info['plan'] or info['refused']:
         return checks.EXIT_INPUT

@@ -154,14 +154,14 @@ class TestProbeNeverCreated(base.TestCase):
                 operation='create', reason='policy', status=403))
         permissions = checks.check_permissions(glance, 'raw')
         self.assertFalse(permissions['created'])
-        text = main.permissions_text(permissions)
+        text = checks.permissions_text(permissions)
         self.assertIn('not created', text)
         self.assertNotIn('deleted', text)
 
     def test_created_and_deleted(self):
         permissions = checks.check_permissions(test_cmd.FakePermGlance(),
                                                'raw')
-        self.assertIn(', deleted)', main.permissions_text(permissions))
+        self.assertIn(', deleted)', checks.permissions_text(permissions))
 
 
 class TestHashOfAFreshUpload(base.TestCase):
