@@ -149,6 +149,17 @@ def exit_code_text() -> str:
         '%d %s' % (code, text) for code, text in checks.EXIT_CODES)
 
 
+def _package_path(path: str) -> str:
+    """``path`` relative to the package's parent (no build-machine path).
+
+    ``/usr/lib/python3/dist-packages/nova_snapshot_ext/data/x.json`` ->
+    ``nova_snapshot_ext/data/x.json``: help text is also rendered into the
+    docs.
+    """
+    root = os.path.dirname(os.path.dirname(SAMPLE_REQUEST))
+    return os.path.relpath(path, os.path.dirname(root))
+
+
 def add_commands(subparsers: ty.Any) -> None:
     """The sub-commands and their own arguments (``cfg.SubCommandOpt``)."""
     p = subparsers.add_parser(
@@ -156,11 +167,12 @@ def add_commands(subparsers: ty.Any) -> None:
         description='Register and activate the volume-backed snapshot '
         'image REQUEST.json describes, in the Glance [snapshot_ext_glance] '
         'reaches, owned where Nova would own it. The request format: '
-        'doc/source/request.rst and its JSON Schema, %s; an example: %s.'
-        % (REQUEST_SCHEMA, SAMPLE_REQUEST))
+        'doc/source/request.rst and its JSON Schema, %s in the installed '
+        'package; an example: %s.' % (_package_path(REQUEST_SCHEMA),
+                                      _package_path(SAMPLE_REQUEST)))
     p.add_argument('request', metavar='REQUEST.json',
                    help='the snapshot request (JSON; format: %s)'
-                   % REQUEST_SCHEMA)
+                   % _package_path(REQUEST_SCHEMA))
 
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',

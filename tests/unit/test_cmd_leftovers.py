@@ -229,6 +229,20 @@ class TestDocs(base.TestCase):
                         self.assertIsNone(pattern.search(line),
                                           '%s:%d: %s' % (name, n, line))
 
+    def test_help_rendered_into_the_docs_has_no_build_machine_path(self):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(main.__file__))))
+        texts = {}
+        for command in ('snapshot', 'serve', 'demo', 'probe', 'audit'):
+            stdout = self.useFixture(fixtures.MonkeyPatch(
+                'sys.stdout', test_cmd.io.StringIO())).new_value
+            self.assertRaises(SystemExit, main.parse, [command, '--help'])
+            # argparse wraps at hyphens: join the wrapped words again.
+            texts[command] = ''.join(stdout.getvalue().split())
+            self.assertNotIn(root, texts[command], command)
+        self.assertIn('nova_snapshot_ext/data/snapshot-request.schema.json',
+                      texts['snapshot'])
+
     def test_sample_config_generated_into_the_docs(self):
         with open(os.path.join(DOC_SOURCE, 'conf.py')) as f:
             conf_py = f.read()
