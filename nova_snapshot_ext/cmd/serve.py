@@ -136,9 +136,9 @@ def _check_args(args: ty.Any) -> tuple[str, list[str]]:
 
 
 def _sample_project() -> str:
-    from nova_snapshot_ext.cmd import main as cli
+    from nova_snapshot_ext.snapshot import request as request_mod
 
-    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
         return str(json.load(f)['requester']['project_id'])
 
 
@@ -157,13 +157,15 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
         until Ctrl-C or SIGTERM, which raise ``KeyboardInterrupt``).
     :raises CLIError: a bad argument (2), Glance failed to start (3).
     """
-    from nova_snapshot_ext.cmd import main as cli
+    from nova_snapshot_ext.cmd import config
+    from nova_snapshot_ext.cmd import demo as demo_cmd
     from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
+    from nova_snapshot_ext.snapshot import request as request_mod
 
     args = conf.command
     project, roles = _check_args(args)
-    demo.check_extra()
+    demo_cmd.check_extra()
     kwargs = dict(embedded.PROFILES[args.profile])
     if args.database != SQLITE:
         module = _database_module()
@@ -191,7 +193,8 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
                                                   'nova-snapshot-ext.conf')
         token = glance.token(project, DEFAULT_USER, roles=roles)
         demo.write_config(written, glance.endpoint, token, args.driver)
-        lines = commands(cli.PROG, written, cli.SAMPLE_REQUEST)
+        # The console script is named after the project.
+        lines = commands(config.PROJECT, written, request_mod.SAMPLE_REQUEST)
         if conf.format == 'json':
             print(json.dumps({
                 'endpoint': glance.endpoint, 'config_file': written,

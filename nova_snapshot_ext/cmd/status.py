@@ -30,7 +30,9 @@ only asks and words the answer):
   (:func:`nova_snapshot_ext.cmd.checks.check_configuration` without the
   driver).
 * **Snapshot driver**: configured (``[snapshot_ext] driver``), inferred from
-  Nova's ``[DEFAULT] compute_driver``, or only guessed.
+  Nova's ``[DEFAULT] compute_driver``, or only guessed
+  (:func:`nova_snapshot_ext.driver.choose_driver`; a guessed driver stamps
+  no ``hypervisor_type``).
 * **Nova release**: when ``nova`` is importable here, that its major is
   supported and its internals are the ones the hook knows
   (:func:`nova_snapshot_ext.nova.hook.check_nova`).
@@ -42,7 +44,7 @@ only asks and words the answer):
 * **Glance API 2.17**: the new location API, for location activation.
 * **raw allowed**: zero bytes as ``raw``; else which fallback the plan
   uses (the plan and its reasons: ``probe``'s
-  :func:`nova_snapshot_ext.cmd.main.describe_plan`).
+  :func:`nova_snapshot_ext.cmd.snapshot.describe_plan`).
 * **Default store**: a Cinder-backed default store makes a 1 GiB volume in
   Glance's own project for every zero-byte upload (glance_store's cinder
   driver); location activation avoids it.  Read from
@@ -65,6 +67,7 @@ from oslo_upgradecheck import upgradecheck
 
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main as cmd_main
+from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
@@ -147,24 +150,13 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
             driver = driver_mod.load_driver(conf)
         except (exception.SnapshotExtException, cfg.Error) as err:
             return Result(Code.FAILURE, _message(err))
-        configured = driver_mod.configured_driver_name(conf)
-        if configured:
-            return Result(Code.SUCCESS, 'driver %s, configured by '
-                          '[snapshot_ext] driver' % driver.name)
-        compute = getattr(conf, 'compute_driver', None)
-        family = (compute or '').strip().split('.', 1)[0].lower()
-        if compute and family in driver_mod.COMPUTE_DRIVER_MAP:
-            return Result(Code.SUCCESS, 'driver %s, inferred from [DEFAULT] '
-                          'compute_driver = %s' % (driver.name, compute))
-        why = ('[DEFAULT] compute_driver = %s names no known hypervisor '
-               'family' % compute if compute else 'neither [snapshot_ext] '
-               'driver nor [DEFAULT] compute_driver is set (usual on an API '
-               'host)')
-        return Result(Code.WARNING, 'driver only guessed (%s): %s. Set '
-                      "[snapshot_ext] driver to the compute hosts' "
-                      'hypervisor (one of: %s)' % (
-                          driver.name, why,
-                          ', '.join(driver_mod.driver_names())))
+        choice = driver_mod.choose_driver(conf)
+        if choice.known:
+            return Result(Code.SUCCESS, 'driver %s, %s' % (driver.name,
+                                                           choice.reason))
+        return Result(Code.WARNING, 'driver only guessed (%s): %s (one of: '
+                      '%s)' % (driver.name, choice.reason,
+                               ', '.join(driver_mod.driver_names())))
 
     def _check_nova(self) -> Result:
         if not _nova_importable():
@@ -223,7 +215,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
             try:
                 service = service_mod.SnapshotService(self.conf,
                                                       glance=glance)
-                self._info = cmd_main.describe_plan(service, glance)
+                self._info = snapshot_cmd.describe_plan(service, glance)
             except (exception.SnapshotExtException, cfg.Error) as err:
                 self._plan_error = _message(err)
         return self._info

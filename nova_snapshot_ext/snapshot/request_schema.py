@@ -107,6 +107,27 @@ def check(data: ty.Any) -> None:
                 SCHEMA_PATH)))
 
 
+def load_file(path: str) -> request_mod.SnapshotRequest:
+    """Read a request file with ``from_file``, then check its schema.
+
+    :meth:`SnapshotRequest.from_file
+    <nova_snapshot_ext.snapshot.request.SnapshotRequest.from_file>` first
+    (its errors, unchanged), then :func:`check` on the same document.
+
+    :raises InvalidRequest: naming the offending field (``<file>`` when
+        the file cannot be read or is not JSON).
+    :raises InvalidServerState: as ``from_dict``.
+    """
+    request = request_mod.SnapshotRequest.from_file(path)
+    try:
+        with open(path, encoding='utf-8') as f:
+            data = json.load(f)
+    except (OSError, ValueError, RecursionError) as err:
+        raise exception.InvalidRequest(field='<file>', reason=str(err))
+    check(data)
+    return request
+
+
 def load(data: ty.Any) -> request_mod.SnapshotRequest:
     """Build a request from a JSON document checked by both validators.
 

@@ -29,7 +29,7 @@ import urllib.request
 import fixtures
 import testtools
 
-from nova_snapshot_ext.cmd import main as cli
+from nova_snapshot_ext.snapshot import request as request_mod
 from tests.functional import base as fbase
 
 
@@ -83,7 +83,7 @@ class TestServe(testtools.TestCase):
         self.assertEqual(0, probe.returncode, probe.stderr)
         self.assertIn('upload qcow2', probe.stdout)
         snap = self.cli('snapshot', '--config-file', out_conf, '--format',
-                        'json', cli.SAMPLE_REQUEST)
+                        'json', request_mod.SAMPLE_REQUEST)
         self.assertEqual(0, snap.returncode, snap.stderr)
         image = json.loads(snap.stdout)['image']
         self.assertEqual(('active', 'qcow2'),

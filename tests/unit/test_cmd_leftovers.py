@@ -24,6 +24,7 @@ from glanceclient import exc as gexc
 
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main
+from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext.snapshot import result as result_mod
 from tests import base
 from tests.unit.snapshot import test_service
@@ -176,9 +177,9 @@ class TestHashOfAFreshUpload(base.TestCase):
         fake.glance.get.return_value = {
             'id': 'img-1', 'status': 'active', 'os_hash_algo': 'sha512',
             'os_hash_value': 'cf83e1'}
-        with mock.patch.object(main.service_mod, 'SnapshotService',
+        with mock.patch.object(snapshot_cmd.service_mod, 'SnapshotService',
                                return_value=fake):
-            main.run_snapshot(self.conf, mock.Mock(), 'json')
+            snapshot_cmd.run_snapshot(self.conf, mock.Mock(), 'json')
         out = json.loads(stdout.getvalue())
         self.assertEqual('sha512', out['result']['os_hash_algo'])
         self.assertEqual('cf83e1', out['result']['os_hash_value'])
@@ -186,8 +187,8 @@ class TestHashOfAFreshUpload(base.TestCase):
     def test_hash_of_another_image_not_taken(self):
         result = result_mod.SnapshotResult(image_id='img-1', name='s',
                                            status='active')
-        main._hash_from_image(result, {'id': 'img-2',
-                                       'os_hash_value': 'x'})
+        snapshot_cmd._hash_from_image(
+            result, {'id': 'img-2', 'os_hash_value': 'x'})
         self.assertIsNone(result.os_hash_value)
 
 

@@ -128,7 +128,7 @@ class TestDriverCheck(StatusCase):
         result = self.checks('[snapshot_ext]\ndriver = hyperv\n')\
             ._check_driver()
         self.assertEqual(status.Code.SUCCESS, result.code)
-        self.assertIn('configured', result.details)
+        self.assertIn('[snapshot_ext] driver = hyperv', result.details)
 
     def test_inferred(self):
         result = self.checks('[DEFAULT]\ncompute_driver = '

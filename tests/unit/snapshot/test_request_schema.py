@@ -25,7 +25,7 @@ from tests import base
 
 
 def sample():
-    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+    with open(request.SAMPLE_REQUEST, encoding='utf-8') as f:
         return json.load(f)
 
 
