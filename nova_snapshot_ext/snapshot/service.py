@@ -210,6 +210,12 @@ class SnapshotService:
         source = self._location_source
         if source is None:
             return None, []
+        if capabilities.unread:
+            # A blip on /versions or /v2/info/stores: unknown, not "no".
+            return None, ['Glance %s could not be read: %s' % (
+                ' and '.join(capabilities.unread), '; '.join(
+                    str(e.kwargs.get('reason'))
+                    for e in capabilities.unread.values()))]
         api = locations.choose_api(capabilities, source.api)
         reasons = locations.glance_refusals(capabilities, source.disk_format,
                                             api)
@@ -272,6 +278,11 @@ class SnapshotService:
         preflight_mod.check_image_record(
             record, caps, self.conf.snapshot_ext.image_property_quota)
         method = self.conf.snapshot_ext.activation_method
+        if (self._location_source is not None and caps.unread
+                and method == 'location-first'):
+            # Glance could not say whether it takes the location: its
+            # error, with its cause's exit code, not "location unusable".
+            raise next(iter(caps.unread.values()))
         location, why_not = self.assess_location(caps, glance)
         pinned = self.conf.snapshot_ext.disk_formats
         notes = []
@@ -321,7 +332,9 @@ class SnapshotService:
             behind; ``code`` is the HTTP status of the last failure.
         """
         glance = glance or self.glance
-        return self.register(self.preflight(snapshot, glance), glance)
+        with glance.snapshot_deadline(
+                self.conf.snapshot_ext.snapshot_timeout):
+            return self.register(self.preflight(snapshot, glance), glance)
 
     def register(self, prepared: PreparedSnapshot,
                  glance: glance_mod.GlanceClient | None = None
@@ -344,8 +357,10 @@ class SnapshotService:
         # The record was stamped before its preflight (check_record), which
         # may have left the fingerprint out at the property quota: never
         # stamp it again here.
-        return self._engine.register(prepared.record, prepared.plan,
-                                     prepared.notes, glance)
+        with glance.snapshot_deadline(
+                self.conf.snapshot_ext.snapshot_timeout):
+            return self._engine.register(prepared.record, prepared.plan,
+                                         prepared.notes, glance)
 
     @staticmethod
     def location_task_failure(glance: glance_mod.GlanceClient,
