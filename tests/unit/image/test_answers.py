@@ -74,6 +74,10 @@ class _ImageAPI(http.server.BaseHTTPRequestHandler):
                 {'id': 'v2.17', 'status': 'CURRENT'}]})
         if self.path == '/v2/schemas/image':
             return self._send(200, self.server.schema)
+        if self.path == '/v2/schemas/member':
+            return self._send(200, {'name': 'member', 'properties': {
+                name: {'type': 'string'} for name in (
+                    'image_id', 'member_id', 'status')}})
         match = re.match(r'^/v2/images/([^/]+)$', self.path)
         if match and match.group(1) in images:
             return self._send(200, images[match.group(1)])
