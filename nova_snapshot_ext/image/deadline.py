@@ -159,9 +159,9 @@ def watch_session(session: ty.Any) -> bool:
         return False
     watched = True
     for adapter in adapters.values():
-        manager = getattr(adapter, 'poolmanager', None)
+        manager: ty.Any = getattr(adapter, 'poolmanager', None)
         classes = getattr(manager, 'pool_classes_by_scheme', None)
-        if not isinstance(classes, dict):
+        if manager is None or not isinstance(classes, dict):
             watched = False
             continue
         if classes is not POOL_CLASSES and classes != POOL_CLASSES:

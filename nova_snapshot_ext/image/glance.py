@@ -32,9 +32,9 @@ starts ``HTTP 415``; :func:`translate` recognises it as
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
-import contextlib
 import re
 import threading
 import time
@@ -67,6 +67,10 @@ _CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
     (glance_exc.HTTPNotFound, exception.GlanceNotFound),
     (glance_exc.HTTPConflict, exception.GlanceConflict),
     (glance_exc.HTTPOverLimit, exception.GlanceOverLimit),
+    # 502/503/504: Glance, or the way to it, cannot answer now -- one
+    # cause, one class (and one exit code, doc/source/cli.rst); 500 is
+    # Glance's own failure (GlanceError).
+    (glance_exc.HTTPBadGateway, exception.GlanceUnavailable),
     (glance_exc.HTTPServiceUnavailable, exception.GlanceUnavailable),
     (glance_exc.HTTPNotImplemented, exception.GlanceNotImplemented),
     (glance_exc.CommunicationError, exception.GlanceUnavailable),
@@ -88,6 +92,9 @@ _CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
     (http.client.HTTPException, exception.GlanceUnavailable),
     (OSError, exception.GlanceUnavailable),
 ]
+
+#: Statuses that say Glance cannot answer now (a gateway's or its own).
+UNAVAILABLE_STATUSES = frozenset([502, 503, 504])
 
 #: Errors a Glance call may raise that :func:`translate` turns into ours.
 TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
@@ -140,8 +147,8 @@ def translate(err: BaseException, operation: str,
         ``GlanceBadRequest`` for 400 and for glanceclient's client-side
         schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
         ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
-        ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 503 and
-        transport failures (connection refused or reset, timeout, a body
+        ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 502, 503, 504
+        and transport failures (connection refused or reset, timeout, a body
         cut mid-answer), ``GlanceNotImplemented`` 501 (also raised by
         glanceclient itself when Glance lacks the API version a call
         needs), ``GlanceMalformedAnswer`` for an answer whose body is not
@@ -170,6 +177,9 @@ def translate(err: BaseException, operation: str,
     for client_cls, our_cls in _CLASS_MAP:
         if isinstance(err, client_cls):
             return our_cls(**kwargs)
+    if status in UNAVAILABLE_STATUSES:
+        # e.g. 504, which glanceclient raises as its bare HTTPException.
+        return exception.GlanceUnavailable(**kwargs)
     return exception.GlanceError(**kwargs)
 
 

@@ -406,7 +406,8 @@ class FaultProxy(object):
         :returns: None
         """
         for action in actions:
-            if action not in ACTIONS or action in ('restart', 'hook', 'replace'):
+            if action not in ACTIONS or action in ('restart', 'hook',
+                                                   'replace'):
                 raise ValueError('random mode cannot apply %r' % action)
         with self._lock:
             self._random = (random.Random(seed), float(probability),
