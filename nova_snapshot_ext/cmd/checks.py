@@ -332,12 +332,33 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
     if isinstance(err, exception.GlanceUnavailable):
         return message, EXIT_UNREACHABLE
     if status == 401:
-        hint = ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
-                if CONNECTED.get('authenticated') else
-                'no credentials were sent: set [%s] auth_type and its '
-                'options' % opts.GLANCE_GROUP)
-        return '%s (%s)' % (message, hint), EXIT_UNREACHABLE
+        return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
     return message, EXIT_FAILED
+
+
+def _auth_hint() -> str:
+    """Why Glance answered 401, as far as the CLI knows."""
+    return ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
+            if CONNECTED.get('authenticated') else
+            'no credentials were sent: set [%s] auth_type and its '
+            'options' % opts.GLANCE_GROUP)
+
+
+def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
+    """The message and exit status of a snapshot that was not activated.
+
+    By the cause of its last attempt's failure, as for any Glance error
+    (:func:`glance_error`; doc/source/cli.rst "Exit status by cause"):
+    Glance unreachable or the credentials refused (a 401 on every request
+    after the create) is exit 3, everything else exit 1.
+    """
+    message = err.format_message()
+    cause = err.__cause__
+    if not isinstance(cause, exception.GlanceError):
+        return message, EXIT_FAILED
+    if cause.kwargs.get('status') == 401:
+        return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
+    return message, glance_error(cause)[1]
 
 
 def identity_project(glance: glance_mod.GlanceClient) -> str | None:

@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One exit status per cause (doc/source/cli.rst "Exit status by cause")."""
+
+from glanceclient import exc as gexc
+
+from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance
+from tests import base
+
+
+def _failed(cause):
+    err = exception.ActivationFailed(name='s', reason='r')
+    err.__cause__ = cause
+    return err
+
+
+class TestExitByCause(base.TestCase):
+
+    def test_gateway_statuses_are_one_cause(self):
+        for err in (gexc.HTTPServiceUnavailable('x'),
+                    gexc.HTTPBadGateway('x'),
+                    gexc.HTTPException('HTTP 504 Gateway Timeout')):
+            ours = glance.translate(err, 'get')
+            self.assertIsInstance(ours, exception.GlanceUnavailable)
+            self.assertEqual(checks.EXIT_UNREACHABLE,
+                             checks.glance_error(ours)[1])
+        ours = glance.translate(gexc.HTTPInternalServerError('x'), 'get')
+        self.assertNotIsInstance(ours, exception.GlanceUnavailable)
+        self.assertEqual(checks.EXIT_FAILED, checks.glance_error(ours)[1])
+
+    def test_a_failed_snapshot_exits_by_its_cause(self):
+        cases = (
+            (exception.GlanceForbidden(operation='upload', reason='r',
+                                       status=401), checks.EXIT_UNREACHABLE),
+            (exception.GlanceUnavailable(operation='upload', reason='r'),
+             checks.EXIT_UNREACHABLE),
+            (exception.GlanceDeadlineExceeded(
+                operation='upload', reason='r', deadline=6, which='w'),
+             checks.EXIT_UNREACHABLE),
+            (exception.GlanceError(operation='upload', reason='r',
+                                   status=500), checks.EXIT_FAILED),
+            (exception.ImageFormatRejected(operation='upload', reason='r',
+                                           status=415, image_id='i',
+                                           disk_format='raw'),
+             checks.EXIT_FAILED),
+            (None, checks.EXIT_FAILED))
+        for cause, code in cases:
+            message, got = checks.activation_failure(_failed(cause))
+            self.assertEqual(code, got, cause)
+        message, _ = checks.activation_failure(_failed(cases[0][0]))
+        self.assertIn('snapshot_ext_glance', message)
