@@ -362,6 +362,64 @@ class SnapshotService:
             return self._engine.register(prepared.record, prepared.plan,
                                          prepared.notes, glance)
 
+    def recheck(self, result: result_mod.SnapshotResult,
+                seen: ty.Mapping[str, ty.Any],
+                glance: glance_mod.GlanceClient | None = None
+                ) -> dict[str, ty.Any]:
+        """A read after the success contradicts it: believe Glance's reads.
+
+        An intermediary may answer 204 to an upload it never forwarded;
+        the next read of the image then shows it ``queued``.  The image is
+        read once more: ``active`` (or on its way, ``saving``/
+        ``importing``) is returned as read; ``queued`` again means it is
+        not active -- this snapshot's image (its id is the result's) is
+        deleted, its status re-read right before, and the snapshot fails.
+
+        :param result: the success being contradicted.
+        :param seen: the image as the later read returned it.
+        :returns: the image as read again.
+        :raises ActivationFailed: still ``queued``; ``result`` says what
+            was deleted or left.
+        """
+        glance = glance or self.glance
+        image_id = str(result.image_id)
+        if seen.get('status') == 'active':
+            return dict(seen)
+        self._sleep(self.conf.snapshot_ext.activation_poll_interval)
+        image = glance.get(image_id)
+        if image.get('status') != 'queued':
+            return image
+        reason = ('Glance accepted the payload of image %s, yet two later '
+                  'reads show it queued: it is not active (an intermediary '
+                  'answered without forwarding?)' % image_id)
+        LOG.error('Snapshot %(name)s: %(reason)s',
+                  {'name': result.name, 'reason': reason})
+        result.status = 'failed'
+        attempt = next((a for a in reversed(result.attempts)
+                        if a.image_id == image_id), None)
+        if attempt is not None:
+            attempt.outcome = 'failed'
+            attempt.reason = reason
+        try:
+            if glance.get(image_id).get('status') == 'queued':
+                glance.delete(image_id)
+            if attempt is not None:
+                attempt.cleaned_up = True
+            reason += '; deleted image %s' % image_id
+        except exception.GlanceNotFound:
+            pass
+        except exception.GlanceError as err:
+            result.leftover.append(image_id)
+            reason += ('; COULD NOT DELETE %s (status queued when last '
+                       'read): %s' % (image_id, err.kwargs.get('reason')))
+        result.image_id = None
+        failure = exception.ActivationFailed(name=result.name,
+                                             reason=reason)
+        failure.result = result  # type: ignore[attr-defined]
+        failure.__cause__ = exception.GlanceError(
+            operation='upload', image_id=image_id, reason=reason)
+        raise failure
+
     @staticmethod
     def location_task_failure(glance: glance_mod.GlanceClient,
                               image_id: str) -> str | None:
