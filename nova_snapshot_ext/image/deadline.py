@@ -44,6 +44,14 @@ from urllib3 import connectionpool as u3_pool
 _LOCAL = threading.local()
 
 
+class DeadlineReached(Exception):
+    """A request was about to be sent after its deadline passed.
+
+    Deliberately not a transport error: neither urllib3, requests nor
+    keystoneauth1 re-send on it, so it reaches the caller at once.
+    """
+
+
 class Deadline:
     """A watchdog for the requests made by this thread inside ``with``.
 
@@ -65,14 +73,18 @@ class Deadline:
         self._outer: Deadline | None = None
 
     def attach(self, conn: ty.Any) -> None:
-        """Watch ``conn`` (a urllib3 connection about to send)."""
+        """Watch ``conn`` (a urllib3 connection about to send).
+
+        :raises DeadlineReached: the deadline has passed: nothing is sent
+            (e.g. keystoneauth re-sending a read that the deadline cut).
+        """
         with self._lock:
             if self._done:
                 return
+            if self.expired:
+                raise DeadlineReached('the deadline of %.1f s has passed'
+                                      % self.seconds)
             self._connections.append(conn)
-            expired = self.expired
-        if expired:
-            _shut(conn)
 
     def _expire(self) -> None:
         with self._lock:

@@ -235,6 +235,19 @@ class TestDeadlines(AnswersTestBase):
         # The session is fine afterwards (a new connection).
         self.assertIn('properties', self.client.image_schema())
 
+    def test_a_cut_read_is_not_sent_again_past_its_deadline(self):
+        client = glance.GlanceClient(
+            self.session, endpoint_override=self.proxy.endpoint,
+            request_timeout=1.0, connect_retries=3, connect_retry_delay=0.1)
+        self.proxy.add_rule('GET', r'^/v2/schemas/image$', 'trickle',
+                            times='always', seconds=0.05)
+        started = time.monotonic()
+        self.assertRaises(exception.GlanceDeadlineExceeded,
+                          client.image_schema)
+        self.assertLess(time.monotonic() - started, 2.5)
+        self.proxy.wait_idle(10)
+        self.assertEqual(1, self.proxy.count('GET', 'schemas'))
+
     def test_a_trickling_create_answer_is_a_lost_answer(self):
         self.proxy.add_rule('POST', r'^/v2/images$', 'trickle',
                             seconds=0.05)
