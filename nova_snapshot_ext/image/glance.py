@@ -100,7 +100,8 @@ UNAVAILABLE_STATUSES = frozenset([502, 503, 504])
 TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
               ks_exc.ClientException, requests.exceptions.RequestException,
               urllib3.exceptions.HTTPError, http.client.HTTPException,
-              OSError, ValueError, TypeError, KeyError)
+              OSError, ValueError, TypeError, KeyError, AttributeError,
+              deadline.DeadlineReached)
 
 #: HTTP methods keystoneauth may re-send on a retriable status code or a
 #: connection failure: a second send changes nothing.  A POST, PATCH or
@@ -162,7 +163,7 @@ def translate(err: BaseException, operation: str,
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400
         return exception.GlanceSchemaRefusal(**kwargs)
-    if isinstance(err, (TypeError, KeyError,
+    if isinstance(err, (TypeError, KeyError, AttributeError,
                         requests.exceptions.JSONDecodeError)) or (
             isinstance(err, ValueError) and not isinstance(
                 err, requests.exceptions.RequestException)):
@@ -411,10 +412,16 @@ def check_answer(method: str, url: str, sent: ty.Any, body: ty.Any) -> None:
             return  # the image data (a stream), no document
     if wanted is None:
         return
-    documents = _documents(body)
     required = key == 'id' and (create or (
         match is not None and not match.group('sub')
         and method.upper() in ('GET', 'PATCH')))
+    if required and not isinstance(body, ty.Mapping):
+        # e.g. 204 to a read: an answer that proves nothing.
+        raise exception.GlanceMalformedAnswer(
+            operation=operation_of(method, url), image_id=wanted,
+            status=None, reason='unreadable answer: no image document '
+            '(%s)' % type(body).__name__)
+    documents = _documents(body)
     for document in documents:
         answered = document.get(key)
         if answered is None and not required:
@@ -511,9 +518,9 @@ class _Guard:
                                         err) from err
             if watch.expired:
                 raise self._expired(method, url, seconds, which, None)
-        body = answer[1] if isinstance(answer, tuple) and len(
-            answer) == 2 else None
-        check_answer(method, url, kwargs.get('data'), body)
+        if isinstance(answer, tuple) and len(answer) == 2:
+            # glanceclient's (response, decoded body)
+            check_answer(method, url, kwargs.get('data'), answer[1])
         return answer
 
     @staticmethod
@@ -844,9 +851,18 @@ class GlanceClient:
     # --- discovery --------------------------------------------------------
 
     def image_schema(self) -> dict[str, ty.Any]:
-        """``GET /v2/schemas/image`` as a dict."""
-        return ty.cast(dict, self._call(
-            'schema', lambda: dict(self._client.schemas.get('image').raw())))
+        """``GET /v2/schemas/image`` as a dict.
+
+        :raises GlanceMalformedAnswer: the answer is no image schema (no
+            ``properties`` object naming ``disk_format``).
+        """
+        def read() -> dict[str, ty.Any]:
+            schema = dict(self._client.schemas.get('image').raw())
+            if 'disk_format' not in dict(schema['properties']):
+                raise KeyError('properties.disk_format')
+            return schema
+
+        return ty.cast(dict, self._call('schema', read))
 
     def api_versions(self) -> list[dict[str, ty.Any]]:
         """``GET /versions``: ``[{'id': 'v2.17', 'status': 'CURRENT'}...]``."""
@@ -856,10 +872,15 @@ class GlanceClient:
 
     def stores(self) -> list[dict[str, ty.Any]] | None:
         """``GET /v2/info/stores``; ``None`` without multi-store (404)."""
+        def read() -> list[dict[str, ty.Any]]:
+            body = dict(self._client.images.get_stores_info())
+            if not isinstance(body.get('stores'), list):
+                # Not a stores document (another answer's body): it
+                # proves nothing, least of all "no stores".
+                raise KeyError('stores')
+            return [dict(s) for s in body['stores']]
+
         try:
-            return ty.cast(list, self._call(
-                'stores', lambda: [dict(s) for s in dict(
-                    self._client.images.get_stores_info()).get(
-                        'stores', [])]))
+            return ty.cast(list, self._call('stores', read))
         except exception.GlanceNotFound:
             return None

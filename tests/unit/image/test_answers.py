@@ -201,6 +201,24 @@ class TestAnswerBelongsToTheRequest(AnswersTestBase):
             **{FINGERPRINT: str(uuid.uuid4())})
         self.assertIn(FINGERPRINT, err.format_message())
 
+    def test_answers_that_prove_nothing_are_unreadable(self):
+        other = json.dumps(self.other_image()).encode()
+        mine = self.client.create(id=str(uuid.uuid4()), name='mine',
+                                  disk_format='raw',
+                                  container_format='bare')['id']
+        self.proxy.add_rule('GET', r'^/v2/images/[^/]+$', 'answer',
+                            status=204)
+        self.assertRaises(exception.GlanceMalformedAnswer, self.client.get,
+                          mine)
+        self.proxy.add_rule('GET', r'^/v2/info/stores$', 'answer',
+                            status=200, body=other)
+        self.assertRaises(exception.GlanceMalformedAnswer,
+                          self.client.stores)
+        self.proxy.add_rule('GET', r'^/v2/schemas/image$', 'answer',
+                            status=200, body=other)
+        self.assertRaises(exception.GlanceMalformedAnswer,
+                          self.client.image_schema)
+
     def test_answers_without_an_image_document_pass(self):
         for method, url, sent, body in (
                 ('PUT', '/v2/images/a/file', b'', None),
