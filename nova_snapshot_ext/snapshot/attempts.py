@@ -253,7 +253,7 @@ class AttemptEngine:
         if result.cleaned_up:
             reason += '; deleted image(s) %s' % ', '.join(result.cleaned_up)
         if result.leftover:
-            reason += '; COULD NOT DELETE %s' % ', '.join(result.leftover)
+            reason += '; %s' % result.leftover_text()
         if result.unconfirmed:
             reason += ('; the create of image(s) %s was not confirmed: if '
                        'Glance shows it later, a retry of this snapshot '
@@ -588,6 +588,7 @@ class AttemptEngine:
         glance = run.ctx.glance
         delay = run.ctx.interval
         error: exception.SnapshotExtException | None = None
+        status: str | None = None
         for number in range(tries):
             if number:
                 run.ctx.sleep(delay)
@@ -598,6 +599,7 @@ class AttemptEngine:
                 return None
             except exception.SnapshotExtException as err:
                 error = err
+                status = None
                 continue
             status = image.get('status')
             if status in upload.GONE:
@@ -612,6 +614,7 @@ class AttemptEngine:
                 LOG.warning('Image %s of a failed snapshot attempt is %s; '
                             'not deleted', image_id, status)
                 run.result.leftover.append(image_id)
+                run.result.leftover_status[image_id] = status
                 return None
             try:
                 glance.delete(image_id)
@@ -628,6 +631,7 @@ class AttemptEngine:
                   'attempt: %(err)s; delete it by hand',
                   {'id': image_id, 'err': error})
         run.result.leftover.append(image_id)
+        run.result.leftover_status[image_id] = status
         return None
 
     def _drop_leftover(self, run: _Run, attempt: result_mod.Attempt,

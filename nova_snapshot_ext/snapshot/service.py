@@ -396,6 +396,7 @@ class SnapshotService:
             pass
         except exception.GlanceError as err:
             result.leftover.append(image_id)
+            result.leftover_status[image_id] = 'queued'
             reason += ('; COULD NOT DELETE %s (status queued when last '
                        'read): %s' % (image_id, err.kwargs.get('reason')))
         result.image_id = None
