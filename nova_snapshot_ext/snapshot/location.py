@@ -109,13 +109,8 @@ def activate(ctx: Context, source: locations.LocationSource,
             image = glance.add_location(image_id, obj.url,
                                         obj.validation_data)
         except exception.GlanceConflict as err:
-            return Outcome.fail(Event.LOCATION_FAILED,
-                                exception.GlanceConflict(
-                                    operation='add location (legacy)',
-                                    image_id=image_id, status=409,
-                                    reason='%s (image status now: %s)' % (
-                                        err.kwargs.get('reason'),
-                                        status_of(glance, image_id))))
+            return Outcome.fail(Event.LOCATION_FAILED, _conflict(
+                err, 'add location (legacy)', glance, image_id))
         except exception.SnapshotExtException as err:
             if isinstance(err, REFUSALS) or not _lost(err):
                 return _refused(err)
@@ -136,13 +131,8 @@ def activate(ctx: Context, source: locations.LocationSource,
             glance.add_image_location(image_id, obj.url,
                                       obj.validation_data)
         except exception.GlanceConflict as err:
-            return Outcome.fail(Event.LOCATION_REFUSED,
-                                exception.GlanceConflict(
-                                    operation='add location',
-                                    image_id=image_id, status=409,
-                                    reason='%s (image status now: %s)' % (
-                                        err.kwargs.get('reason'),
-                                        status_of(glance, image_id))))
+            return Outcome.fail(Event.LOCATION_REFUSED, _conflict(
+                err, 'add location', glance, image_id))
         except exception.GlanceNotFound:
             return Outcome.fail(Event.IMAGE_INVISIBLE, _not_visible(
                 image_id, obj, 'the location was sent: it was deleted '
@@ -158,6 +148,15 @@ def activate(ctx: Context, source: locations.LocationSource,
                         estimate=source.import_estimate)
     return wait(ctx, image_id, attempt, obj,
                 estimate=source.import_estimate)
+
+
+def _conflict(err: exception.GlanceConflict, operation: str,
+              glance: ty.Any, image_id: str) -> exception.GlanceConflict:
+    """A 409 on a location add, with the image's status now."""
+    return exception.GlanceConflict(
+        operation=operation, image_id=image_id, status=409,
+        reason='%s (image status now: %s)' % (err.kwargs.get('reason'),
+                                              status_of(glance, image_id)))
 
 
 def status_of(glance: ty.Any, image_id: str) -> str:

@@ -22,9 +22,14 @@ doc/source/attempts.rst's "State x event" table is generated from this
 one (:func:`rst_table`; ``tox -e transitions`` rewrites it, and a unit
 test fails when the page and the table differ).
 
-To add an event: a member of :class:`~.outcome.Event` (its description is
-the page's "event" column), its rows here, the step that classifies the
-answer into it, and ``tox -e transitions``.
+The table is written in :data:`_MOVES`, grouped by what follows (the
+transition), each group listing the events per state.  To add an event: a
+member of :class:`~.outcome.Event` (its description is the page's "event"
+column), its (state, event) pairs in the right groups of :data:`_MOVES`,
+the step that classifies the answer into it and returns
+``Outcome.fail(Event.X, error)`` (or calls :func:`move` for a move that
+goes on), a scenario in tests/unit/snapshot/test_transitions.py for each
+new pair, and ``tox -e transitions``.
 """
 
 from __future__ import annotations
@@ -65,83 +70,82 @@ def _end(step: Step, cleanup: Cleanup = Cleanup.NONE,
     return Transition(state, step, cleanup)
 
 
-_DONE = _end(Step.ACTIVE, state=State.ACTIVE)
-_STOP = _end(Step.STOP)
-_STOP_CLEAN = _end(Step.STOP, Cleanup.IF_QUEUED)
+_P, _C, _CD, _FD, _A, _F = (State.PLANNED, State.CREATING, State.CREATED,
+                            State.FOUND, State.ACTIVATING, State.FAILED)
+_ACT = State.ACTIVE
+E = Event
 
-#: Every allowed move; see the module docstring.
-TRANSITIONS: ty.Mapping[tuple[State, Event], Transition] = {
-    # --- the create ---
-    (State.PLANNED, Event.CREATE_SENT): _go(State.CREATING),
-    (State.PLANNED, Event.INTERRUPTED): _STOP,
-    # (after a 409 on the create: nothing made, the image read back)
-    (State.PLANNED, Event.ADOPTED): _go(State.FOUND),
-    (State.PLANNED, Event.ID_BURNED): _end(Step.NEXT_ID),
-    (State.PLANNED, Event.FOREIGN): _STOP,
-    (State.PLANNED, Event.CHANGED): _STOP,
-    (State.PLANNED, Event.CONFLICT_UNREADABLE): _STOP,
-    (State.CREATING, Event.CREATED): _go(State.CREATED),
-    (State.CREATING, Event.ID_TAKEN): _go(State.PLANNED),
-    (State.CREATING, Event.ADOPTED): _go(State.FOUND),
-    (State.CREATING, Event.FOREIGN): _STOP,
-    (State.CREATING, Event.CHANGED): _STOP,
-    (State.CREATING, Event.FORMAT_REFUSED): _end(Step.NEXT),
-    (State.CREATING, Event.RECORD_REFUSED): _STOP,
-    (State.CREATING, Event.LOCATION_RECORD_REFUSED): _end(Step.NEXT),
-    (State.CREATING, Event.IMAGE_QUOTA): _STOP,
-    (State.CREATING, Event.NEVER_CREATED): _STOP,
-    (State.CREATING, Event.UNREADABLE): _STOP_CLEAN,
-    (State.CREATING, Event.INTERRUPTED): _STOP_CLEAN,
-    (State.CREATING, Event.ANSWER_MISMATCH): _go(State.CREATING),
-    (State.CREATING, Event.DEADLINE): _STOP,
-    # --- created by this attempt ---
-    (State.CREATED, Event.MEMBER_REFUSED): _STOP_CLEAN,
-    (State.CREATED, Event.NOT_QUEUED): _STOP,
-    (State.CREATED, Event.ACTIVATION_SENT): _go(State.ACTIVATING),
-    (State.CREATED, Event.INTERRUPTED): _STOP_CLEAN,
-    # --- made by another try of this snapshot ---
-    (State.FOUND, Event.SEEN_ACTIVE): _DONE,
-    (State.FOUND, Event.MEMBER_REFUSED): _STOP,
-    (State.FOUND, Event.UNFINISHABLE): _STOP,
-    (State.FOUND, Event.IN_PROGRESS): _go(State.ACTIVATING),
-    (State.FOUND, Event.ACTIVATION_SENT): _go(State.ACTIVATING),
-    (State.FOUND, Event.INTERRUPTED): _STOP_CLEAN,
-    # --- the activation (upload or location) ---
-    (State.ACTIVATING, Event.ACCEPTED): _DONE,
-    (State.ACTIVATING, Event.SEEN_ACTIVE): _DONE,
-    (State.ACTIVATING, Event.IN_PROGRESS): _go(State.ACTIVATING),
-    (State.ACTIVATING, Event.UPLOAD_CONFLICT): _go(State.ACTIVATING),
-    (State.ACTIVATING, Event.FORMAT_REJECTED): _end(Step.NEXT,
-                                                    Cleanup.POISONED),
-    (State.ACTIVATING, Event.STRAY_DATA): _end(Step.NEXT, Cleanup.POISONED),
-    (State.ACTIVATING, Event.PAYLOAD_TOO_LARGE): _end(Step.SMALLER,
-                                                      Cleanup.IF_QUEUED),
-    (State.ACTIVATING, Event.IMAGE_GONE): _end(Step.NEXT_ID),
-    (State.ACTIVATING, Event.IMAGE_LOST): _end(Step.NEXT_ID,
-                                               Cleanup.IF_QUEUED),
-    (State.ACTIVATING, Event.REVERTED): _end(Step.NEXT),
-    (State.ACTIVATING, Event.UNEXPECTED_STATUS): _STOP,
-    (State.ACTIVATING, Event.UPLOAD_FAILED): _STOP_CLEAN,
-    (State.ACTIVATING, Event.UNREADABLE): _STOP_CLEAN,
-    (State.ACTIVATING, Event.UPLOAD_TIMEOUT): _STOP,
-    (State.ACTIVATING, Event.LOCATION_REFUSED): _end(Step.NEXT,
-                                                     Cleanup.IF_QUEUED),
-    (State.ACTIVATING, Event.TASK_FAILED): _end(Step.NEXT,
-                                                Cleanup.IF_QUEUED),
-    (State.ACTIVATING, Event.LOCATION_FAILED): _STOP_CLEAN,
-    (State.ACTIVATING, Event.IMAGE_INVISIBLE): _STOP_CLEAN,
-    (State.ACTIVATING, Event.MISMATCH): _STOP,
-    (State.ACTIVATING, Event.IMPORT_TIMEOUT): _STOP_CLEAN,
-    (State.ACTIVATING, Event.INTERRUPTED): _STOP_CLEAN,
-    (State.ACTIVATING, Event.ANSWER_MISMATCH): _go(State.ACTIVATING),
-    (State.ACTIVATING, Event.DEADLINE): _STOP_CLEAN,
-    # --- after the success: a later read in hand contradicts it ---
-    (State.ACTIVE, Event.CONTRADICTED): _STOP_CLEAN,
-    # --- after the end ---
-    (State.FAILED, Event.CLEANUP_SAW_ACTIVE): _DONE,
-    # (an interrupt during the cleanup: tried again, briefly)
-    (State.FAILED, Event.INTERRUPTED): _STOP_CLEAN,
-}
+#: The table, grouped by what follows: ``(transition, {state: events})``.
+#: Read a line as "from this state, on these events".
+_MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
+    # --- the attempt goes on ---
+    (_go(State.CREATING), {_P: (E.CREATE_SENT,)}),
+    # (a 409 on the create: nothing made by us, the image read back)
+    (_go(State.PLANNED), {_C: (E.ID_TAKEN,)}),
+    (_go(State.CREATED), {_C: (E.CREATED,)}),
+    (_go(State.FOUND), {_P: (E.ADOPTED,), _C: (E.ADOPTED,)}),
+    (_go(State.ACTIVATING), {
+        _CD: (E.ACTIVATION_SENT,),
+        _FD: (E.ACTIVATION_SENT, E.IN_PROGRESS),
+        _A: (E.IN_PROGRESS, E.UPLOAD_CONFLICT, E.ANSWER_MISMATCH)}),
+    # (an answer about another image: ignored, the image read back by id)
+    (_go(State.CREATING), {_C: (E.ANSWER_MISMATCH,)}),
+    # --- done: the image is active ---
+    (_end(Step.ACTIVE, state=State.ACTIVE), {
+        _FD: (E.SEEN_ACTIVE,),
+        _A: (E.ACCEPTED, E.SEEN_ACTIVE),
+        _F: (E.CLEANUP_SAW_ACTIVE,)}),
+    # --- the next attempt of the plan, on a fresh image ---
+    (_end(Step.NEXT), {
+        _C: (E.FORMAT_REFUSED, E.LOCATION_RECORD_REFUSED),
+        _A: (E.REVERTED,)}),
+    (_end(Step.NEXT, Cleanup.POISONED), {
+        _A: (E.FORMAT_REJECTED, E.STRAY_DATA)}),
+    (_end(Step.NEXT, Cleanup.IF_QUEUED), {
+        _A: (E.LOCATION_REFUSED, E.TASK_FAILED)}),
+    # --- the same attempt on its next-generation id ---
+    (_end(Step.NEXT_ID), {_P: (E.ID_BURNED,), _A: (E.IMAGE_GONE,)}),
+    (_end(Step.NEXT_ID, Cleanup.IF_QUEUED), {_A: (E.IMAGE_LOST,)}),
+    # --- the next attempt with a smaller payload ---
+    (_end(Step.SMALLER, Cleanup.IF_QUEUED), {_A: (E.PAYLOAD_TOO_LARGE,)}),
+    # --- stop: nothing to delete ---
+    (_end(Step.STOP), {
+        _P: (E.FOREIGN, E.CHANGED, E.CONFLICT_UNREADABLE, E.INTERRUPTED),
+        _C: (E.FOREIGN, E.CHANGED, E.RECORD_REFUSED, E.IMAGE_QUOTA,
+             E.NEVER_CREATED, E.DEADLINE),
+        _CD: (E.NOT_QUEUED,),
+        _FD: (E.MEMBER_REFUSED, E.UNFINISHABLE),
+        _A: (E.UNEXPECTED_STATUS, E.UPLOAD_TIMEOUT, E.MISMATCH)}),
+    # --- stop, deleting the image if this snapshot's and queued ---
+    (_end(Step.STOP, Cleanup.IF_QUEUED), {
+        _C: (E.UNREADABLE, E.INTERRUPTED),
+        _CD: (E.MEMBER_REFUSED, E.INTERRUPTED),
+        _FD: (E.INTERRUPTED,),
+        _A: (E.UPLOAD_FAILED, E.UNREADABLE, E.LOCATION_FAILED,
+             E.IMAGE_INVISIBLE, E.IMPORT_TIMEOUT, E.INTERRUPTED,
+             E.DEADLINE),
+        # (after the success, two reads show the image queued)
+        _ACT: (E.CONTRADICTED,),
+        # (an interrupt during the cleanup: tried again, briefly)
+        _F: (E.INTERRUPTED,)}),
+)
+
+
+def _table() -> dict[tuple[State, Event], Transition]:
+    table: dict[tuple[State, Event], Transition] = {}
+    for transition, moves in _MOVES:
+        for state, events in moves.items():
+            for event in events:
+                if (state, event) in table:
+                    raise AssertionError('(%s, %s) twice in the table'
+                                         % (state, event))
+                table[(state, event)] = transition
+    return table
+
+
+#: Every allowed move: ``TRANSITIONS[(state, event)]`` is what follows.
+#: Written in :data:`_MOVES`, grouped by what follows.
+TRANSITIONS: ty.Mapping[tuple[State, Event], Transition] = _table()
 
 
 def move(attempt: result_mod.Attempt, event: Event) -> Transition:

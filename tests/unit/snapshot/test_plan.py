@@ -13,12 +13,10 @@
 """The plan after the driver's formats: every other honest format."""
 
 import fixtures
-from oslo_config import cfg
 
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities
-from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import plan
 from tests import base
 from tests.unit import fake_glanceclient
@@ -32,9 +30,7 @@ def caps(formats):
 class TestFallbackFormats(base.TestCase):
 
     def driver(self, name, formats_only=None):
-        conf = cfg.ConfigOpts()
-        opts.register_opts(conf)
-        conf([], default_config_files=[], default_config_dirs=[])
+        conf = base.private_conf()
         if formats_only is not None:
             conf.set_override('driver_formats_only', formats_only,
                               group='snapshot_ext')
