@@ -61,3 +61,41 @@ class TestExitByCause(base.TestCase):
             self.assertEqual(code, got, cause)
         message, _ = checks.activation_failure(_failed(cases[0][0]))
         self.assertIn('snapshot_ext_glance', message)
+
+
+class TestVersionsAtConnect(base.TestCase):
+    """GET /versions at connect: a blip is asked again; words by proof."""
+
+    def check(self, *answers):
+        from unittest import mock
+
+        glance_client = mock.Mock(endpoint='http://glance.test:9292')
+        glance_client.session.auth = None
+        glance_client.api_versions.side_effect = list(answers)
+        return checks.check_glance(self.conf, glance_client)
+
+    def test_one_blip_is_asked_again(self):
+        for blip in (exception.GlanceError(operation='versions', reason='x',
+                                           status=500),
+                     exception.GlanceMalformedAnswer(operation='versions',
+                                                     reason='garbled')):
+            self.assertEqual(['v2.17'], self.check(
+                blip, [{'id': 'v2.17'}]))
+
+    def test_persistent_500_is_glance_failing(self):
+        err = exception.GlanceError(operation='versions', reason='x',
+                                    status=500)
+        cli = self.assertRaises(checks.CLIError, self.check, err, err)
+        self.assertEqual(checks.EXIT_FAILED, cli.code)
+        self.assertNotIn('not a Glance', cli.message)
+
+    def test_not_glance_only_when_the_answer_shows_it(self):
+        garbled = exception.GlanceMalformedAnswer(operation='versions',
+                                                  reason='garbled')
+        cli = self.assertRaises(checks.CLIError, self.check, garbled,
+                                garbled)
+        self.assertIn('or a failing one', cli.message)
+        cli = self.assertRaises(checks.CLIError, self.check,
+                                [{'id': 'v1.0'}])
+        self.assertIn('is not a Glance image API', cli.message)
+        self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
