@@ -609,6 +609,15 @@ class AttemptEngine:
             if identity.recognise(image, run.record)[0] is (
                     identity.Match.FOREIGN) and not attempt.created:
                 return None
+            if status in upload.IN_PROGRESS and not poisoned:
+                # A payload is being stored (ours, whose answer was lost,
+                # or another try's): its end decides, not this cleanup.
+                image = self._await_end(run, image)
+                status = image.get('status')
+                if status == 'active':
+                    return image
+                if status in upload.GONE:
+                    return None
             if status not in DELETABLE and not poisoned:
                 # Someone is finishing it (saving, importing...).
                 LOG.warning('Image %s of a failed snapshot attempt is %s; '
@@ -633,6 +642,29 @@ class AttemptEngine:
         run.result.leftover.append(image_id)
         run.result.leftover_status[image_id] = status
         return None
+
+    @staticmethod
+    def _await_end(run: _Run, image: dict[str, ty.Any]
+                   ) -> dict[str, ty.Any]:
+        """Read an image in progress until it leaves that status.
+
+        Bounded by ``[snapshot_ext] activation_timeout``; a failed read
+        ends the wait (the image as last read is returned).
+
+        :returns: the image as last read.
+        """
+        deadline = run.ctx.clock() + run.ctx.timeout
+        while (image.get('status') in upload.IN_PROGRESS and
+               run.ctx.clock() < deadline and
+               not run.ctx.glance.deadline_passed()):
+            run.ctx.sleep(run.ctx.interval)
+            try:
+                image = run.ctx.glance.get(image['id'])
+            except exception.GlanceNotFound:
+                return dict(image, status='deleted')
+            except exception.SnapshotExtException:
+                break
+        return image
 
     def _drop_leftover(self, run: _Run, attempt: result_mod.Attempt,
                        image_id: str) -> None:
