@@ -73,61 +73,61 @@ def _end(step: Step, cleanup: Cleanup = Cleanup.NONE,
 _P, _C, _CD, _FD, _A, _F = (State.PLANNED, State.CREATING, State.CREATED,
                             State.FOUND, State.ACTIVATING, State.FAILED)
 _ACT = State.ACTIVE
-E = Event
+_E = Event
 
 #: The table, grouped by what follows: ``(transition, {state: events})``.
 #: Read a line as "from this state, on these events".
 _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
     # --- the attempt goes on ---
-    (_go(State.CREATING), {_P: (E.CREATE_SENT,)}),
+    (_go(State.CREATING), {_P: (_E.CREATE_SENT,)}),
     # (a 409 on the create: nothing made by us, the image read back)
-    (_go(State.PLANNED), {_C: (E.ID_TAKEN,)}),
-    (_go(State.CREATED), {_C: (E.CREATED,)}),
-    (_go(State.FOUND), {_P: (E.ADOPTED,), _C: (E.ADOPTED,)}),
+    (_go(State.PLANNED), {_C: (_E.ID_TAKEN,)}),
+    (_go(State.CREATED), {_C: (_E.CREATED,)}),
+    (_go(State.FOUND), {_P: (_E.ADOPTED,), _C: (_E.ADOPTED,)}),
     (_go(State.ACTIVATING), {
-        _CD: (E.ACTIVATION_SENT,),
-        _FD: (E.ACTIVATION_SENT, E.IN_PROGRESS),
-        _A: (E.IN_PROGRESS, E.UPLOAD_CONFLICT, E.ANSWER_MISMATCH)}),
+        _CD: (_E.ACTIVATION_SENT,),
+        _FD: (_E.ACTIVATION_SENT, _E.IN_PROGRESS),
+        _A: (_E.IN_PROGRESS, _E.UPLOAD_CONFLICT, _E.ANSWER_MISMATCH)}),
     # (an answer about another image: ignored, the image read back by id)
-    (_go(State.CREATING), {_C: (E.ANSWER_MISMATCH,)}),
+    (_go(State.CREATING), {_C: (_E.ANSWER_MISMATCH,)}),
     # --- done: the image is active ---
     (_end(Step.ACTIVE, state=State.ACTIVE), {
-        _FD: (E.SEEN_ACTIVE,),
-        _A: (E.ACCEPTED, E.SEEN_ACTIVE),
-        _F: (E.CLEANUP_SAW_ACTIVE,)}),
+        _FD: (_E.SEEN_ACTIVE,),
+        _A: (_E.ACCEPTED, _E.SEEN_ACTIVE),
+        _F: (_E.CLEANUP_SAW_ACTIVE,)}),
     # --- the next attempt of the plan, on a fresh image ---
     (_end(Step.NEXT), {
-        _C: (E.FORMAT_REFUSED, E.LOCATION_RECORD_REFUSED),
-        _A: (E.REVERTED,)}),
+        _C: (_E.FORMAT_REFUSED, _E.LOCATION_RECORD_REFUSED),
+        _A: (_E.REVERTED,)}),
     (_end(Step.NEXT, Cleanup.POISONED), {
-        _A: (E.FORMAT_REJECTED, E.STRAY_DATA)}),
+        _A: (_E.FORMAT_REJECTED, _E.STRAY_DATA)}),
     (_end(Step.NEXT, Cleanup.IF_QUEUED), {
-        _A: (E.LOCATION_REFUSED, E.TASK_FAILED)}),
+        _A: (_E.LOCATION_REFUSED, _E.TASK_FAILED)}),
     # --- the same attempt on its next-generation id ---
-    (_end(Step.NEXT_ID), {_P: (E.ID_BURNED,), _A: (E.IMAGE_GONE,)}),
-    (_end(Step.NEXT_ID, Cleanup.IF_QUEUED), {_A: (E.IMAGE_LOST,)}),
+    (_end(Step.NEXT_ID), {_P: (_E.ID_BURNED,), _A: (_E.IMAGE_GONE,)}),
+    (_end(Step.NEXT_ID, Cleanup.IF_QUEUED), {_A: (_E.IMAGE_LOST,)}),
     # --- the next attempt with a smaller payload ---
-    (_end(Step.SMALLER, Cleanup.IF_QUEUED), {_A: (E.PAYLOAD_TOO_LARGE,)}),
+    (_end(Step.SMALLER, Cleanup.IF_QUEUED), {_A: (_E.PAYLOAD_TOO_LARGE,)}),
     # --- stop: nothing to delete ---
     (_end(Step.STOP), {
-        _P: (E.FOREIGN, E.CHANGED, E.CONFLICT_UNREADABLE, E.INTERRUPTED),
-        _C: (E.FOREIGN, E.CHANGED, E.RECORD_REFUSED, E.IMAGE_QUOTA,
-             E.NEVER_CREATED, E.DEADLINE),
-        _CD: (E.NOT_QUEUED,),
-        _FD: (E.MEMBER_REFUSED, E.UNFINISHABLE),
-        _A: (E.UNEXPECTED_STATUS, E.UPLOAD_TIMEOUT, E.MISMATCH)}),
+        _P: (_E.FOREIGN, _E.CHANGED, _E.CONFLICT_UNREADABLE, _E.INTERRUPTED),
+        _C: (_E.FOREIGN, _E.CHANGED, _E.RECORD_REFUSED, _E.IMAGE_QUOTA,
+             _E.NEVER_CREATED, _E.DEADLINE),
+        _CD: (_E.NOT_QUEUED,),
+        _FD: (_E.MEMBER_REFUSED, _E.UNFINISHABLE),
+        _A: (_E.UNEXPECTED_STATUS, _E.UPLOAD_TIMEOUT, _E.MISMATCH)}),
     # --- stop, deleting the image if this snapshot's and queued ---
     (_end(Step.STOP, Cleanup.IF_QUEUED), {
-        _C: (E.UNREADABLE, E.INTERRUPTED),
-        _CD: (E.MEMBER_REFUSED, E.INTERRUPTED),
-        _FD: (E.INTERRUPTED,),
-        _A: (E.UPLOAD_FAILED, E.UNREADABLE, E.LOCATION_FAILED,
-             E.IMAGE_INVISIBLE, E.IMPORT_TIMEOUT, E.INTERRUPTED,
-             E.DEADLINE),
+        _C: (_E.UNREADABLE, _E.INTERRUPTED),
+        _CD: (_E.MEMBER_REFUSED, _E.INTERRUPTED),
+        _FD: (_E.INTERRUPTED,),
+        _A: (_E.UPLOAD_FAILED, _E.UNREADABLE, _E.LOCATION_FAILED,
+             _E.IMAGE_INVISIBLE, _E.IMPORT_TIMEOUT, _E.INTERRUPTED,
+             _E.DEADLINE),
         # (after the success, two reads show the image queued)
-        _ACT: (E.CONTRADICTED,),
+        _ACT: (_E.CONTRADICTED,),
         # (an interrupt during the cleanup: tried again, briefly)
-        _F: (E.INTERRUPTED,)}),
+        _F: (_E.INTERRUPTED,)}),
 )
 
 
