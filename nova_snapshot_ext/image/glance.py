@@ -53,8 +53,8 @@ import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import deadline
-from nova_snapshot_ext.image import locations
 from nova_snapshot_ext import opts
+from nova_snapshot_ext import redaction
 
 LOG = logging.getLogger(__name__)
 
@@ -142,7 +142,8 @@ def translate(err: BaseException, operation: str,
     :param image_id: the image concerned, if any.
     :param disk_format: for uploads, the disk_format declared.
     :param secret_url: a location URL the call carried; it is redacted
-        (:func:`~.locations.redact_url`) wherever Glance's text quotes it.
+        (:func:`~nova_snapshot_ext.redaction.redact_url`) wherever
+        Glance's text quotes it.
     :returns: a :class:`~nova_snapshot_ext.exception.GlanceError` instance
         (not raised): ``ImageFormatRejected`` for HTTP 415,
         ``GlanceBadRequest`` for 400 and for glanceclient's client-side
@@ -156,13 +157,13 @@ def translate(err: BaseException, operation: str,
         the JSON document expected, ``GlanceError`` otherwise.
     """
     status = _status_of(err)
-    reason = locations.scrub(_reason(err), secret_url)
+    reason = redaction.scrub(_reason(err), secret_url)
     kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
                                      image_id=image_id, status=status)
     if isinstance(err, TypeError) and operation == 'create':
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400
-        return exception.GlanceSchemaRefusal(**kwargs)
+        return schema_refusal(kwargs)
     if isinstance(err, (TypeError, KeyError, AttributeError,
                         requests.exceptions.JSONDecodeError)) or (
             isinstance(err, ValueError) and not isinstance(
@@ -182,6 +183,20 @@ def translate(err: BaseException, operation: str,
         # e.g. 504, which glanceclient raises as its bare HTTPException.
         return exception.GlanceUnavailable(**kwargs)
     return exception.GlanceError(**kwargs)
+
+
+def schema_refusal(kwargs: ty.Mapping[str, ty.Any]
+                   ) -> exception.GlanceSchemaRefusal:
+    """A 400 (or client-side refusal) of a create, classified.
+
+    Glance and glanceclient name the attribute they refuse in the text
+    only; this is the one place that reads it: ``format_refused`` when it
+    is ``disk_format`` or ``container_format``.
+    """
+    reason = str(kwargs.get('reason') or '')
+    return exception.GlanceSchemaRefusal(
+        format_refused=('disk_format' in reason or
+                        'container_format' in reason), **kwargs)
 
 
 def _raised_in_auth_plugin(err: BaseException) -> bool:
@@ -635,6 +650,10 @@ class GlanceClient:
         finally:
             local.deadline, local.timeout = saved
 
+    def snapshot_timeout(self) -> float | None:
+        """This thread's ``snapshot_timeout`` (seconds), if one is set."""
+        return self._guard.snapshot_timeout if self._guard else None
+
     def deadline_passed(self) -> bool:
         """Whether this thread's snapshot deadline has passed."""
         end = self._guard.snapshot_deadline if self._guard else None
@@ -698,7 +717,7 @@ class GlanceClient:
         except exception.GlanceBadRequest as err:
             if isinstance(err, exception.GlanceSchemaRefusal):
                 raise
-            raise exception.GlanceSchemaRefusal(**err.kwargs) from err
+            raise schema_refusal(err.kwargs) from err
 
     def get(self, image_id: str) -> dict[str, ty.Any]:
         """``GET /v2/images/{id}``; :raises GlanceNotFound: if absent."""

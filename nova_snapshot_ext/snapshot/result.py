@@ -25,6 +25,11 @@ import typing as ty
 from nova_snapshot_ext.snapshot.outcome import State
 
 
+#: Statuses of an image whose payload is being stored: on its way to
+#: ``active``, so never called undeletable.
+IN_PROGRESS = ('saving', 'importing', 'uploading')
+
+
 @dataclasses.dataclass
 class Attempt:
     """One activation attempt and its outcome.
@@ -34,16 +39,18 @@ class Attempt:
     :ivar container_format: declared container_format.
     :ivar size: payload (or location object) bytes.
     :ivar image_id: the image this attempt created (or found).
-    :ivar outcome: ``'active'`` or ``'failed'``.
     :ivar reason: why it failed; ``None`` when active.
     :ivar status: HTTP status of the failure, when there was one.
     :ivar cleaned_up: the attempt's image was deleted.
-    :ivar created: this attempt created its image (as opposed to finding
-        one an earlier or concurrent try of the same snapshot made).
-    :ivar state: the attempt's :class:`~.outcome.State` (where it stood
-        when it ended).
+    :ivar state: the attempt's :class:`~.outcome.State`: where it stands,
+        and where it stood when it ended (``active`` or ``failed``).  Only
+        :func:`~.transitions.move` changes it, through :meth:`enter`.
+    :ivar trail: every state the attempt entered, in order.
     :ivar location_api: for a location: ``'new'`` or ``'legacy'``.
     :ivar url: for a location: the redacted URL.
+
+    The end is recorded once, in ``state``; :attr:`outcome` and
+    :attr:`created` are read from it.
     """
 
     method: str
@@ -51,14 +58,44 @@ class Attempt:
     container_format: str
     size: int
     image_id: str | None = None
-    outcome: str = 'pending'
     reason: str | None = None
     status: int | None = None
     cleaned_up: bool = False
-    created: bool = False
     state: State = dataclasses.field(default=State.PLANNED, repr=False)
+    trail: list[State] = dataclasses.field(default_factory=list,
+                                           repr=False)
     location_api: str | None = None
     url: str | None = None
+
+    def enter(self, state: State) -> None:
+        """Record ``state`` (called by :func:`~.transitions.move` only)."""
+        self.state = state
+        self.trail.append(state)
+
+    @property
+    def outcome(self) -> str:
+        """``'active'``, ``'failed'``, or ``'pending'`` while it runs."""
+        if self.state is State.ACTIVE:
+            return 'active'
+        if self.state is State.FAILED:
+            return 'failed'
+        return 'pending'
+
+    @property
+    def created(self) -> bool:
+        """This attempt created its image (Glance answered 2xx to it).
+
+        As opposed to finding one an earlier or concurrent try of the
+        same snapshot made.
+        """
+        return State.CREATED in self.trail
+
+    def to_dict(self) -> dict[str, ty.Any]:
+        data = dataclasses.asdict(self)
+        del data['trail']
+        data['outcome'] = self.outcome
+        data['created'] = self.created
+        return data
 
     def describe(self) -> str:
         text = '%s %s/%s (%d B)' % (
@@ -92,6 +129,9 @@ class SnapshotResult:
     :ivar attempts: every :class:`Attempt` made, in order.
     :ivar leftover: ids of images that could not be deleted (should be
         empty; an operator must look at any listed).
+    :ivar leftover_status: leftover id -> its status when last read
+        (``None``: it could not be read); never ``'active'`` (an active
+        image is the success, not a leftover).
     :ivar unconfirmed: ids of images whose create got no answer and that
         Glance did not show afterwards: if one appears later it is this
         snapshot's, and a retry adopts it.
@@ -113,10 +153,39 @@ class SnapshotResult:
     plan: list[str] = dataclasses.field(default_factory=list)
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     leftover: list[str] = dataclasses.field(default_factory=list)
+    leftover_status: dict[str, str | None] = dataclasses.field(
+        default_factory=dict)
     unconfirmed: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
+
+    def leftover_text(self) -> str:
+        """The images left behind, each named by what was read of it.
+
+        ``COULD NOT DELETE`` lists an image read as deletable (e.g.
+        ``queued``) or one that could not be read (said so); an image on
+        its way to active (``saving``, ``importing``) is never called
+        undeletable.  ``''`` when nothing was left.
+        """
+        stuck, moving = [], []
+        for image_id in dict.fromkeys(self.leftover):
+            status = self.leftover_status.get(image_id)
+            if status in IN_PROGRESS:
+                moving.append('%s (%s)' % (image_id, status))
+            elif status is None:
+                stuck.append('%s (status unknown: it could not be read)'
+                             % image_id)
+            else:
+                stuck.append('%s (status %s)' % (image_id, status))
+        texts = []
+        if stuck:
+            texts.append('COULD NOT DELETE image(s) %s' % ', '.join(stuck))
+        if moving:
+            texts.append('image(s) %s not deleted: a payload is being '
+                         'stored, they may still become active; a retry of '
+                         'this snapshot adopts them' % ', '.join(moving))
+        return '; '.join(texts)
 
     @property
     def cleaned_up(self) -> list[str]:
@@ -125,6 +194,7 @@ class SnapshotResult:
 
     def to_dict(self) -> dict[str, ty.Any]:
         data = dataclasses.asdict(self)
+        data['attempts'] = [a.to_dict() for a in self.attempts]
         data['cleaned_up'] = self.cleaned_up
         return data
 
@@ -148,9 +218,8 @@ class SnapshotResult:
             lines.append('  note: %s' % note)
         for i, attempt in enumerate(self.attempts, 1):
             lines.append('  attempt %d: %s' % (i, attempt.describe()))
-        for image_id in self.leftover:
-            lines.append('  LEFT BEHIND: image %s could not be deleted'
-                         % image_id)
+        if self.leftover:
+            lines.append('  LEFT BEHIND: %s' % self.leftover_text())
         for image_id in self.unconfirmed:
             lines.append('  UNCONFIRMED: the create of image %s got no '
                          'answer; a retry adopts it if it appears'

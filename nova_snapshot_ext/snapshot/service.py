@@ -45,10 +45,13 @@ from nova_snapshot_ext.snapshot import attempts as attempts_mod
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
+from nova_snapshot_ext.snapshot.outcome import Cleanup
+from nova_snapshot_ext.snapshot.outcome import Event
 from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import preflight as preflight_mod
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import result as result_mod
+from nova_snapshot_ext.snapshot import transitions
 
 LOG = logging.getLogger(__name__)
 
@@ -175,22 +178,28 @@ class SnapshotService:
         identity.identify(record)
         return record
 
-    def plan(self, capabilities: caps_mod.GlanceCapabilities,
-             glance: glance_mod.GlanceClient | None = None
-             ) -> list[plan_mod.PlannedAttempt]:
-        """The activation plan for this Glance and this driver.
+    def decide_plan(self, capabilities: caps_mod.GlanceCapabilities,
+                    glance: glance_mod.GlanceClient
+                    ) -> plan_mod.PlanDecision:
+        """The activation plan for this Glance and driver, and the verdict.
 
-        :param glance: needed to check the location object; without it
-            (or when the location is unusable) the plan has no location
-            attempt.
+        The location is assessed (:meth:`assess_location`); the policy is
+        :func:`~.plan.decide`'s.
+
+        :returns: :class:`~.plan.PlanDecision`.
         """
-        location = None
-        if glance is not None:
-            location, _ = self.assess_location(capabilities, glance)
-        return plan_mod.build_plan(capabilities, self.driver,
-                                   self.conf.snapshot_ext.disk_formats,
-                                   location,
-                                   self.conf.snapshot_ext.activation_method)
+        group = self.conf.snapshot_ext
+        source = self._location_source
+        if (source is not None and capabilities.unread
+                and group.activation_method == 'location-first'):
+            # Glance could not say whether it takes the location (a blip
+            # on /versions or /v2/info/stores): its error, with its
+            # cause's exit code, not "location unusable".
+            raise next(iter(capabilities.unread.values()))
+        location, why_not = self.assess_location(capabilities, glance)
+        return plan_mod.decide(capabilities, self.driver, group.disk_formats,
+                               group.activation_method, location, why_not,
+                               source.redacted if source else None)
 
     def assess_location(self, capabilities: caps_mod.GlanceCapabilities,
                         glance: glance_mod.GlanceClient
@@ -276,44 +285,16 @@ class SnapshotService:
         glance = glance or self.glance
         caps = self.capabilities.get(glance)
         preflight_mod.check_image_record(
-            record, caps, self.conf.snapshot_ext.image_property_quota)
-        method = self.conf.snapshot_ext.activation_method
-        if (self._location_source is not None and caps.unread
-                and method == 'location-first'):
-            # Glance could not say whether it takes the location: its
-            # error, with its cause's exit code, not "location unusable".
-            raise next(iter(caps.unread.values()))
-        location, why_not = self.assess_location(caps, glance)
-        pinned = self.conf.snapshot_ext.disk_formats
-        notes = []
-        if why_not:
-            assert self._location_source is not None
-            url = self._location_source.redacted
-            if method == 'location-first':
-                raise exception.LocationUnusable(url=url,
-                                                 reason='; '.join(why_not))
-            notes.append('location %s not used: %s' % (url,
-                                                       '; '.join(why_not)))
-            LOG.warning('Snapshot %(name)s: location %(url)s cannot be used '
-                        '(%(why)s); planning uploads only',
-                        {'name': record.name, 'url': url,
-                         'why': '; '.join(why_not)})
-        attempts = plan_mod.build_plan(caps, self.driver, pinned, location,
-                                       method)
-        if not attempts and why_not:
-            raise exception.LocationUnusable(
-                url=self._location_source.redacted,  # type: ignore
-                reason='%s; and no upload is possible either: %s' % (
-                    '; '.join(why_not), plan_mod.explain_empty_plan(
-                        caps, self.driver, pinned)))
-        if not attempts:
-            raise exception.FormatNotAllowed(
-                reason=plan_mod.explain_empty_plan(caps, self.driver, pinned),
-                allowed=', '.join(caps.disk_formats) or '(none)',
-                containers=', '.join(caps.container_formats) or '(none)',
-                driver=self.driver.name,
-                readable=', '.join(self.driver.disk_formats))
-        return PreparedSnapshot(record, attempts, caps, notes)
+            record, caps, self.conf.snapshot_ext.image_property_quota
+        ).apply(record)
+        decision = self.decide_plan(caps, glance)
+        for note in decision.notes:
+            LOG.warning('Snapshot %(name)s: %(note)s; planning uploads only',
+                        {'name': record.name, 'note': note})
+        if decision.error is not None:
+            raise decision.error
+        return PreparedSnapshot(record, decision.attempts, caps,
+                                decision.notes)
 
     # --- snapshot ---------------------------------------------------------
 
@@ -349,9 +330,10 @@ class SnapshotService:
         :param glance: the client to act with (default: :attr:`glance`).
         :returns: :class:`~.result.SnapshotResult`, ``status == 'active'``.
         :raises ActivationFailed: as :meth:`snapshot`.
-        :raises BaseException: an interrupt (``KeyboardInterrupt``,
-            ``SystemExit``) after the attempt in flight was resolved and
-            cleaned up; ``err.snapshot_result`` names the images.
+        :raises SnapshotInterrupted: (a ``KeyboardInterrupt``; a
+            ``SnapshotExit``, a ``SystemExit``, likewise) an interrupt,
+            after the attempt in flight was resolved and cleaned up;
+            ``err.snapshot_result`` names the images.
         """
         glance = glance or self.glance
         # The record was stamped before its preflight (check_record), which
@@ -397,28 +379,31 @@ class SnapshotService:
         result.status = 'failed'
         attempt = next((a for a in reversed(result.attempts)
                         if a.image_id == image_id), None)
+        cleanup = Cleanup.IF_QUEUED
         if attempt is not None:
-            attempt.outcome = 'failed'
+            cleanup = transitions.move(attempt, Event.CONTRADICTED).cleanup
             attempt.reason = reason
         try:
-            if glance.get(image_id).get('status') == 'queued':
+            # The table's cleanup: this snapshot's image, if still queued
+            # (its status re-read right before the delete).
+            if cleanup is not Cleanup.NONE and glance.get(image_id).get(
+                    'status') == 'queued':
                 glance.delete(image_id)
-            if attempt is not None:
-                attempt.cleaned_up = True
-            reason += '; deleted image %s' % image_id
+                if attempt is not None:
+                    attempt.cleaned_up = True
+                reason += '; deleted image %s' % image_id
         except exception.GlanceNotFound:
             pass
         except exception.GlanceError as err:
             result.leftover.append(image_id)
+            result.leftover_status[image_id] = 'queued'
             reason += ('; COULD NOT DELETE %s (status queued when last '
                        'read): %s' % (image_id, err.kwargs.get('reason')))
         result.image_id = None
-        failure = exception.ActivationFailed(name=result.name,
-                                             reason=reason)
-        failure.result = result  # type: ignore[attr-defined]
-        failure.__cause__ = exception.GlanceError(
-            operation='upload', image_id=image_id, reason=reason)
-        raise failure
+        raise exception.ActivationFailed(
+            name=result.name, reason=reason, result=result,
+            cause=exception.GlanceError(operation='upload',
+                                        image_id=image_id, reason=reason))
 
     @staticmethod
     def location_task_failure(glance: glance_mod.GlanceClient,
