@@ -238,6 +238,37 @@ class GlanceMalformedAnswer(GlanceError):
     msg_fmt = _("Glance %(operation)s failed: %(reason)s")
 
 
+class GlanceAnswerMismatch(GlanceMalformedAnswer):
+    """Glance's answer is about another image than the one asked about.
+
+    The ``id`` (or, in a create's answer, a property the create sent, such
+    as the snapshot's fingerprint) of the document differs from the
+    request's: an intermediary mixed up answers.  Nothing is known about
+    the outcome of the request, exactly as for a lost answer; the body is
+    never acted on.  ``image_id`` is the id asked about, ``answered`` the
+    one the body named.
+    """
+
+    msg_fmt = _("Glance %(operation)s of image %(image_id)s failed: the "
+                "answer is about another image (%(answered)s); it was "
+                "ignored")
+
+
+class GlanceDeadlineExceeded(GlanceUnavailable):
+    """No complete answer within the request's or the snapshot's deadline.
+
+    A per-read timeout never trips on an answer that trickles in; the
+    total deadline does.  ``deadline`` is in seconds; ``which`` says whose
+    it is (``[snapshot_ext] request_timeout`` or ``snapshot_timeout``);
+    ``sent`` is false when the request was not sent at all because the
+    snapshot's deadline had passed.
+    """
+
+    code = 504
+    msg_fmt = _("Glance %(operation)s got no complete answer within "
+                "%(deadline)s seconds (%(which)s): %(reason)s")
+
+
 class GlanceOverLimit(GlanceError):
     """413: payload too large, or a quota (storage, image count) reached."""
 
