@@ -43,6 +43,8 @@ The worker spec (a dict, JSON from the orchestrator) has:
 ``prefix``      image name prefix of this worker, e.g. ``bench-nova-c16-``
 ``location_url`` the loopback URL of the valid empty qcow2 the
                 ``plugin-location`` path activates images from
+``glance_db``   the embedded Glance's SQLite database file (the
+                ``location-floor`` path watches the image's row in it)
 """
 
 from __future__ import annotations
@@ -274,6 +276,100 @@ class FloorPath(BenchPath):
             raise RuntimeError('upload answered %d' % resp.status_code)
 
 
+class LocationFloorPath(BenchPath):
+    """Location mode's floor: create, add the location, one read.
+
+    ``POST /v2/images`` (``qcow2``, ``bare``), ``POST
+    /v2/images/{id}/locations`` with the loopback qcow2 and the same
+    sha512 validation data the plugin sends, then the image's row in
+    Glance's own database (read-only SQLite, every millisecond, no HTTP)
+    is watched until Glance sets it ``active``, and the image is read once
+    (``GET /v2/images/{id}``) at that moment.  No client can know sooner
+    that the import finished, nor read fewer times: 3 requests, and the
+    wall time is Glance's own import plus one read.  The watch holds a
+    shared SQLite lock for microseconds each time; Glance's writes wait
+    for it (``timeout=30``), as they would for any other reader.
+    """
+
+    description = ('keystoneauth1 Adapter: POST /v2/images + POST '
+                   '/v2/images/{id}/locations, one GET when Glance\'s '
+                   'database shows active')
+
+    #: Seconds between two looks at the image's row.
+    watch_interval = 0.001
+
+    def setup(self) -> None:
+        import hashlib
+        import sqlite3
+        import threading
+        import urllib.request
+
+        from keystoneauth1 import adapter as ks_adapter
+
+        session = token_session(self.spec['endpoint'], self.spec['token'])
+        self.adapter = ks_adapter.Adapter(
+            session, endpoint_override=self.spec['endpoint'])
+        template = self.spec['template']
+        self.body = dict(template['properties'])
+        self.body.update(visibility=template['visibility'],
+                         min_ram=template['min_ram'],
+                         min_disk=template['min_disk'],
+                         disk_format='qcow2', container_format='bare')
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(self.spec['location_url'], timeout=10) as resp:
+            data = resp.read()
+        self.location = {
+            'url': self.spec['location_url'],
+            'validation_data': {'os_hash_algo': 'sha512',
+                                'os_hash_value':
+                                    hashlib.sha512(data).hexdigest()}}
+        self._sqlite = sqlite3
+        self._local = threading.local()
+
+    def _db(self) -> ty.Any:
+        conn = getattr(self._local, 'conn', None)
+        if conn is None:
+            conn = self._sqlite.connect(
+                'file:%s?mode=ro' % self.spec['glance_db'], uri=True,
+                timeout=30, check_same_thread=False)
+            self._local.conn = conn
+        return conn
+
+    def prepare(self, seq: int) -> ty.Any:
+        body = dict(self.body)
+        body['name'] = self.name(seq)
+        return body
+
+    def snapshot(self, prepared: ty.Any) -> None:
+        import time
+
+        resp = self.adapter.post('/v2/images', json=prepared)
+        if resp.status_code != 201:
+            raise RuntimeError('create answered %d' % resp.status_code)
+        image_id = resp.json()['id']
+        resp = self.adapter.post('/v2/images/%s/locations' % image_id,
+                                 json=self.location)
+        if resp.status_code != 202:
+            raise RuntimeError('add location answered %d'
+                               % resp.status_code)
+        db = self._db()
+        deadline = time.monotonic() + 120
+        while True:
+            row = db.execute('SELECT status FROM images WHERE id = ?',
+                             (image_id,)).fetchone()
+            status = row[0] if row else None
+            if status == 'active':
+                break
+            if status not in ('queued', 'importing', None):
+                raise RuntimeError('image %s went %s' % (image_id, status))
+            if time.monotonic() > deadline:
+                raise RuntimeError('image %s still %s' % (image_id, status))
+            time.sleep(self.watch_interval)
+        resp = self.adapter.get('/v2/images/%s' % image_id)
+        if resp.status_code != 200 or resp.json().get('status') != 'active':
+            raise RuntimeError('read answered %d' % resp.status_code)
+
+
 #: Path name -> factory(spec).  The order is the report's column order.
 PATHS: dict[str, ty.Callable[[ty.Mapping[str, ty.Any]], BenchPath]] = {
     'plugin': functools.partial(PluginPath,
@@ -292,6 +388,7 @@ PATHS: dict[str, ty.Callable[[ty.Mapping[str, ty.Any]], BenchPath]] = {
                              'location_hash_algo': 'none'}),
     'nova': NovaPath,
     'floor': FloorPath,
+    'location-floor': LocationFloorPath,
 }
 
 #: The path the ratios are computed for, and the two it is compared with.
