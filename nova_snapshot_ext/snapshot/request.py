@@ -476,6 +476,7 @@ class SnapshotRequest:
         checked = self._build(self._fields_dict())
         for name in _field_names(type(self)):
             setattr(self, name, getattr(checked, name))
+        self._remember_checked()
 
     def _checked_state(self) -> list[ty.Any]:
         """Every field value, as (type, value) pairs, containers copied.
@@ -530,7 +531,6 @@ class SnapshotRequest:
         """
         self._check_fields()
         self._check_rules()
-        self._remember_checked()
 
     def _check_rules(self) -> None:
         """The rules that span fields (see :meth:`validate`)."""
