@@ -281,26 +281,29 @@ class LocationFloorPath(BenchPath):
 
     ``POST /v2/images`` (``qcow2``, ``bare``), ``POST
     /v2/images/{id}/locations`` with the loopback qcow2 and the same
-    sha512 validation data the plugin sends, then the image's row in
-    Glance's own database (read-only SQLite, every millisecond, no HTTP)
-    is watched until Glance sets it ``active``, and the image is read once
-    (``GET /v2/images/{id}``) at that moment.  No client can know sooner
-    that the import finished, nor read fewer times: 3 requests, and the
-    wall time is Glance's own import plus one read.  The watch holds a
-    shared SQLite lock for microseconds each time; Glance's writes wait
-    for it (``timeout=30``), as they would for any other reader.
+    sha512 validation data the plugin sends, then the image is read once
+    (``GET /v2/images/{id}``) at the moment Glance's own database shows it
+    ``active``.  One watcher thread per worker looks at the rows of every
+    image its snapshots wait for, in one read-only SQLite query every
+    millisecond (no HTTP), and wakes each snapshot when its row leaves
+    ``queued``/``importing``.  No client can know sooner that the import
+    finished, nor read fewer times: 3 requests, and the wall time is
+    Glance's own import plus one read.  A query holds SQLite's shared lock
+    for microseconds; Glance's writes wait for it (``timeout=30``), as
+    they would for any other reader.
     """
 
     description = ('keystoneauth1 Adapter: POST /v2/images + POST '
                    '/v2/images/{id}/locations, one GET when Glance\'s '
                    'database shows active')
 
-    #: Seconds between two looks at the image's row.
+    #: Seconds between two looks at the rows.
     watch_interval = 0.001
+    #: Seconds a snapshot waits for Glance before it counts as an error.
+    timeout = 120.0
 
     def setup(self) -> None:
         import hashlib
-        import sqlite3
         import threading
         import urllib.request
 
@@ -323,17 +326,35 @@ class LocationFloorPath(BenchPath):
             'validation_data': {'os_hash_algo': 'sha512',
                                 'os_hash_value':
                                     hashlib.sha512(data).hexdigest()}}
-        self._sqlite = sqlite3
-        self._local = threading.local()
+        self._cond = threading.Condition()
+        # image id -> [event, final status or None]
+        self._waiting: dict[str, list[ty.Any]] = {}
+        threading.Thread(target=self._watch, name='glance-db-watch',
+                         daemon=True).start()
 
-    def _db(self) -> ty.Any:
-        conn = getattr(self._local, 'conn', None)
-        if conn is None:
-            conn = self._sqlite.connect(
-                'file:%s?mode=ro' % self.spec['glance_db'], uri=True,
-                timeout=30, check_same_thread=False)
-            self._local.conn = conn
-        return conn
+    def _watch(self) -> None:
+        import sqlite3
+        import time
+
+        db = sqlite3.connect('file:%s?mode=ro' % self.spec['glance_db'],
+                             uri=True, timeout=30)
+        while True:
+            with self._cond:
+                while not self._waiting:
+                    self._cond.wait()
+                ids = list(self._waiting)
+            rows = db.execute(
+                'SELECT id, status FROM images WHERE id IN (%s)'
+                % ','.join('?' * len(ids)), ids).fetchall()
+            with self._cond:
+                for image_id, status in rows:
+                    if status in ('queued', 'importing'):
+                        continue
+                    entry = self._waiting.pop(image_id, None)
+                    if entry is not None:
+                        entry[1] = status
+                        entry[0].set()
+            time.sleep(self.watch_interval)
 
     def prepare(self, seq: int) -> ty.Any:
         body = dict(self.body)
@@ -341,30 +362,30 @@ class LocationFloorPath(BenchPath):
         return body
 
     def snapshot(self, prepared: ty.Any) -> None:
-        import time
+        import threading
 
         resp = self.adapter.post('/v2/images', json=prepared)
         if resp.status_code != 201:
             raise RuntimeError('create answered %d' % resp.status_code)
         image_id = resp.json()['id']
+        entry: list[ty.Any] = [threading.Event(), None]
+        with self._cond:
+            self._waiting[image_id] = entry
+            self._cond.notify()
         resp = self.adapter.post('/v2/images/%s/locations' % image_id,
                                  json=self.location)
         if resp.status_code != 202:
+            with self._cond:
+                self._waiting.pop(image_id, None)
             raise RuntimeError('add location answered %d'
                                % resp.status_code)
-        db = self._db()
-        deadline = time.monotonic() + 120
-        while True:
-            row = db.execute('SELECT status FROM images WHERE id = ?',
-                             (image_id,)).fetchone()
-            status = row[0] if row else None
-            if status == 'active':
-                break
-            if status not in ('queued', 'importing', None):
-                raise RuntimeError('image %s went %s' % (image_id, status))
-            if time.monotonic() > deadline:
-                raise RuntimeError('image %s still %s' % (image_id, status))
-            time.sleep(self.watch_interval)
+        if not entry[0].wait(self.timeout):
+            with self._cond:
+                self._waiting.pop(image_id, None)
+            raise RuntimeError('image %s not active after %d s'
+                               % (image_id, self.timeout))
+        if entry[1] != 'active':
+            raise RuntimeError('image %s went %s' % (image_id, entry[1]))
         resp = self.adapter.get('/v2/images/%s' % image_id)
         if resp.status_code != 200 or resp.json().get('status') != 'active':
             raise RuntimeError('read answered %d' % resp.status_code)
