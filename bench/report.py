@@ -164,8 +164,9 @@ def targets(doc: ty.Mapping[str, ty.Any],
 
     Issue 22: location mode's p50 <= 1.2x the location floor's; upload
     mode's snapshots per second >= Nova's.  Issue 13: location mode <= 4
-    requests per snapshot and p50 <= 2x upload mode's; upload mode's client CPU <= 1.3x the floor's, its
-    requests the floor's and its p50 <= 1.05x the floor's.  Earlier
+    requests per snapshot and p50 <= 2x upload mode's; upload mode's
+    client CPU <= 1.3x the floor's, its requests the floor's and its p50
+    <= 1.05x the floor's.  Earlier
     issues: client CPU <= 0.5x Nova's, p50 <= 0.8x Nova's, no errors.
     """
     ref = doc['reference']

@@ -66,7 +66,6 @@ kwarg names the offending field as a path, e.g.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import operator
 import os
@@ -176,10 +175,16 @@ def _str_dict(data: dict, key: str, path: str,
     return dict(value)
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...]:
     """The dataclass field names of ``cls``, in declaration order."""
-    return tuple(f.name for f in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(
+            f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def _check_keys(data: ty.Any, allowed: ty.Iterable[str], path: str,
