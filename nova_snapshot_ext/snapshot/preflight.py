@@ -36,7 +36,11 @@ every image record the target Glance would refuse.  Rules and sources
   ``schema-image.json`` of distributions requires uuids for
   ``kernel_id``/``ramdisk_id``, enums for ``architecture``,
   ``os_distro``...  The check is ``jsonschema``'s (the library
-  glanceclient and Glance validate with), so it judges as Glance does.
+  glanceclient and Glance validate with), so it judges as Glance does;
+* what the production database under Glance would refuse (keys equal
+  under MySQL's collation, values over 65,535 bytes, NUL): the rules of
+  MySQL/MariaDB and PostgreSQL apply whatever database this Glance runs
+  on, since a plugin cannot see it (:mod:`.database_rules`).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
 
+from nova_snapshot_ext.snapshot import database_rules
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
 
 if ty.TYPE_CHECKING:
@@ -255,6 +260,8 @@ def check_image_record(record: metadata_mod.ImageRecord,
     for name in capabilities.required:
         if name not in present:
             raise exception.RequiredPropertyMissing(property=name)
+    # Last: judged on the properties as they will be sent.
+    database_rules.check_record(record)
 
 
 #: Base attributes a Glance schema always defines (``get_base_properties``).
