@@ -256,6 +256,23 @@ class SnapshotImageConflict(GlanceConflict):
                 "%(reason)s")
 
 
+class GlanceFailedOnRecord(GlanceError):
+    """Glance answered 5xx to a create and no image exists afterwards.
+
+    Glance itself (not a gateway) failed while storing this record and
+    rolled it back: the same record fails the same way on every retry,
+    typically because Glance's database refuses something the preflight
+    could not foresee.  Nothing was made; ``image_id`` names the id the
+    create asked for.
+    """
+
+    msg_fmt = _("Glance failed on this record (HTTP %(status)s on the "
+                "create of image %(image_id)s; Glance's answer: "
+                "%(detail)s) and made no image: a retry will fail the "
+                "same way unless the record changes; Glance's log names "
+                "the cause (often a property its database refuses)")
+
+
 class ImageFormatRejected(GlanceError):
     """Glance refused the uploaded bytes (HTTP 415, format inspection)."""
 

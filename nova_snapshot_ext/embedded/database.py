@@ -142,7 +142,7 @@ def _run(cmd, what, **kwargs):
 class _Server(object):
     """The part both servers share: templates per Glance release."""
 
-    kind = None
+    kind = ''
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -363,7 +363,7 @@ class PostgreSQLServer(_Server):
 
 _CLASSES = {'mariadb': MariaDBServer, 'postgresql': PostgreSQLServer}
 _shared_lock = threading.Lock()
-_shared = {}
+_shared: dict[str, _Server] = {}
 
 
 def _stop_shared():

@@ -85,6 +85,23 @@ def _format_refusal(err: exception.GlanceSchemaRefusal) -> bool:
     return 'disk_format' in reason or 'container_format' in reason
 
 
+#: 5xx answers that come from a gateway or an overloaded Glance (a
+#: retry may pass); any other 5xx is Glance's own failure on the request.
+GATEWAY_STATUSES = frozenset([502, 503, 504])
+
+
+def _glance_failed_on_record(err: exception.SnapshotExtException) -> bool:
+    """Glance itself answered 5xx to the create (not a gateway, no loss).
+
+    Once the read-back shows no image, such a create failed on the
+    record, rolled back, and fails the same way again.
+    """
+    status = err.kwargs.get('status')
+    return (isinstance(err, exception.GlanceError) and
+            isinstance(status, int) and 500 <= status < 600 and
+            status not in GATEWAY_STATUSES)
+
+
 @dataclasses.dataclass
 class _Run:
     """The state of one :meth:`AttemptEngine.register` call."""
@@ -378,6 +395,12 @@ class AttemptEngine:
                     run.ctx.sleep(run.ctx.interval)
                     continue
                 attempt.state = State.FAILED
+                if _glance_failed_on_record(err):
+                    refused = exception.GlanceFailedOnRecord(
+                        operation='create', image_id=image_id,
+                        status=err.kwargs.get('status'),
+                        detail=err.kwargs.get('reason'))
+                    return Outcome.fail(Step.STOP, refused, cleanup=False)
                 run.result.unconfirmed.append(image_id)
                 return Outcome.fail(Step.STOP, err, cleanup=False)
             except exception.SnapshotExtException:

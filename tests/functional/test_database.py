@@ -75,8 +75,8 @@ REFUSED = {
     'nul_in_key': ({'no\x00te': 'x'}, '', POSTGRESQL, ('NUL',)),
     'nul_in_name': ({}, '\x00', POSTGRESQL, ("'name'", 'NUL')),
     # (the request's own validation already refuses it)
-    'lone_surrogate': ({'note': 'a\udc80'}, '', EVERY, ('note',
-                                                         'surrogate')),
+    'lone_surrogate': ({'note': 'a\udc80'}, '', EVERY,
+                       ('note', 'surrogate')),
 }
 
 #: label -> extra image properties every database stores: the rules do
