@@ -47,6 +47,7 @@ from nova_snapshot_ext.snapshot import database_rules
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 from tests.functional import base as fbase
+from tests.functional import faultproxy
 from tests.functional import test_faults
 
 MARIADB = frozenset(['mariadb'])
@@ -187,6 +188,24 @@ class RefusalTable(DatabaseTestBase):
             self.assertEqual(value, images[0][key])
 
 
+class GlanceFailsOnRecord(DatabaseTestBase):
+    """A 500 from Glance that the preflight could not foresee."""
+
+    def test_500_with_no_image_says_retry_fails_the_same_way(self):
+        proxy = self.useFixture(faultproxy.FaultProxyFixture(
+            self.glance.endpoint)).proxy
+        proxy.add_rule('POST', r'^/v2/images$', 'status', status=500,
+                       times='always')
+        self.conf_file = self.write_conf(proxy.endpoint, 'proxied')
+        proc = self.run_cli(self.request())
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        self.assertIn('Glance failed on this record (HTTP 500', proc.stderr)
+        self.assertIn('a retry will fail the same way unless the record '
+                      'changes', proc.stderr)
+        self.assertNotIn('adopts', proc.stderr)
+        self.assertEqual([], self.project_images())
+
+
 class TwoNodes(DatabaseTestBase):
     """16 tries of one snapshot at once on 2 nodes x 4 workers."""
 
@@ -266,6 +285,10 @@ class RefusalTablePostgreSQL(RefusalTable):
     KIND = 'postgresql'
 
 
+class GlanceFailsOnRecordMariaDB(GlanceFailsOnRecord):
+    KIND = 'mariadb'
+
+
 class TwoNodesMariaDB(TwoNodes):
     KIND = 'mariadb'
 
@@ -278,6 +301,7 @@ def load_tests(loader, standard_tests, pattern):
     """Leave out the abstract bases (they only skip)."""
     suite = unittest.TestSuite()
     for cls in (RefusalTableMariaDB, RefusalTablePostgreSQL,
-                TwoNodesMariaDB, TwoNodesPostgreSQL, CollationTable):
+                TwoNodesMariaDB, TwoNodesPostgreSQL, CollationTable,
+                GlanceFailsOnRecordMariaDB):
         suite.addTests(loader.loadTestsFromTestCase(cls))
     return suite
