@@ -124,6 +124,13 @@ def missing(kind):
                      % (', '.join(KINDS), kind))
 
 
+def _system_tempdir():
+    """The system temporary directory, whatever a test fixture set."""
+    from nova_snapshot_ext.embedded import glance
+
+    return glance._system_tempdir()
+
+
 def _run(cmd, what, **kwargs):
     """Run a command; raise :class:`DatabaseServerError` naming ``what``."""
     try:
@@ -139,6 +146,48 @@ def _run(cmd, what, **kwargs):
     return result.stdout
 
 
+#: Run by a watchdog process: once the launcher (argv[1]) is gone, stop
+#: the server whose pid files lie in the directory (argv[2]), remove it.
+_WATCHDOG = """
+import glob, os, shutil, signal, sys, time
+parent, directory = int(sys.argv[1]), sys.argv[2]
+while os.getppid() == parent and os.path.isdir(directory):
+    time.sleep(1)
+pids = []
+for path in glob.glob(os.path.join(directory, '**', '*.pid'),
+                      recursive=True):
+    try:
+        with open(path) as f:
+            pids.append(int(f.readline().strip()))
+    except (OSError, ValueError):
+        pass
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    time.sleep(5)
+shutil.rmtree(directory, ignore_errors=True)
+"""
+
+
+def _start_watchdog(directory):
+    """Stop the server in ``directory`` if this process dies first.
+
+    A test runner killed mid-run (timeout, Ctrl-C twice) runs no atexit
+    handler; the server and its data directory would stay behind.
+
+    :returns: the watchdog's :class:`subprocess.Popen`.
+    """
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, '-c', _WATCHDOG, str(os.getpid()), directory],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 class _Server(object):
     """The part both servers share: templates per Glance release."""
 
@@ -148,6 +197,13 @@ class _Server(object):
         self._lock = threading.Lock()
         self._templates = {}
         self._counter = 0
+        self._watchdog = None
+
+    def _stop_watchdog(self):
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.kill()
+            watchdog.wait()
 
     def new_name(self, prefix='glance'):
         """A database name not used yet on this server.
@@ -191,7 +247,9 @@ class MariaDBServer(_Server):
         """
         from pifpaf.drivers import mysql
 
-        driver = mysql.MySQLDriver()
+        # Not in tempfile's current directory: a test's NestedTempfile
+        # removes that when the test ends, and the server outlives it.
+        driver = mysql.MySQLDriver(tmp_rootdir=_system_tempdir())
         try:
             driver.setUp()
         except Exception as exc:
@@ -199,6 +257,10 @@ class MariaDBServer(_Server):
                                       'start: %s' % exc)
         self._driver = driver
         self.socket = driver.socket
+        self._watchdog = _start_watchdog(driver.tempdir)
+        # Several Glances of 4 workers each (oslo.db pools of up to 55
+        # connections per worker): more than the default 151.
+        self.sql('', 'SET GLOBAL max_connections = 1000')
         return self
 
     def stop(self):
@@ -206,6 +268,7 @@ class MariaDBServer(_Server):
         driver, self._driver = self._driver, None
         if driver is not None:
             driver.cleanUp()
+        self._stop_watchdog()
 
     def url(self, name):
         """The SQLAlchemy URL Glance connects to database ``name`` with.
@@ -275,7 +338,8 @@ class PostgreSQLServer(_Server):
         """
         if self._bindir is None:
             raise DatabaseServerError(missing('postgresql'))
-        self.base_dir = tempfile.mkdtemp(prefix='embedded-glance-pg-')
+        self.base_dir = tempfile.mkdtemp(prefix='embedded-glance-pg-',
+                                         dir=_system_tempdir())
         if os.geteuid() == 0:
             entry = pwd.getpwnam(_PG_USER)
             os.chown(self.base_dir, entry.pw_uid, entry.pw_gid)
@@ -288,13 +352,14 @@ class PostgreSQLServer(_Server):
         sock.bind(('127.0.0.1', 0))
         self.port = sock.getsockname()[1]
         sock.close()
+        self._watchdog = _start_watchdog(self.base_dir)
         log = open(os.path.join(self.base_dir, 'postgres.log'), 'ab')
         try:
             self._process = subprocess.Popen(
                 [os.path.join(self._bindir, 'postgres'), '-D', data,
                  '-p', str(self.port), '-k', self.base_dir,
                  '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off',
-                 '-c', 'max_connections=200'],
+                 '-c', 'max_connections=500'],
                 cwd=self.base_dir, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=log, start_new_session=True, **self._as_pg_user())
         finally:
@@ -327,6 +392,7 @@ class PostgreSQLServer(_Server):
         if self.base_dir:
             shutil.rmtree(self.base_dir, ignore_errors=True)
             self.base_dir = None
+        self._stop_watchdog()
 
     def url(self, name):
         """The SQLAlchemy URL Glance connects to database ``name`` with.
