@@ -24,7 +24,10 @@ Glance release (10-20 s saved per Glance).
 * :class:`MariaDBServer` -- pifpaf's ``mysql`` driver (the fixture
   oslo.db's tests use): ``mysql_install_db`` + ``mysqld`` on a Unix
   socket in its temporary directory (``--skip-networking``, no grant
-  tables); connections go through the socket.  Clone: ``mariadb-dump``
+  tables); connections go through the socket.  Where the driver cannot
+  run in the test process (Nova's tests monkey-patch it with eventlet,
+  which removes ``select.poll``), ``pifpaf run mysql -- stestr ...``
+  starts it outside and ``PIFPAF_MYSQL_SOCKET`` names it.  Clone: ``mariadb-dump``
   of the template loaded into a new database (``CREATE TABLE ... LIKE``
   would drop the foreign keys).
 * :class:`PostgreSQLServer` -- our own launcher, because pifpaf's
@@ -61,6 +64,8 @@ KINDS = ('mariadb', 'postgresql')
 DATABASE_ENV = 'NOVA_SNAPSHOT_EXT_GLANCE_DB'
 #: Environment: gunicorn workers of the functional tests' Glances.
 WORKERS_ENV = 'NOVA_SNAPSHOT_EXT_GLANCE_WORKERS'
+#: Environment set by ``pifpaf run mysql``: use that server.
+PIFPAF_MYSQL_SOCKET_ENV = 'PIFPAF_MYSQL_SOCKET'
 
 _PG_BIN_ROOT = '/usr/lib/postgresql'
 _PG_USER = 'postgres'
@@ -104,6 +109,9 @@ def missing(kind):
                     'mariadb-server)')
         for module, package in (('pymysql', 'PyMySQL'),
                                 ('pifpaf', 'pifpaf')):
+            if module == 'pifpaf' and os.environ.get(
+                    PIFPAF_MYSQL_SOCKET_ENV):
+                continue
             if importlib.util.find_spec(module) is None:
                 return '%s is not installed (pip install %s)' % (
                     module, package)
@@ -245,6 +253,14 @@ class MariaDBServer(_Server):
         :returns: self
         :raises DatabaseServerError: if pifpaf cannot start it.
         """
+        external = os.environ.get(PIFPAF_MYSQL_SOCKET_ENV)
+        if external:
+            # Started outside this process (``pifpaf run mysql -- ...``):
+            # pifpaf's driver cannot run under eventlet (Nova's tests
+            # monkey-patch ``select``, psutil needs ``select.poll``).
+            self.socket = external
+            self.sql('', 'SET GLOBAL max_connections = 1000')
+            return self
         from pifpaf.drivers import mysql
 
         # Not in tempfile's current directory: a test's NestedTempfile
