@@ -27,9 +27,9 @@ Glance release (10-20 s saved per Glance).
   tables); connections go through the socket.  Where the driver cannot
   run in the test process (Nova's tests monkey-patch it with eventlet,
   which removes ``select.poll``), ``pifpaf run mysql -- stestr ...``
-  starts it outside and ``PIFPAF_MYSQL_SOCKET`` names it.  Clone: ``mariadb-dump``
-  of the template loaded into a new database (``CREATE TABLE ... LIKE``
-  would drop the foreign keys).
+  starts it outside and ``PIFPAF_MYSQL_SOCKET`` names it.  Clone:
+  ``mariadb-dump`` of the template loaded into a new database
+  (``CREATE TABLE ... LIKE`` would drop the foreign keys).
 * :class:`PostgreSQLServer` -- our own launcher, because pifpaf's
   ``postgresql`` driver runs ``initdb`` as the calling user (``initdb``
   refuses root, which CI runs as) on a fixed port (9824, shared by
