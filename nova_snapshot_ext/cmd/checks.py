@@ -40,9 +40,9 @@ from oslo_config import cfg
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
-from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext import opts
+from nova_snapshot_ext import redaction
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -127,7 +127,7 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
     if not auth_url:
         _check_static_credentials(session, auth_type)
         return
-    shown = locations.redact_url(auth_url)
+    shown = redaction.redact_url(auth_url)
     try:
         session.get_auth_headers()
     except (ks_exc.ConnectionError, ks_exc.DiscoveryFailure) as err:
@@ -233,7 +233,7 @@ def check_glance(conf: cfg.ConfigOpts,
     :raises CLIError: exit 3 when Glance cannot be reached, refuses the
         credentials (401), or the endpoint does not answer like Glance.
     """
-    where = locations.redact_url(glance.endpoint)
+    where = redaction.redact_url(glance.endpoint)
     option = endpoint_source(conf, glance)
     try:
         versions = glance.api_versions()
@@ -277,7 +277,7 @@ def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
     find_endpoint(conf, session)
     glance = glance_mod.GlanceClient.from_conf(conf, session=session)
     check_glance(conf, glance)
-    CONNECTED['endpoint'] = locations.redact_url(glance.endpoint)
+    CONNECTED['endpoint'] = redaction.redact_url(glance.endpoint)
     CONNECTED['authenticated'] = 'yes' if session.auth else ''
     return glance
 

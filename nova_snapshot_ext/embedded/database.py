@@ -67,6 +67,9 @@ WORKERS_ENV = 'NOVA_SNAPSHOT_EXT_GLANCE_WORKERS'
 #: Environment set by ``pifpaf run mysql``: use that server.
 PIFPAF_MYSQL_SOCKET_ENV = 'PIFPAF_MYSQL_SOCKET'
 
+_tmp_root_lock = threading.Lock()
+_tmp_root = None
+
 _PG_BIN_ROOT = '/usr/lib/postgresql'
 _PG_USER = 'postgres'
 START_TIMEOUT = 60.0
@@ -132,11 +135,26 @@ def missing(kind):
                      % (', '.join(KINDS), kind))
 
 
-def _system_tempdir():
-    """The system temporary directory, whatever a test fixture set."""
-    from nova_snapshot_ext.embedded import glance
+def system_tempdir():
+    """Return the system temporary directory, ignoring test overrides.
 
-    return glance._system_tempdir()
+    Test frameworks (e.g. ``fixtures.NestedTempfile`` used by oslotest)
+    point ``tempfile.tempdir`` at a per-test directory that is deleted when
+    the test ends; a server shared between tests, and the DB template, must
+    not live there.  ``TMPDIR``/``TEMP``/``TMP`` are still honoured.
+
+    :returns: an absolute directory path.
+    """
+    global _tmp_root
+    with _tmp_root_lock:
+        if _tmp_root is None:
+            saved = tempfile.tempdir
+            try:
+                tempfile.tempdir = None
+                _tmp_root = tempfile.gettempdir()
+            finally:
+                tempfile.tempdir = saved
+        return _tmp_root
 
 
 def _run(cmd, what, **kwargs):
@@ -265,7 +283,7 @@ class MariaDBServer(_Server):
 
         # Not in tempfile's current directory: a test's NestedTempfile
         # removes that when the test ends, and the server outlives it.
-        driver = mysql.MySQLDriver(tmp_rootdir=_system_tempdir())
+        driver = mysql.MySQLDriver(tmp_rootdir=system_tempdir())
         try:
             driver.setUp()
         except Exception as exc:
@@ -355,7 +373,7 @@ class PostgreSQLServer(_Server):
         if self._bindir is None:
             raise DatabaseServerError(missing('postgresql'))
         self.base_dir = tempfile.mkdtemp(prefix='embedded-glance-pg-',
-                                         dir=_system_tempdir())
+                                         dir=system_tempdir())
         if os.geteuid() == 0:
             entry = pwd.getpwnam(_PG_USER)
             os.chown(self.base_dir, entry.pw_uid, entry.pw_gid)

@@ -45,6 +45,7 @@ import urllib.request
 
 from oslo_log import log as logging
 
+from nova_snapshot_ext.embedded import database as database_mod
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import tokenauth
 
@@ -209,8 +210,6 @@ _FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth'}
 _template_lock = threading.Lock()
 _template_dir = None
 _templates: dict[str, str] = {}
-_tmp_root_lock = threading.Lock()
-_tmp_root = None
 
 
 class EmbeddedGlanceError(RuntimeError):
@@ -231,25 +230,11 @@ def _cleanup_templates():
 
 
 def _system_tempdir():
-    """Return the system temporary directory, ignoring test overrides.
+    """The system temporary directory, ignoring test overrides.
 
-    Test frameworks (e.g. ``fixtures.NestedTempfile`` used by oslotest)
-    point ``tempfile.tempdir`` at a per-test directory that is deleted when
-    the test ends; a server shared between tests, and the DB template, must
-    not live there.  ``TMPDIR``/``TEMP``/``TMP`` are still honoured.
-
-    :returns: an absolute directory path.
+    :returns: :func:`nova_snapshot_ext.embedded.database.system_tempdir`.
     """
-    global _tmp_root
-    with _tmp_root_lock:
-        if _tmp_root is None:
-            saved = tempfile.tempdir
-            try:
-                tempfile.tempdir = None
-                _tmp_root = tempfile.gettempdir()
-            finally:
-                tempfile.tempdir = saved
-        return _tmp_root
+    return database_mod.system_tempdir()
 
 
 def _template_path(python):
@@ -717,8 +702,6 @@ class EmbeddedGlance(object):
         :returns: None
         :raises EmbeddedGlanceError: if db_sync or the clone fail.
         """
-        from nova_snapshot_ext.embedded import database as database_mod
-
         if self.shared_with is not None:
             self.database_name = self.shared_with.database_name
             self._write_config()

@@ -60,9 +60,6 @@ import typing as ty
 
 from nova_snapshot_ext import exception
 
-if ty.TYPE_CHECKING:
-    from nova_snapshot_ext.snapshot import metadata as metadata_mod
-
 #: ``Text`` on MySQL/MariaDB: 2**16 - 1 bytes.
 MAX_TEXT_BYTES = 65535
 
@@ -163,28 +160,34 @@ def _shown(key: str) -> str:
     return text if len(text) <= 80 else text[:77] + '...'
 
 
-def check_record(record: metadata_mod.ImageRecord) -> None:
-    """Refuse ``record`` if MySQL/MariaDB or PostgreSQL under Glance would.
+def check_record(name: str, properties: ty.Mapping[str, ty.Any],
+                 optional: ty.Collection[str] = (),
+                 member: str | None = None) -> list[tuple[str, str]]:
+    """Refuse a record MySQL/MariaDB or PostgreSQL under Glance would.
 
-    :param record: the image record, as it will be created.
+    Nothing is changed: a collision that involves an optional
+    (plugin-added) key is answered by leaving that key out, which the
+    caller applies.
+
+    :param name: the image name.
+    :param properties: the properties as they will be sent.
+    :param optional: the keys the record can do without.
+    :param member: the project the image is shared with, if any.
+    :returns: ``[(key to leave out, why)]``.
     :raises UnstorableCharacter: NUL (PostgreSQL) or a lone surrogate in
         the name, a property name or value, or the member project.
     :raises PropertyKeysCollide: two property names equal under
-        ``utf8mb3_general_ci``, both the caller's; both are named.  When
-        one is the record's optional (plugin-added) key, that one is
-        left out with a note instead.
+        ``utf8mb3_general_ci``, both the caller's; both are named.
     :raises PropertyValueTooLarge: a property value over 65,535 bytes of
         UTF-8; the key and the size are named.
     """
-    _check_text('attribute', 'name', record.name)
-    member = getattr(record, 'member', None)
+    _check_text('attribute', 'name', name)
     if isinstance(member, str):
         _check_text('member project', member, member)
+    left_out: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
-    for key in sorted(record.properties):
-        if key not in record.properties:
-            continue
-        value = record.properties[key]
+    for key in sorted(properties):
+        value = properties[key]
         _check_text('property name', key, key)
         if isinstance(value, str):
             _check_text('property', key, value)
@@ -201,17 +204,15 @@ def check_record(record: metadata_mod.ImageRecord) -> None:
         if other is None:
             seen[folded] = key
             continue
-        optional = [k for k in (key, other) if k in record.optional]
-        if not optional:
+        dropped = [k for k in (key, other) if k in optional]
+        if not dropped:
             raise exception.PropertyKeysCollide(first=_shown(other),
                                                 second=_shown(key))
         # One of them is the plugin's own (self-description, a driver's
         # stamp): the caller's key wins, as with the property quota.
-        dropped = optional[0]
-        kept = other if dropped == key else key
-        record.optional.remove(dropped)
-        del record.properties[dropped]
+        kept = other if dropped[0] == key else key
         seen[folded] = kept
-        record.notes.append(
-            'left out %s: it is the same name as %s in Glance\'s '
-            'MySQL/MariaDB table' % (_shown(dropped), _shown(kept)))
+        left_out.append((dropped[0], 'left out %s: it is the same name as '
+                         '%s in Glance\'s MySQL/MariaDB table'
+                         % (_shown(dropped[0]), _shown(kept))))
+    return left_out

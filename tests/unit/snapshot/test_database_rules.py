@@ -128,6 +128,8 @@ class TestCheckRecord(base.TestCase):
     def test_optional_key_gives_way_to_the_callers(self):
         rec = record(hypervisor_type='kvm', HYPERVISOR_TYPE='qemu')
         rec.optional.append('hypervisor_type')
-        preflight.check_image_record(rec, caps())
+        changes = preflight.check_image_record(rec, caps())
+        self.assertEqual(('hypervisor_type',), changes.left_out)
+        changes.apply(rec)
         self.assertEqual({'HYPERVISOR_TYPE': 'qemu'}, rec.properties)
         self.assertIn('hypervisor_type', ' '.join(rec.notes))
