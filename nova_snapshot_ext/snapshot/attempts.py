@@ -84,6 +84,22 @@ UNCERTAIN_READS = 3
 #: Statuses in which a cleanup deletes an image of this snapshot.
 DELETABLE = ('queued',)
 
+#: 5xx answers that come from a gateway or an overloaded Glance (a
+#: retry may pass); any other 5xx is Glance's own failure on the request.
+GATEWAY_STATUSES = frozenset([502, 503, 504])
+
+
+def _glance_failed_on_record(err: exception.SnapshotExtException) -> bool:
+    """Glance itself answered 5xx to the create (not a gateway, no loss).
+
+    Once the read-back shows no image, such a create failed on the
+    record, rolled back, and fails the same way again.
+    """
+    status = err.kwargs.get('status')
+    return (isinstance(err, exception.GlanceError) and
+            isinstance(status, int) and 500 <= status < 600 and
+            status not in GATEWAY_STATUSES)
+
 
 @dataclasses.dataclass
 class _Run:
@@ -387,6 +403,15 @@ class AttemptEngine:
                 if read + 1 < UNCERTAIN_READS:
                     run.ctx.sleep(run.ctx.interval)
                     continue
+                if _glance_failed_on_record(err):
+                    # Glance answered, and nothing is there: it failed on
+                    # this record (no id left unconfirmed, no retry
+                    # invited).
+                    return Outcome.fail(
+                        Event.NEVER_CREATED, exception.GlanceFailedOnRecord(
+                            operation='create', image_id=image_id,
+                            status=err.kwargs.get('status'),
+                            detail=err.kwargs.get('reason')))
                 run.result.unconfirmed.append(image_id)
                 return Outcome.fail(Event.NEVER_CREATED, err)
             except exception.SnapshotExtException:
