@@ -99,6 +99,13 @@ KINDS: dict[str, tuple[str, bool]] = {
                         'img_signature* are reported, never removed)', True),
     MALFORMED_MAPPING: ('block_device_mapping/bdm_v2 not as Nova writes '
                         'them; not fixed', False),
+    # With Cinder credentials (nova_snapshot_ext.backup.audit):
+    'backup-snapshot-gone': ('a backup whose block_device_mapping names a '
+                             'Cinder volume snapshot that is gone: it '
+                             'cannot be restored; not fixed', False),
+    'unnamed-volume-snapshot': ("a volume snapshot Nova took for an image "
+                                "('snapshot for ...') that no image names "
+                                '(a leak); not fixed', False),
 }
 
 #: Default age (seconds) after which a ``queued`` snapshot image is a

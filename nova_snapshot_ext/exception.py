@@ -445,3 +445,25 @@ class LocationTaskFailed(GlanceError):
 
     msg_fmt = _("Glance could not activate image %(image_id)s from "
                 "location %(url)s: %(reason)s")
+
+
+# --- Cinder (backup rotation) --------------------------------------------
+
+class CinderError(SnapshotExtException):
+    """A Cinder request of the backup rotation failed."""
+
+    msg_fmt = _("Cinder %(operation)s of volume snapshot %(snapshot_id)s "
+                "failed: %(reason)s")
+
+
+class CinderUnavailable(CinderError):
+    code = 503
+    msg_fmt = _("Cinder could not be reached for %(operation)s of volume "
+                "snapshot %(snapshot_id)s: %(reason)s")
+
+
+class CinderForbidden(CinderError):
+    code = 403
+    msg_fmt = _("Cinder refused %(operation)s of volume snapshot "
+                "%(snapshot_id)s to these credentials (options "
+                "[snapshot_ext_cinder], or the caller's token): %(reason)s")

@@ -41,6 +41,7 @@ from oslo_config import cfg
 CORE_GROUP = 'snapshot_ext'
 GLANCE_GROUP = 'snapshot_ext_glance'
 SERVICE_USER_GROUP = 'snapshot_ext_service_user'
+CINDER_GROUP = 'snapshot_ext_cinder'
 
 #: ``[snapshot_ext] activation_method`` values.
 ACTIVATION_METHODS = ('upload', 'location-first', 'location-fallback')
@@ -395,6 +396,47 @@ always the limit.
 ]
 
 
+#: Backups of volume-backed servers (doc/source/backups.rst).
+backup_opts = [
+    cfg.BoolOpt(
+        'volume_backed_backups',
+        default=False,
+        help='''
+Take Nova's ``createBackup`` for volume-backed servers.
+
+Nova refuses it ("Backup is not supported for volume-backed instances",
+HTTP 400). When true, the paste filter answers it instead: Nova's own
+quiesce and volume snapshots, the plugin's image record (marked
+``image_type=backup`` with ``backup_type`` and this server's
+``instance_uuid``), preflight and activation, then the rotation: the
+``rotation`` newest backups of this server and ``backup_type`` are kept,
+older ones the plugin can prove are this server's backups are deleted with
+the Cinder volume snapshots no other image names. When false (default),
+Nova's 400 is unchanged.
+'''),
+]
+
+cinder_group = cfg.OptGroup(
+    CINDER_GROUP,
+    title='Cinder connection for nova-snapshot-ext backups',
+    help='''
+keystoneauth1 session, adapter and auth options used by the standalone
+``backup`` command and library to delete the Cinder volume snapshots of
+rotated backups (``service_type = block-storage``; ``volumev3`` in the
+catalog matches). Without an auth plugin here, the rotation deletes the
+images only and names the volume snapshots it left. Inside Nova the
+user's request context is used, as Nova's own Cinder API does.
+''')
+
+#: The plugin's defaults for keystoneauth1 adapter options of
+#: ``[snapshot_ext_cinder]``.
+CINDER_DEFAULTS: dict[str, ty.Any] = {
+    'service_type': 'block-storage',
+    'interface': 'internal',
+    'connect_retries': 3,
+}
+
+
 #: The plugin's defaults for keystoneauth1 options of
 #: ``[snapshot_ext_glance]`` (see the group help).
 GLANCE_DEFAULTS: dict[str, ty.Any] = {
@@ -447,6 +489,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_group(_fresh(core_group))
     conf.register_opts(core_opts, group=CORE_GROUP)
     conf.register_opts(location_opts, group=CORE_GROUP)
+    conf.register_opts(backup_opts, group=CORE_GROUP)
     conf.register_group(_fresh(service_user_group))
     conf.register_opts(service_user_opts, group=SERVICE_USER_GROUP)
     ks_loading.register_auth_conf_options(conf, SERVICE_USER_GROUP)
@@ -457,6 +500,18 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     ks_loading.register_auth_conf_options(conf, GLANCE_GROUP)
     for name, value in GLANCE_DEFAULTS.items():
         conf.set_default(name, value, group=GLANCE_GROUP)
+    register_cinder_opts(conf)
+
+
+def register_cinder_opts(conf: cfg.ConfigOpts) -> None:
+    """Register ``[snapshot_ext_cinder]`` (keystoneauth1 options)."""
+    conf.register_group(_fresh(cinder_group))
+    ks_loading.register_session_conf_options(conf, CINDER_GROUP)
+    ks_loading.register_adapter_conf_options(
+        conf, CINDER_GROUP, include_deprecated=False)
+    ks_loading.register_auth_conf_options(conf, CINDER_GROUP)
+    conf.set_default('service_type', CINDER_DEFAULTS['service_type'],
+                     group=CINDER_GROUP)
 
 
 def _driver_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
@@ -538,9 +593,11 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """
     service_user = (service_user_group, service_user_opts +
                     _shown_ks_opts(SERVICE_USER_GROUP, session=False))
-    others = sorted([service_user] + _driver_opts(),
+    cinder = (cinder_group, _shown_ks_opts(CINDER_GROUP))
+    others = sorted([service_user, cinder] + _driver_opts(),
                     key=lambda item: item[0].name)
-    return ([(core_group, _with_driver_names(core_opts) + location_opts),
+    return ([(core_group, _with_driver_names(core_opts) + location_opts +
+              backup_opts),
              (glance_group, _shown_ks_opts(GLANCE_GROUP))] + others)
 
 

@@ -56,6 +56,7 @@ import typing as ty
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import config
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
@@ -79,7 +80,7 @@ DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 REQUEST_SCHEMA = os.path.join(os.path.dirname(request_mod.SAMPLE_REQUEST),
                               'snapshot-request.schema.json')
 
-COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve')
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve', 'backup')
 
 #: Libraries whose log lines are noise before an error at default
 #: verbosity (``--debug`` shows them).
@@ -160,6 +161,8 @@ def add_commands(subparsers: ty.Any) -> None:
     p.add_argument('request', metavar='REQUEST.json',
                    help='the snapshot request (JSON; format: %s)'
                    % _package_path(REQUEST_SCHEMA))
+
+    backup_cmd.add_parser(subparsers)
 
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',
@@ -490,7 +493,7 @@ def cmd_serve(conf: cfg.ConfigOpts) -> int:
 HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
     'snapshot': snapshot_cmd.cmd_snapshot, 'probe': snapshot_cmd.cmd_probe,
     'audit': cmd_audit,
-    'demo': cmd_demo, 'serve': cmd_serve}
+    'demo': cmd_demo, 'serve': cmd_serve, 'backup': backup_cmd.run}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:

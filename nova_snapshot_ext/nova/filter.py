@@ -264,6 +264,9 @@ class SnapshotExtMiddleware:
 
     @webob.dec.wsgify
     def __call__(self, req: webob.Request) -> ty.Any:
+        backup = self._backup(req)
+        if backup is not None:
+            return backup
         if req.method == 'POST' and self.plugin.early_refusal:
             match = ACTION_PATH.match(req.path_info)
             if match:
@@ -293,6 +296,34 @@ class SnapshotExtMiddleware:
                 if refusal is not None:
                     return refusal
         return self._to_nova(req)
+
+    def _backup(self, req: webob.Request) -> ty.Any:
+        """A ``createBackup`` the plugin serves (:mod:`.backup`), or None.
+
+        Only with ``[snapshot_ext] volume_backed_backups = true`` and the
+        activation hook installed; an unexpected error before Nova
+        snapshotted a volume is logged and the request goes to Nova.
+        """
+        if (req.method != 'POST' or not self.plugin.activation or
+                not self.plugin.conf.snapshot_ext.volume_backed_backups):
+            return None
+        match = ACTION_PATH.match(req.path_info)
+        if match is None or b'createBackup' not in req.body:
+            return None
+        from nova_snapshot_ext.nova import backup as backup_route
+
+        try:
+            return backup_route.serve(
+                req, match.group('project_id'), match.group('server_id'),
+                self.plugin.service, self.plugin.conf, _fault)
+        except exception.SnapshotExtException as err:
+            LOG.warning('nova-snapshot-ext: createBackup of %s not served, '
+                        'passing it to Nova: %s', req.path_info,
+                        err.format_message())
+        except Exception:
+            LOG.exception('nova-snapshot-ext: createBackup of %s failed; '
+                          'passing it to Nova', req.path_info)
+        return None
 
     def _check(self, req: webob.Request, project_id: str | None,
                server_id: str) -> ty.Any:

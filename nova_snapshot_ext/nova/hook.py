@@ -58,6 +58,7 @@ module was written against (:data:`SUPPORTED_NOVA_MAJORS`, signatures).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import inspect
@@ -104,7 +105,8 @@ _pending = threading.local()
 
 @contextlib.contextmanager
 def pending_create_image(context: ty.Any, server_id: str, name: str,
-                         metadata: ty.Mapping[str, str]
+                         metadata: ty.Mapping[str, str],
+                         backup_type: str | None = None
                          ) -> ty.Iterator[None]:
     """Name the ``createImage`` request Nova is about to serve.
 
@@ -113,9 +115,13 @@ def pending_create_image(context: ty.Any, server_id: str, name: str,
     :param server_id: the server's uuid from the URL.
     :param name: ``createImage`` ``name``.
     :param metadata: ``createImage`` ``metadata``.
+    :param backup_type: set when the plugin serves a ``createBackup``
+        (:mod:`.backup`): the record is then a backup's, marked
+        (:func:`~nova_snapshot_ext.backup.mark.mark`).
     """
     previous = getattr(_pending, 'request', None)
-    _pending.request = (context, server_id, name, dict(metadata))
+    _pending.request = (context, server_id, name, dict(metadata),
+                        backup_type)
     try:
         yield
     finally:
@@ -128,6 +134,14 @@ def _pending_for(context: ty.Any, name: ty.Any
     if pending is None or pending[0] is not context or pending[2] != name:
         return None
     return pending[1], pending[3]
+
+
+def _pending_backup_type(context: ty.Any, name: ty.Any) -> str | None:
+    """The ``backup_type`` of the named request, when it is a backup."""
+    pending = getattr(_pending, 'request', None)
+    if _pending_for(context, name) is None or pending is None:
+        return None
+    return ty.cast('str | None', pending[4])
 
 
 class _State:
@@ -308,6 +322,7 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
     pending = _pending_for(context, sent.get('name'))
     if pending is not None:
         server_id, metadata = pending
+        backup_type = _pending_backup_type(context, sent.get('name'))
         snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
         loaded = adapter.load_server(context, server_id)
         if loaded is not None and snapshot_ids is not None:
@@ -319,12 +334,29 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
             except exception.InvalidRequest as err:
                 LOG.warning('nova-snapshot-ext: %s', err.format_message())
             else:
+                if backup_type:
+                    return _backup_record(snapshot, backup_type, service)
                 return service.build_record(snapshot)
+        if backup_type:
+            # A backup the rotation could not prove is this server's is
+            # worse than none: refused (Nova deletes its volume snapshots).
+            raise exception.InvalidRequest(
+                field='createBackup', reason='server %s or its volume '
+                'snapshots could not be matched' % server_id)
         LOG.warning('nova-snapshot-ext: server %s or its volume snapshots '
                     "could not be matched; building the image record from "
                     "Nova's metadata", server_id)
     return adapter.record_from_glance_meta(
         sent, member, conf.snapshot_ext.non_inheritable_image_properties)
+
+
+def _backup_record(snapshot: ty.Any, backup_type: str,
+                   service: service_mod.SnapshotService) -> ty.Any:
+    """The record of a ``createBackup`` the plugin serves: marked."""
+    from nova_snapshot_ext.backup import service as backup_mod
+
+    return backup_mod.BackupService(service).build_record(
+        dataclasses.replace(snapshot, backup_type=backup_type))
 
 
 #: Nova ``[glance]`` keystoneauth adapter options passed on to the client

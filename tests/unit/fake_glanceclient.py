@@ -82,6 +82,9 @@ class FakeGlance:
         self.tasks = {}
         self.pending = {}
         self.task_fails_with = None
+        #: Images created so far (each gets the next second as its
+        #: ``created_at``).
+        self.created = 0
 
     def fail(self, operation, error, times=1):
         """Make the next ``times`` calls of ``operation`` raise ``error``."""
@@ -131,8 +134,11 @@ class _Images:
         if image_id in g.used_ids:
             raise exc.HTTPConflict('Image ID %s already exists!' % image_id)
         g.used_ids.add(image_id)
+        g.created += 1
         image = dict(kwargs, id=image_id, status='queued', size=None,
-                     visibility=kwargs.get('visibility', 'shared'))
+                     visibility=kwargs.get('visibility', 'shared'),
+                     created_at='2026-12-01T00:%02d:%02dZ' % divmod(
+                         g.created % 3600, 60))
         if g.owner is not None:
             image['owner'] = g.owner
         g.images[image_id] = image
@@ -247,7 +253,12 @@ class _Images:
         return iter([b''])
 
     def list(self, filters=None):
-        return iter(dict(i) for i in self.g.images.values())
+        self.g._maybe_fail('list')
+        wanted = dict(filters or {})
+        hidden = wanted.pop('os_hidden', False)
+        return iter(dict(i) for i in self.g.images.values()
+                    if bool(i.get('os_hidden', False)) == bool(hidden)
+                    and all(i.get(k) == v for k, v in wanted.items()))
 
     def get_stores_info(self):
         if self.g.stores is None:

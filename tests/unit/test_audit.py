@@ -298,4 +298,5 @@ class TestRepair(base.TestCase):
     def test_kinds_documented(self):
         self.assertEqual({'queued-leftover', 'dishonest-payload',
                           'min-disk-above-root', 'borrowed-property',
-                          'malformed-mapping'}, set(audit.KINDS))
+                          'malformed-mapping', 'backup-snapshot-gone',
+                          'unnamed-volume-snapshot'}, set(audit.KINDS))

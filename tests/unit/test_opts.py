@@ -42,8 +42,11 @@ class TestOpts(base.TestCase):
              'disk_formats', 'driver_formats_only', 'activation_method',
              'location_url',
              'location_disk_format', 'location_hash_algo',
-             'location_validation_data', 'location_api'],
+             'location_validation_data', 'location_api',
+             'volume_backed_backups'],
             groups['snapshot_ext'])
+        self.assertEqual('block-storage', opts.CINDER_DEFAULTS['service_type'])
+        self.assertIn('auth_type', groups['snapshot_ext_cinder'])
         for name in ('service_type', 'endpoint_override', 'connect_retries',
                      'status_code_retries', 'auth_type', 'cafile',
                      'timeout'):

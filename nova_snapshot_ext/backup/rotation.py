@@ -1,0 +1,363 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Backup rotation: keep the newest, delete what provably is this server's.
+
+As Nova rotates image backups (``ComputeManager._rotate_backups``): the
+backups of one server and ``backup_type`` are ordered by ``created_at``,
+newest first, and those beyond ``rotation`` are deleted.  Unlike Nova:
+
+* the set is computed **relative to the new backup**: the new backup is
+  always kept, and of the backups created strictly *before* it the
+  ``rotation - 1`` newest are kept (``rotation = 0`` keeps only the new
+  one; Nova's own image-backed rotation deletes the new one too).  A
+  backup created at or after the new one is never deleted nor counted.
+  So a retried rotation (the same request converges on the same new
+  backup) deletes nothing a first run would not have deleted, and never
+  more than a later backup's rotation would: rotation is idempotent;
+* an image is deleted only when it provably is this server's backup
+  (:func:`~.mark.refusal`); a look-alike is left and named;
+* an image that is not ``active`` is left and named (an older backup
+  still being made, or one Glance is deleting);
+* after the images, the Cinder volume snapshots a deleted backup's
+  ``block_device_mapping`` named are deleted, when no image the caller
+  can see (hidden ones included) names them any more.
+
+Nothing here raises on a failed delete: every failure is named in the
+:class:`RotationResult`, and the new backup is never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as ty
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext import exception
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.image import glance as glance_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class SnapshotDeleter(ty.Protocol):
+    """Deletes Cinder volume snapshots.
+
+    :class:`~.cinder.CinderClient`, or inside Nova an adapter over Nova's
+    own Cinder API.
+    """
+
+    def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
+        """Delete volume snapshot ``snapshot_id`` of project ``owner``.
+
+        :returns: ``'deleted'`` or ``'already gone'``.
+        :raises CinderError: it could not.
+        """
+
+
+@dataclasses.dataclass
+class Selection:
+    """What one rotation will do, decided from one image listing.
+
+    :ivar keep: ids kept by the rotation rule, newest first (the new
+        backup first).
+    :ivar delete: the images to delete, oldest first (Glance dicts).
+    :ivar left: image id -> why it is left although listed as this
+        server's backup (a look-alike, not active, or newer than the new
+        backup).
+    """
+
+    keep: list[str] = dataclasses.field(default_factory=list)
+    delete: list[dict[str, ty.Any]] = dataclasses.field(default_factory=list)
+    left: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class RotationResult:
+    """The outcome of one rotation (JSON-shaped by :meth:`to_dict`).
+
+    :ivar backup_id: the new backup, never deleted.
+    :ivar rotation: how many backups the rule keeps.
+    :ivar kept: image ids kept by the rule.
+    :ivar deleted: image ids deleted (or found already gone).
+    :ivar left: image id -> why it was not deleted although Glance
+        listed it as this server's backup.
+    :ivar not_deleted: image id -> the error that stopped its delete.
+    :ivar snapshots_deleted: Cinder volume snapshot ids deleted (or
+        already gone).
+    :ivar snapshots_left: volume snapshot id -> why it was left.
+    :ivar error: why the rotation could not even list the backups.
+    """
+
+    backup_id: str
+    rotation: int
+    kept: list[str] = dataclasses.field(default_factory=list)
+    deleted: list[str] = dataclasses.field(default_factory=list)
+    left: dict[str, str] = dataclasses.field(default_factory=dict)
+    not_deleted: dict[str, str] = dataclasses.field(default_factory=dict)
+    snapshots_deleted: list[str] = dataclasses.field(default_factory=list)
+    snapshots_left: dict[str, str] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+    #: The exceptions behind ``error`` / ``not_deleted`` (for exit codes).
+    failures: list[exception.SnapshotExtException] = dataclasses.field(
+        default_factory=list, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """Every image the rule selected is gone (volume snapshots aside)."""
+        return self.error is None and not self.not_deleted
+
+    def to_dict(self) -> dict[str, ty.Any]:
+        data = {field.name: getattr(self, field.name)
+                for field in dataclasses.fields(self)
+                if field.name != 'failures'}
+        data['complete'] = self.complete
+        return json_copy(data)
+
+    def describe(self) -> str:
+        """One paragraph for a person."""
+        if self.error:
+            return ('Rotation not done (backup %s kept): %s'
+                    % (self.backup_id, self.error))
+        lines = ['Rotation %d: kept %s; deleted %s.' % (
+            self.rotation, ', '.join(self.kept) or '(none)',
+            ', '.join(self.deleted) or '(none)')]
+        for image_id, why in sorted(self.not_deleted.items()):
+            lines.append('NOT deleted %s: %s' % (image_id, why))
+        for image_id, why in sorted(self.left.items()):
+            lines.append('left %s: %s' % (image_id, why))
+        if self.snapshots_deleted:
+            lines.append('volume snapshots deleted: %s'
+                         % ', '.join(self.snapshots_deleted))
+        for snap_id, why in sorted(self.snapshots_left.items()):
+            lines.append('volume snapshot %s left: %s' % (snap_id, why))
+        return '\n'.join(lines)
+
+
+def json_copy(data: dict[str, ty.Any]) -> dict[str, ty.Any]:
+    """A copy of ``data`` whose lists and dicts are new (one level)."""
+    return {key: (list(value) if isinstance(value, list) else
+                  dict(value) if isinstance(value, dict) else value)
+            for key, value in data.items()}
+
+
+def _created(image: ty.Mapping[str, ty.Any]) -> ty.Any:
+    value = image.get('created_at')
+    if not isinstance(value, str):
+        return None
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(value))
+    except ValueError:
+        return None
+
+
+def select(images: ty.Iterable[dict[str, ty.Any]],
+           backup: ty.Mapping[str, ty.Any], rotation: int,
+           backup_type: str) -> Selection:
+    """Decide, without a Glance call, what a rotation keeps and deletes.
+
+    :param images: Glance images listed as this server's backups of
+        ``backup_type`` (look-alikes included; they are judged here).
+    :param backup: the new backup as Glance shows it (``id``,
+        ``created_at``, ``owner``, ``instance_uuid``).
+    :param rotation: backups to keep, the new one included (>= 0).
+    :param backup_type: the rotation's ``backup_type``.
+    :raises ValueError: ``rotation`` is negative, or the new backup has no
+        readable ``created_at`` (the caller validates both first).
+    """
+    if rotation < 0:
+        raise ValueError('rotation must be >= 0')
+    newest = _created(backup)
+    if newest is None:
+        raise ValueError('backup %s has no created_at' % backup.get('id'))
+    selection = Selection(keep=[str(backup['id'])])
+    older = []
+    for image in images:
+        image_id = str(image.get('id'))
+        if image_id == backup['id']:
+            continue
+        why = mark.refusal(image, str(backup.get('instance_uuid')),
+                           backup_type, str(backup.get('owner')))
+        created = _created(image)
+        if why is None and image.get('status') != 'active':
+            why = 'status %s: not a finished backup' % image.get('status')
+        if why is None and (created is None or created >= newest):
+            why = ('created at %s, not before the new backup %s'
+                   % (image.get('created_at'), backup['id']))
+        if why is not None:
+            selection.left[image_id] = why
+            continue
+        older.append((created, image_id, image))
+    older.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    keep_older = max(rotation - 1, 0)
+    selection.keep.extend(image_id for _, image_id, _ in older[:keep_older])
+    selection.delete = [image for _, _, image in reversed(older[keep_older:])]
+    return selection
+
+
+def list_backups(glance: glance_mod.GlanceClient, instance_uuid: str,
+                 backup_type: str) -> list[dict[str, ty.Any]]:
+    """The images Glance lists as this server's backups of this type.
+
+    Nova's filter (``image_type``, ``backup_type``, ``instance_uuid``),
+    hidden images too.
+
+    :raises GlanceError: a listing failed.
+    """
+    filters = {'image_type': 'backup', 'backup_type': backup_type,
+               'instance_uuid': instance_uuid}
+    found = {}
+    for hidden in (False, True):
+        for image in glance.list_images(os_hidden=hidden, **filters):
+            found[image['id']] = image
+    return list(found.values())
+
+
+def named_snapshot_ids(glance: glance_mod.GlanceClient) -> set[str]:
+    """Every volume snapshot id a visible image's mappings name.
+
+    :raises GlanceError: a listing failed.
+    """
+    named: set[str] = set()
+    for hidden in (False, True):
+        for image in glance.list_images(os_hidden=hidden):
+            named.update(mark.mapped_snapshot_ids(image))
+    return named
+
+
+def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
+           rotation: int, backup_type: str,
+           cinder: SnapshotDeleter | None = None) -> RotationResult:
+    """Rotate this server's backups of ``backup_type`` around ``backup``.
+
+    :param glance: the client of the caller (the backups' owner).
+    :param backup: the new, active backup as Glance shows it.
+    :param rotation: backups to keep, the new one included.
+    :param backup_type: the rotation's ``backup_type``.
+    :param cinder: deletes the volume snapshots of deleted backups;
+        ``None``: they are left and named.
+    :returns: :class:`RotationResult`; never raises a Glance or Cinder
+        error (each is named in the result).
+    """
+    backup_id = str(backup['id'])
+    result = RotationResult(backup_id=backup_id, rotation=rotation)
+    instance_uuid = str(backup.get('instance_uuid'))
+    owner = str(backup.get('owner'))
+    try:
+        listed = list_backups(glance, instance_uuid, backup_type)
+    except exception.GlanceError as err:
+        result.error = 'could not list the backups: %s' % (
+            err.format_message())
+        result.failures.append(err)
+        return result
+    selection = select(listed, backup, rotation, backup_type)
+    result.kept = selection.keep
+    result.left = dict(selection.left)
+    orphans: list[str] = []
+    for image in selection.delete:
+        image_id = str(image['id'])
+        outcome = _delete_backup(glance, image_id, instance_uuid,
+                                 backup_type, owner, result)
+        if outcome is not None:
+            orphans.extend(mark.mapped_snapshot_ids(outcome))
+    if orphans:
+        _delete_snapshots(glance, sorted(set(orphans)), owner, cinder,
+                          result)
+    return result
+
+
+def _delete_backup(glance: glance_mod.GlanceClient, image_id: str,
+                   instance_uuid: str, backup_type: str, owner: str,
+                   result: RotationResult) -> dict[str, ty.Any] | None:
+    """Re-read, re-judge and delete one backup.
+
+    :returns: the image as last read when it is gone (its mappings name
+        the volume snapshots to consider), else ``None``.
+    """
+    try:
+        image = glance.get(image_id)
+    except exception.GlanceNotFound:
+        result.deleted.append(image_id)
+        return None
+    except exception.GlanceError as err:
+        result.not_deleted[image_id] = err.format_message()
+        result.failures.append(err)
+        return None
+    why = mark.refusal(image, instance_uuid, backup_type, owner)
+    if why is None and image.get('status') != 'active':
+        why = 'status %s: not a finished backup' % image.get('status')
+    if why is not None:
+        result.left[image_id] = why
+        return None
+    try:
+        glance.delete(image_id)
+    except exception.GlanceNotFound:
+        pass
+    except exception.GlanceError as err:
+        # The answer was lost or refused: only a read proves the outcome
+        # (a DELETE is sent once; Glance may have acted before a reset).
+        if not _gone(glance, image_id):
+            result.not_deleted[image_id] = err.format_message()
+            result.failures.append(err)
+            return None
+    LOG.info('Backup rotation of server %(server)s (%(type)s): deleted '
+             'image %(image)s', {'server': instance_uuid,
+                                 'type': backup_type, 'image': image_id})
+    result.deleted.append(image_id)
+    return image
+
+
+def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
+    """Glance answers 404 for the image now (a failed read: not proven)."""
+    try:
+        glance.get(image_id)
+    except exception.GlanceNotFound:
+        return True
+    except exception.GlanceError:
+        return False
+    return False
+
+
+def _delete_snapshots(glance: glance_mod.GlanceClient,
+                      snapshot_ids: list[str], owner: str,
+                      cinder: SnapshotDeleter | None,
+                      result: RotationResult) -> None:
+    if cinder is None:
+        for snap_id in snapshot_ids:
+            result.snapshots_left[snap_id] = (
+                'no Cinder client: give Cinder credentials (options '
+                '[snapshot_ext_cinder]) to delete it')
+        return
+    try:
+        named = named_snapshot_ids(glance)
+    except exception.GlanceError as err:
+        for snap_id in snapshot_ids:
+            result.snapshots_left[snap_id] = (
+                'could not check that no image names it: %s'
+                % err.format_message())
+        result.failures.append(err)
+        return
+    for snap_id in snapshot_ids:
+        if snap_id in named:
+            result.snapshots_left[snap_id] = 'another image names it'
+            continue
+        try:
+            cinder.delete_snapshot(snap_id, owner)
+        except exception.CinderError as err:
+            result.snapshots_left[snap_id] = err.format_message()
+            result.failures.append(err)
+            continue
+        result.snapshots_deleted.append(snap_id)

@@ -1,0 +1,318 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``createBackup`` of a volume-backed server, served by the paste filter.
+
+Nova refuses it (``API.backup``: "Backup is not supported for
+volume-backed instances.", 400).  With ``[snapshot_ext]
+volume_backed_backups = true`` the filter answers it instead
+(:func:`serve`), for a request Nova itself would take up to that refusal:
+
+1. Nova's ``createBackup`` body schema (``name``, ``backup_type``,
+   ``rotation``, ``metadata``) and microversion, the caller's project, a
+   UUID server id, the server visible to the caller, Nova's
+   ``os_compute_api:os-create-backup`` policy, a ``vm_state`` Nova backs up
+   (active, stopped, paused, suspended) with no task; the server
+   volume-backed; before 2.39, Nova's image metadata quota.  Anything else
+   goes to Nova unchanged (which answers it as without the plugin).
+2. The backup's preflight (:class:`~..backup.service.BackupService`),
+   before any volume snapshot: a refusal is Nova's fault body.
+3. Nova's own ``API.snapshot_volume_backed`` (quiesce, volume snapshots,
+   image create) with the request named to the activation hook
+   (:func:`.hook.pending_create_image` with the ``backup_type``), which
+   builds the marked backup record and activates it.
+4. The rotation (:mod:`..backup.rotation`) with the user's context for
+   Glance and Nova's own Cinder API (:class:`NovaCinder`).  A failure of
+   the rotation is logged (WARNING, naming what was not deleted); the
+   backup stands and the answer is Nova's success.
+5. Nova's answer: 202; from 2.45 the body ``{"image_id": ...}``; before,
+   no body and a ``Location`` header to the image when ``rotation > 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as ty
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+import webob
+import webob.exc
+
+from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import rotation as rotation_mod
+from nova_snapshot_ext.backup import service as backup_mod
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.nova import adapter
+from nova_snapshot_ext.nova import hook
+
+if ty.TYPE_CHECKING:
+    from nova_snapshot_ext.snapshot import service as service_mod
+
+LOG = logging.getLogger(__name__)
+
+#: Nova's policy for ``createBackup`` (``nova/policies/create_backup.py``).
+CREATE_BACKUP_POLICY = 'os_compute_api:os-create-backup'
+
+#: The ``vm_state`` values Nova's ``API.backup`` accepts.
+BACKUP_VM_STATES = ('active', 'stopped', 'paused', 'suspended')
+
+#: From this microversion Nova answers with the image id in the body.
+IMAGE_ID_BODY_SINCE = '2.45'
+
+#: Before this microversion Nova checks the image metadata quota.
+NO_QUOTA_CHECK_SINCE = '2.39'
+
+
+class NovaCinder:
+    """Nova's own Cinder API (``nova.volume.cinder.API``) for one context.
+
+    What the rotation uses to delete a rotated backup's volume snapshots
+    inside Nova: the user's token, Nova's ``[cinder]`` settings.
+    """
+
+    def __init__(self, context: ty.Any):
+        from nova.volume import cinder
+
+        self.context = context
+        self.api = cinder.API()
+
+    def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
+        """See :meth:`.cinder.CinderClient.delete_snapshot`."""
+        from nova import exception as nova_exc
+
+        try:
+            snap = self.api.get_snapshot(self.context, snapshot_id)
+            if not snap or snap.get('status') == 'deleting':
+                return cinder_mod.GONE
+            project = snap.get('project_id')
+            if project and project != owner:
+                raise exception.CinderForbidden(
+                    operation='delete', snapshot_id=snapshot_id,
+                    reason='it belongs to project %s, not to the backup\'s '
+                    'owner %s' % (project, owner))
+            self.api.delete_snapshot(self.context, snapshot_id)
+        except nova_exc.SnapshotNotFound:
+            return cinder_mod.GONE
+        except nova_exc.NovaException as err:
+            raise exception.CinderError(
+                operation='delete', snapshot_id=snapshot_id,
+                reason=err.format_message()) from err
+        return cinder_mod.DELETED
+
+
+@dataclasses.dataclass
+class BackupAction:
+    """A ``createBackup`` body Nova's schema accepts."""
+
+    name: str
+    backup_type: str
+    rotation: int
+    metadata: dict[str, str]
+
+
+def parse(req: webob.Request, nova_req: ty.Any) -> BackupAction | None:
+    """The ``createBackup`` action if Nova's schema takes it, else ``None``.
+
+    :param nova_req: ``nova.api.openstack.wsgi.Request`` with its API
+        version set (the legacy v2.0 schema allows padded names).
+    """
+    from nova.api.openstack import common
+    from nova.api.openstack.compute.schemas import create_backup as schemas
+    from nova.api.validation import validators
+    from nova import exception as nova_exc
+
+    try:
+        body = jsonutils.loads(req.body)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(body, dict) or 'createBackup' not in body:
+        return None
+    schema = (schemas.create_backup_v20 if nova_req.is_legacy_v2()
+              else schemas.create_backup)
+    try:
+        validators._SchemaValidator(schema).validate(body)
+    except nova_exc.ValidationError:
+        return None
+    entity = body['createBackup']
+    return BackupAction(name=common.normalize_name(entity['name']),
+                        backup_type=entity['backup_type'],
+                        rotation=int(entity['rotation']),
+                        metadata=dict(entity.get('metadata') or {}))
+
+
+def _nova_request(req: webob.Request) -> ty.Any:
+    """Nova's request with its API version set.
+
+    :returns: ``None`` when Nova refuses the version itself.
+    """
+    from nova.api.openstack import wsgi as nova_wsgi
+    from nova import exception as nova_exc
+
+    nova_req = nova_wsgi.Request(req.environ)
+    try:
+        nova_req.set_api_version_request()
+    except (nova_exc.InvalidAPIVersionString,
+            nova_exc.InvalidGlobalAPIVersion):
+        return None
+    return nova_req
+
+
+def _load(context: ty.Any, server_id: str) -> tuple[ty.Any, ty.Any] | None:
+    """The server and its BDMs, or ``None`` (Nova answers).
+
+    ``None`` unless Nova would back the server up but for its
+    volume-backed root.
+    """
+    from nova.compute import utils as compute_utils
+
+    loaded = adapter.load_server(context, server_id,
+                                 policies=(CREATE_BACKUP_POLICY,))
+    if loaded is None:
+        return None
+    instance, bdms = loaded
+    if instance.vm_state not in BACKUP_VM_STATES or instance.task_state:
+        return None
+    if not compute_utils.is_volume_backed_instance(context, instance, bdms):
+        return None
+    return instance, bdms
+
+
+def serve(req: webob.Request, project_id: str | None, server_id: str,
+          service: service_mod.SnapshotService, conf: ty.Any,
+          fault: ty.Callable[[int, str], ty.Any]) -> ty.Any:
+    """Answer a ``createBackup``, or ``None`` to let Nova answer it.
+
+    :param fault: builds Nova's fault response (``filter._fault``).
+    :returns: a WSGI response, or ``None``.
+    """
+    context = req.environ.get('nova.context')
+    if context is None or (project_id is not None and
+                           project_id != context.project_id):
+        return None
+    if not uuidutils.is_uuid_like(server_id):
+        return None
+    nova_req = _nova_request(req)
+    if nova_req is None:
+        return None
+    action = parse(req, nova_req)
+    if action is None:
+        return None
+    loaded = _load(context, server_id)
+    if loaded is None:
+        return None
+    instance, bdms = loaded
+    if nova_req.api_version_request < _version(NO_QUOTA_CHECK_SINCE):
+        from nova.api.openstack import common
+
+        try:
+            common.check_img_metadata_properties_quota(context,
+                                                       action.metadata)
+        except webob.exc.HTTPException as err:
+            return fault(err.code, err.explanation)
+    backups = backup_mod.BackupService(service)
+    glance = hook.client_for_context(context, conf)
+    try:
+        request = adapter.request_from_nova(context, instance, bdms,
+                                            action.name, action.metadata)
+        backups.preflight(dataclasses.replace(
+            request, backup_type=action.backup_type), glance)
+    except (exception.InvalidRequest, exception.InvalidServerState) as err:
+        LOG.debug('nova-snapshot-ext: createBackup of %s left to Nova: %s',
+                  server_id, err.format_message())
+        return None
+    except exception.PreflightError as err:
+        LOG.info('nova-snapshot-ext: refused createBackup of server '
+                 '%(server)s before any volume snapshot: %(reason)s',
+                 {'server': server_id, 'reason': err.format_message()})
+        return fault(err.code, err.format_message())
+    image = _snapshot(context, instance, action, fault)
+    if not isinstance(image, dict):
+        return image  # Nova's fault
+    _rotate(context, glance, image['id'], action)
+    return _answer(req, nova_req, image['id'], action.rotation)
+
+
+def _version(text: str) -> ty.Any:
+    from nova.api.openstack import api_version_request
+
+    return api_version_request.APIVersionRequest(text)
+
+
+def _snapshot(context: ty.Any, instance: ty.Any, action: BackupAction,
+              fault: ty.Callable[[int, str], ty.Any]) -> ty.Any:
+    """Nova's volume-backed snapshot path, the backup named to the hook.
+
+    :returns: the image dict Nova returns, or Nova's fault response.
+    """
+    from nova.compute import api as compute_api
+    from nova import exception as nova_exc
+
+    with hook.pending_create_image(context, instance.uuid, action.name,
+                                   action.metadata,
+                                   backup_type=action.backup_type):
+        try:
+            return compute_api.API().snapshot_volume_backed(
+                context, instance, action.name,
+                extra_properties=dict(action.metadata))
+        except nova_exc.InstanceInvalidState as err:
+            return fault(409, err.format_message())
+        except nova_exc.NovaException as err:
+            return fault(getattr(err, 'code', 500) or 500,
+                         err.format_message())
+
+
+def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
+            action: BackupAction) -> rotation_mod.RotationResult | None:
+    """Rotate around the new backup; every failure logged, none raised."""
+    try:
+        backup = glance.get(image_id)
+    except exception.GlanceError as err:
+        LOG.warning('nova-snapshot-ext: backup %(id)s is active; its '
+                    'rotation was not done: %(reason)s',
+                    {'id': image_id, 'reason': err.format_message()})
+        return None
+    try:
+        result = rotation_mod.rotate(glance, backup, action.rotation,
+                                     action.backup_type, NovaCinder(context))
+    except Exception:
+        # The backup exists: an unexpected error of the rotation must not
+        # turn Nova's answer into a failure (or hand it back to Nova).
+        LOG.exception('nova-snapshot-ext: backup %s is active; its rotation '
+                      'failed', image_id)
+        return None
+    level = LOG.info if result.complete else LOG.warning
+    level('nova-snapshot-ext: createBackup rotation: %s', result.describe())
+    return result
+
+
+def _answer(req: webob.Request, nova_req: ty.Any, image_id: str,
+            rotation: int) -> ty.Any:
+    """Nova's ``createBackup`` success response for this microversion."""
+    version = nova_req.api_version_request
+    resp = webob.Response(status_int=202)
+    if version >= _version(IMAGE_ID_BODY_SINCE):
+        resp.content_type = 'application/json'
+        resp.body = jsonutils.dump_as_bytes({'image_id': image_id})
+    else:
+        resp.body = b''
+        if rotation > 0:
+            resp.headers['Location'] = '%s/images/%s' % (
+                req.application_url.rstrip('/'), image_id)
+    if not version.is_null():
+        text = version.get_string()
+        resp.headers['OpenStack-API-Version'] = 'compute %s' % text
+        resp.headers['X-OpenStack-Nova-API-Version'] = text
+        resp.headers['Vary'] = ('OpenStack-API-Version, '
+                                'X-OpenStack-Nova-API-Version')
+    return resp

@@ -1,0 +1,201 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Backups with rotation on a real Glance; faults during the rotation."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from oslo_utils import uuidutils
+
+from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import service as backup_mod
+from nova_snapshot_ext.image import glance as glance_mod
+from tests import base
+from tests.functional import base as fbase
+from tests.functional import test_faultproxy_glance
+from tests.functional import test_snapshot
+
+
+class RecordingCinder:
+    """Records the volume snapshots the rotation deletes (no Cinder)."""
+
+    def __init__(self):
+        self.deleted = []
+
+    def delete_snapshot(self, snapshot_id, owner):
+        self.deleted.append(snapshot_id)
+        return cinder_mod.DELETED
+
+
+class BackupMixin:
+
+    def setUp(self):
+        super().setUp()
+        self.server_id = uuidutils.generate_uuid()
+        self.cinder = RecordingCinder()
+
+    def backup_request(self, server_id=None, backup_type='daily'):
+        req = self.make_request()
+        data = req.to_dict()
+        data['server']['uuid'] = server_id or self.server_id
+        for bdm in data['block_device_mappings']:
+            bdm.pop('instance_uuid', None)
+        data['backup_type'] = backup_type
+        return type(req).from_dict(data)
+
+    def backups(self, server_id=None, backup_type='daily'):
+        return sorted(self.list_all_images(filters={
+            'instance_uuid': server_id or self.server_id,
+            'backup_type': backup_type}), key=lambda i: i['created_at'])
+
+    def run_backup(self, service, client, rotation=2, **kwargs):
+        # Glance's created_at moves in whole seconds.
+        time.sleep(1.1)
+        req = self.backup_request(**kwargs)
+        snaps = sorted(b.snapshot_id for b in req.block_device_mappings
+                       if b.snapshot_id)
+        result = service.backup(req, rotation, glance=client,
+                                cinder=self.cinder)
+        return result, snaps
+
+
+class TestBackupRotation(BackupMixin, test_snapshot.SnapshotTestBase):
+
+    def test_rotation_two_four_times_keeps_two_newest(self):
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        other, _ = self.run_backup(service, client, rotation=1,
+                                   server_id=uuidutils.generate_uuid())
+        weekly, _ = self.run_backup(service, client, rotation=1,
+                                    backup_type='weekly')
+        # Another project's backup of "this" server (a look-alike by
+        # Nova's filter) and a hand-made image claiming to be one.
+        foreign_client = self.plugin_client(project_id=self.new_project())
+        foreign, _ = self.run_backup(service, foreign_client, rotation=0)
+        glance = self.client_for(roles=fbase.MEMBER_ROLES)
+        fake = glance.images.create(name='fake', image_type='backup',
+                                    backup_type='daily',
+                                    instance_uuid=self.server_id)
+        ids, snaps = [], []
+        for _ in range(4):
+            result, used = self.run_backup(service, client)
+            ids.append(result.snapshot.image_id)
+            snaps.append(used)
+            self.assertTrue(result.rotation.complete,
+                            result.rotation.describe())
+        mine = {i['id'] for i in self.backups()
+                if i['owner'] == self.project_id}
+        self.assertEqual({ids[2], ids[3], fake['id']}, mine)
+        self.assertEqual(sorted(snaps[0] + snaps[1]),
+                         sorted(self.cinder.deleted))
+        all_ids = {i['id'] for i in self.list_all_images()}
+        for kept in (other, weekly, foreign):
+            self.assertIn(kept.snapshot.image_id, all_ids)
+
+    def test_retry_rotates_nothing_twice(self):
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        reqs = []
+        for _ in range(3):
+            time.sleep(1.1)
+            req = self.backup_request()
+            reqs.append(req)
+            service.backup(req, 3, glance=client, cinder=self.cinder)
+        before = {i['id'] for i in self.backups()}
+        again = service.backup(reqs[1], 1, glance=client, cinder=self.cinder)
+        self.assertTrue(again.snapshot.reused)
+        # Relative to backup 2: backup 1 goes, backup 3 (newer) stays.
+        self.assertEqual(1, len(again.rotation.deleted))
+        self.assertEqual(before - set(again.rotation.deleted),
+                         {i['id'] for i in self.backups()})
+        third = service.backup(reqs[1], 1, glance=client, cinder=self.cinder)
+        self.assertEqual([], third.rotation.deleted)
+
+
+class TestRotationFaults(BackupMixin, test_snapshot.SnapshotTestBase,
+                         test_faultproxy_glance.FaultGlanceTestCase):
+
+    def proxied_glance(self):
+        return glance_mod.GlanceClient(self.proxied_session(),
+                                       endpoint_override=self.proxy.endpoint)
+
+    def test_fault_during_rotation_loses_no_backup_that_stays(self):
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        ids = []
+        for _ in range(3):
+            result, _ = self.run_backup(service, client, rotation=5)
+            ids.append(result.snapshot.image_id)
+        # The first DELETE of the rotation is refused with a 503, the
+        # second connection is reset after Glance acted.
+        self.proxy.add_rule('DELETE', r'^/v2/images/[^/]+$', 'status',
+                            status=503, nth=1)
+        self.proxy.add_rule('DELETE', r'^/v2/images/[^/]+$', 'reset_after',
+                            nth=2)
+        result, _ = self.run_backup(service, self.proxied_glance(),
+                                    rotation=1)
+        new = result.snapshot.image_id
+        left = {i['id'] for i in self.backups()}
+        self.assertIn(new, left)
+        self.assertFalse(result.rotation.complete)
+        # Every image not named as deleted is still there; nothing the
+        # rule keeps was touched.
+        for image_id in ids:
+            if image_id not in result.rotation.deleted:
+                self.assertIn(image_id, left)
+        self.assertTrue(set(result.rotation.not_deleted) <= set(ids))
+        self.assertTrue(result.rotation.not_deleted)
+        # Volume snapshots of an image not deleted are never deleted.
+        self.assertNotIn(new, result.rotation.deleted)
+
+
+class TestBackupCLI(fbase.FunctionalTestCase):
+
+    GLANCE_OVERRIDES = {'identity': 'token'}
+
+    def test_backup_command_rotates(self):
+        conf_file = self.write_cli_config('backup.conf', 'libvirt')
+        server_id = uuidutils.generate_uuid()
+        ids, outs = [], []
+        for n in range(3):
+            time.sleep(1.1)
+            data = base.sample_request_dict()
+            data['server']['uuid'] = server_id
+            data['server']['project_id'] = self.project_id
+            data['requester']['project_id'] = self.project_id
+            for bdm in data['block_device_mappings']:
+                bdm.pop('instance_uuid', None)
+                if bdm.get('snapshot_id'):
+                    bdm['snapshot_id'] = uuidutils.generate_uuid()
+            path = os.path.join(self.tmp, 'r%d.json' % n)
+            with open(path, 'w', encoding='utf-8') as f:
+                json.dump(data, f)
+            proc = subprocess.run(
+                [sys.executable, '-m', 'nova_snapshot_ext.cmd.main',
+                 'backup', '--config-file', conf_file, '--rotation', '2',
+                 '--backup-type', 'nightly', '--format', 'json', path],
+                capture_output=True, text=True, timeout=120, check=False)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            out = json.loads(proc.stdout)
+            outs.append(out)
+            ids.append(out['image_id'])
+        self.assertEqual([ids[0]], outs[2]['rotation']['deleted'])
+        # No [snapshot_ext_cinder] credentials: the volume snapshots are
+        # named, not deleted.
+        self.assertEqual(2, len(outs[2]['rotation']['snapshots_left']))
+        left = {i['id'] for i in self.list_all_images(filters={
+            'instance_uuid': server_id})}
+        self.assertEqual({ids[1], ids[2]}, left)

@@ -1,0 +1,119 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Cinder adapter against a local HTTP server (no Cinder needed)."""
+
+import http.server
+import json
+import threading
+
+from keystoneauth1 import session as ks_session
+
+from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext import exception
+from tests import base
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+
+    snapshots: dict = {}
+    deleted: list = []
+    status: dict = {}
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, code, body=None):
+        data = json.dumps(body).encode() if body is not None else b''
+        self.send_response(code)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _snapshot_id(self):
+        return self.path.rsplit('/', 1)[-1]
+
+    def do_GET(self):
+        snap = self.snapshots.get(self._snapshot_id())
+        if self.status.get('GET'):
+            return self._answer(self.status['GET'], {'error': 'x'})
+        if snap is None:
+            return self._answer(404, {'itemNotFound': {'code': 404}})
+        return self._answer(200, {'snapshot': snap})
+
+    def do_DELETE(self):
+        snap_id = self._snapshot_id()
+        if self.status.get('DELETE'):
+            return self._answer(self.status['DELETE'], {'error': 'x'})
+        if self.snapshots.pop(snap_id, None) is None:
+            return self._answer(404, {'itemNotFound': {'code': 404}})
+        self.deleted.append(snap_id)
+        return self._answer(202)
+
+
+class TestCinderClient(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        _Handler.snapshots = {
+            'mine': {'id': 'mine', 'status': 'available',
+                     cinder_mod.PROJECT_ATTRIBUTE: 'p1'},
+            'theirs': {'id': 'theirs', 'status': 'available',
+                       cinder_mod.PROJECT_ATTRIBUTE: 'p2'}}
+        _Handler.deleted = []
+        _Handler.status = {}
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        endpoint = 'http://127.0.0.1:%d/v3/p1' % server.server_address[1]
+        self.client = cinder_mod.CinderClient.for_auth(
+            ks_session.Session(), endpoint_override=endpoint,
+            connect_retries=0)
+
+    def test_delete_own_snapshot(self):
+        self.assertEqual(cinder_mod.DELETED,
+                         self.client.delete_snapshot('mine', 'p1'))
+        self.assertEqual(['mine'], _Handler.deleted)
+
+    def test_gone_is_fine(self):
+        self.assertEqual(cinder_mod.GONE,
+                         self.client.delete_snapshot('nope', 'p1'))
+
+    def test_other_project_refused(self):
+        err = self.assertRaises(exception.CinderForbidden,
+                                self.client.delete_snapshot, 'theirs', 'p1')
+        self.assertIn('p2', err.format_message())
+        self.assertEqual([], _Handler.deleted)
+
+    def test_errors_translated(self):
+        _Handler.status = {'DELETE': 403}
+        self.assertRaises(exception.CinderForbidden,
+                          self.client.delete_snapshot, 'mine', 'p1')
+        _Handler.status = {'DELETE': 500}
+        err = self.assertRaises(exception.CinderError,
+                                self.client.delete_snapshot, 'mine', 'p1')
+        self.assertNotIsInstance(err, exception.CinderForbidden)
+
+    def test_unreachable(self):
+        client = cinder_mod.CinderClient.for_auth(
+            ks_session.Session(), endpoint_override='http://127.0.0.1:9/v3',
+            connect_retries=0)
+        self.assertRaises(exception.CinderUnavailable,
+                          client.delete_snapshot, 'mine', 'p1')
+
+    def test_from_conf_without_auth_names_option(self):
+        err = self.assertRaises(exception.ConfigurationError,
+                                cinder_mod.CinderClient.from_conf, self.conf)
+        self.assertIn('snapshot_ext_cinder', err.format_message())

@@ -1,0 +1,293 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Which images a rotation deletes: the rule, look-alikes, failures."""
+
+import json
+from unittest import mock
+
+from glanceclient import exc as gexc
+
+from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.backup import rotation
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.snapshot import identity
+from tests import base
+from tests.unit import fake_glanceclient
+
+SERVER = 'aaaaaaaa-1111-4222-8333-444444444444'
+OTHER_SERVER = 'bbbbbbbb-1111-4222-8333-444444444444'
+OWNER = 'project-a'
+
+
+def backup_image(n, server=SERVER, backup_type='daily', owner=OWNER,
+                 snaps=None, **changes):
+    """A backup the plugin made: fingerprint and marker consistent."""
+    snaps = snaps or ['snap-%02d' % n]
+    bdm = json.dumps([{'source_type': 'snapshot', 'snapshot_id': s,
+                       'destination_type': 'volume', 'boot_index': i}
+                      for i, s in enumerate(snaps)])
+    fp = identity.fingerprint_of(snaps)
+    image = {'id': 'img-%02d' % n, 'status': 'active', 'owner': owner,
+             'created_at': '2026-12-01T00:00:%02dZ' % n,
+             'image_type': 'backup', 'backup_type': backup_type,
+             'instance_uuid': server, 'block_device_mapping': bdm,
+             identity.FINGERPRINT_PROPERTY: fp,
+             mark.MARKER_PROPERTY: mark.marker_of(fp, server, backup_type)}
+    image.update(changes)
+    return image
+
+
+class TestRefusal(base.TestCase):
+
+    def refusal(self, image):
+        return mark.refusal(image, SERVER, 'daily', OWNER)
+
+    def test_own_backup_accepted(self):
+        self.assertIsNone(self.refusal(backup_image(1)))
+
+    def test_look_alikes_refused(self):
+        cases = {
+            'another server': backup_image(1, server=OTHER_SERVER),
+            'another project': backup_image(1, owner='project-b'),
+            'a snapshot': backup_image(1, image_type='snapshot'),
+            'another backup_type': backup_image(1, backup_type='weekly'),
+            'hand-edited instance_uuid': dict(
+                backup_image(1, server=OTHER_SERVER), instance_uuid=SERVER),
+            'hand-edited backup_type': dict(
+                backup_image(1, backup_type='weekly'), backup_type='daily'),
+            'no fingerprint': {
+                k: v for k, v in backup_image(1).items()
+                if k != identity.FINGERPRINT_PROPERTY},
+            'no marker': {k: v for k, v in backup_image(1).items()
+                          if k != mark.MARKER_PROPERTY},
+            'hand-edited mapping': dict(
+                backup_image(1), block_device_mapping=json.dumps(
+                    [{'snapshot_id': 'snap-99'}])),
+            'borrowed identity (Nova-made)': {
+                'id': 'x', 'status': 'active', 'owner': OWNER,
+                'image_type': 'backup', 'backup_type': 'daily',
+                'instance_uuid': SERVER},
+        }
+        for name, image in cases.items():
+            self.assertIsNotNone(self.refusal(image), name)
+
+    def test_refusal_names_the_check(self):
+        why = self.refusal(backup_image(1, owner='project-b'))
+        self.assertIn('owner', why)
+        why = self.refusal(dict(backup_image(1, server=OTHER_SERVER),
+                                instance_uuid=SERVER))
+        self.assertIn(mark.MARKER_PROPERTY, why)
+
+
+class TestSelect(base.TestCase):
+
+    def select(self, images, new, rotation_=2):
+        return rotation.select(images, new, rotation_, 'daily')
+
+    def test_keeps_rotation_newest_deletes_oldest_first(self):
+        images = [backup_image(n) for n in range(1, 6)]
+        sel = self.select(images, images[-1], 2)
+        self.assertEqual(['img-05', 'img-04'], sel.keep)
+        self.assertEqual(['img-01', 'img-02', 'img-03'],
+                         [i['id'] for i in sel.delete])
+
+    def test_rotation_zero_keeps_only_the_new_backup(self):
+        images = [backup_image(n) for n in range(1, 4)]
+        sel = self.select(images, images[-1], 0)
+        self.assertEqual(['img-03'], sel.keep)
+        self.assertEqual(['img-01', 'img-02'], [i['id'] for i in sel.delete])
+
+    def test_rotation_one_keeps_only_the_new_backup(self):
+        images = [backup_image(n) for n in range(1, 4)]
+        sel = self.select(images, images[-1], 1)
+        self.assertEqual(['img-03'], sel.keep)
+        self.assertEqual(2, len(sel.delete))
+
+    def test_fewer_than_rotation_deletes_nothing(self):
+        images = [backup_image(n) for n in range(1, 3)]
+        self.assertEqual([], self.select(images, images[-1], 5).delete)
+
+    def test_newer_and_tied_backups_never_deleted_nor_counted(self):
+        images = [backup_image(n) for n in range(1, 6)]
+        tied = backup_image(7, created_at=images[2]['created_at'])
+        # A retry of the rotation of backup 3 after backups 4 and 5 exist.
+        sel = self.select(images + [tied], images[2], 2)
+        self.assertEqual(['img-03', 'img-02'], sel.keep)
+        self.assertEqual(['img-01'], [i['id'] for i in sel.delete])
+        for later in ('img-04', 'img-05', 'img-07'):
+            self.assertIn('not before the new backup', sel.left[later])
+
+    def test_look_alikes_left_and_named_not_counted(self):
+        images = [backup_image(n) for n in range(1, 5)]
+        alikes = [
+            backup_image(10, server=OTHER_SERVER, created_at=images[0][
+                'created_at']),
+            backup_image(11, owner='project-b'),
+            backup_image(12, image_type='snapshot'),
+            dict(backup_image(13, server=OTHER_SERVER),
+                 instance_uuid=SERVER),
+            {k: v for k, v in backup_image(14).items()
+             if k != identity.FINGERPRINT_PROPERTY},
+        ]
+        for alike in alikes:
+            alike['created_at'] = '2026-12-01T00:00:00Z'
+        sel = self.select(images + alikes, images[-1], 2)
+        self.assertEqual(['img-01', 'img-02'], [i['id'] for i in sel.delete])
+        self.assertEqual({'img-10', 'img-11', 'img-12', 'img-13', 'img-14'},
+                         set(sel.left))
+
+    def test_unfinished_backup_left(self):
+        images = [backup_image(n) for n in range(1, 5)]
+        images[0]['status'] = 'queued'
+        sel = self.select(images, images[-1], 2)
+        self.assertEqual(['img-02'], [i['id'] for i in sel.delete])
+        self.assertIn('queued', sel.left['img-01'])
+
+    def test_negative_rotation_is_a_bug(self):
+        self.assertRaises(ValueError, self.select, [], backup_image(1), -1)
+
+
+class FakeCinder:
+
+    def __init__(self, fail=None):
+        self.deleted = []
+        self.fail = fail or {}
+
+    def delete_snapshot(self, snapshot_id, owner):
+        if snapshot_id in self.fail:
+            raise self.fail[snapshot_id]
+        self.deleted.append((snapshot_id, owner))
+        return cinder_mod.DELETED
+
+
+class TestRotate(base.TestCase):
+    """rotate() through GlanceClient, glanceclient faked at its edge."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.glance = glance_mod.GlanceClient(session=mock.Mock())
+        for n in range(1, 6):
+            self.add(backup_image(n))
+        self.cinder = FakeCinder()
+
+    def add(self, image):
+        self.fake.images[image['id']] = image
+
+    def rotate(self, rotation_=2, new='img-05'):
+        return rotation.rotate(self.glance, self.fake.images[new],
+                               rotation_, 'daily', self.cinder)
+
+    def test_deletes_images_and_their_snapshots(self):
+        result = self.rotate()
+        self.assertTrue(result.complete)
+        self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
+        self.assertEqual({'img-04', 'img-05'}, set(self.fake.images))
+        self.assertEqual([('snap-01', OWNER), ('snap-02', OWNER),
+                          ('snap-03', OWNER)], self.cinder.deleted)
+
+    def test_snapshot_another_image_names_is_kept(self):
+        self.add({'id': 'copy', 'status': 'active', 'owner': 'project-b',
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': 'snap-02'}])})
+        hidden = {'id': 'hidden', 'status': 'active', 'os_hidden': True,
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': 'snap-03'}])}
+        self.add(hidden)
+        result = self.rotate()
+        self.assertEqual([('snap-01', OWNER)], self.cinder.deleted)
+        self.assertEqual('another image names it',
+                         result.snapshots_left['snap-02'])
+        self.assertIn('snap-03', result.snapshots_left)
+
+    def test_retry_rotates_nothing_more(self):
+        first = self.rotate()
+        self.add(backup_image(6))
+        again = self.rotate()  # the same request, retried, after img-06
+        self.assertEqual([], again.deleted)
+        self.assertEqual(['img-01', 'img-02', 'img-03'], first.deleted)
+        self.assertEqual({'img-04', 'img-05', 'img-06'},
+                         set(self.fake.images))
+        self.assertEqual(3, len(self.cinder.deleted))
+
+    def test_delete_failure_named_new_backup_kept(self):
+        self.fake.fail('delete', gexc.HTTPInternalServerError('boom'))
+        result = self.rotate()
+        self.assertFalse(result.complete)
+        self.assertEqual(['img-01'], list(result.not_deleted))
+        self.assertIn('img-01', self.fake.images)
+        self.assertIn('img-05', self.fake.images)
+        self.assertIn('img-04', self.fake.images)
+        # The image that could not be deleted keeps its volume snapshot.
+        self.assertNotIn(('snap-01', OWNER), self.cinder.deleted)
+        self.assertIn('NOT deleted img-01', result.describe())
+        data = result.to_dict()
+        self.assertFalse(data['complete'])
+        self.assertNotIn('failures', data)
+        self.assertEqual(['img-01'], list(data['not_deleted']))
+
+    def test_listing_failure_rotates_nothing(self):
+        self.fake.fail('list', gexc.CommunicationError('reset'))
+        result = self.rotate()
+        self.assertFalse(result.complete)
+        self.assertIn('could not list', result.error)
+        self.assertEqual(5, len(self.fake.images))
+        self.assertIsInstance(result.failures[0],
+                              exception.GlanceUnavailable)
+
+    def test_image_edited_between_list_and_delete_left(self):
+        real_get = self.glance.get
+
+        def get(image_id):
+            image = real_get(image_id)
+            if image_id == 'img-02':
+                image['instance_uuid'] = OTHER_SERVER
+            return image
+
+        self.glance.get = get
+        result = self.rotate()
+        self.assertIn('img-02', result.left)
+        self.assertIn('img-02', self.fake.images)
+        self.assertEqual(['img-01', 'img-03'], result.deleted)
+
+    def test_without_cinder_snapshots_named(self):
+        self.cinder = None
+        result = self.rotate()
+        self.assertEqual(3, len(result.deleted))
+        self.assertIn('snapshot_ext_cinder', result.snapshots_left['snap-01'])
+
+    def test_cinder_failure_named(self):
+        self.cinder = FakeCinder(fail={'snap-02': exception.CinderForbidden(
+            operation='delete', snapshot_id='snap-02', reason='nope')})
+        result = self.rotate()
+        self.assertTrue(result.complete)
+        self.assertIn('nope', result.snapshots_left['snap-02'])
+        self.assertEqual(['snap-01', 'snap-03'],
+                         [s for s, _ in self.cinder.deleted])
+
+    def test_lost_delete_answer_read_back(self):
+        real_delete = self.glance.delete
+
+        def delete(image_id):
+            real_delete(image_id)
+            raise exception.GlanceUnavailable(operation='delete',
+                                              reason='reset')
+
+        self.glance.delete = delete
+        result = self.rotate()
+        self.assertTrue(result.complete)
+        self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
+        self.assertEqual(3, len(self.cinder.deleted))
