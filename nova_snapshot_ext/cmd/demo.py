@@ -57,8 +57,10 @@ EMBEDDED_MODULES = ('glance', 'gunicorn')
 
 INSTALL_HINT = ('the demo runs a real glance-api and needs the "embedded" '
                 'extra (glance, gunicorn): from the clone run '
-                '"python3 -m pip install \'.[embedded]\'", or run the demo '
-                'with "python3 -m pip install tox && tox -e demo"')
+                '"pip install \'.[embedded]\'" into the virtualenv of the '
+                'command, or run the demo with "python3 -m venv ~/.venvs/tox '
+                '&& ~/.venvs/tox/bin/pip install tox && ~/.venvs/tox/bin/tox '
+                '-e demo"')
 
 
 def check_extra() -> None:

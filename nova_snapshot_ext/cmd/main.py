@@ -62,6 +62,7 @@ from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -73,7 +74,12 @@ PROG = 'nova-snapshot-ext'
 #: The configuration file operators are told to write.
 DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 
-COMMANDS = ('snapshot', 'probe', 'audit', 'demo')
+#: The request's JSON Schema (see
+#: :mod:`nova_snapshot_ext.snapshot.request_schema`).
+REQUEST_SCHEMA = os.path.join(os.path.dirname(request_mod.SAMPLE_REQUEST),
+                              'snapshot-request.schema.json')
+
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve')
 
 #: Libraries whose log lines are noise before an error at default
 #: verbosity (``--debug`` shows them).
@@ -90,6 +96,17 @@ CLI_OPTS = [
                          'errors')],
                help='Output format.'),
 ]
+
+
+#: oslo.log's ``debug`` with this program's true default in its help
+#: (oslo.log's says "instead of the default INFO level"; the console
+#: script logs at WARNING, see :func:`setup_logging`).
+DEBUG_OPT = cfg.BoolOpt(
+    'debug', short='d', default=False, mutable=True,
+    help='Log at DEBUG, every request included (tokens hashed), also '
+    "from keystoneauth, glanceclient and stevedore. Without it only this "
+    "program's warnings and errors reach stderr (level WARNING) and none "
+    'of those libraries.')
 
 
 class Terminated(KeyboardInterrupt):
@@ -118,15 +135,31 @@ def exit_code_text() -> str:
         '%d %s' % (code, text) for code, text in checks.EXIT_CODES)
 
 
+def _package_path(path: str) -> str:
+    """``path`` relative to the package's parent (no build-machine path).
+
+    ``/usr/lib/python3/dist-packages/nova_snapshot_ext/data/x.json`` ->
+    ``nova_snapshot_ext/data/x.json``: help text is also rendered into the
+    docs.
+    """
+    root = os.path.dirname(os.path.dirname(request_mod.SAMPLE_REQUEST))
+    return os.path.relpath(path, os.path.dirname(root))
+
+
 def add_commands(subparsers: ty.Any) -> None:
     """The sub-commands and their own arguments (``cfg.SubCommandOpt``)."""
     p = subparsers.add_parser(
         'snapshot', help='register and activate one snapshot image',
         description='Register and activate the volume-backed snapshot '
         'image REQUEST.json describes, in the Glance [snapshot_ext_glance] '
-        'reaches, owned where Nova would own it.')
+        'reaches, owned where Nova would own it. The request format: '
+        'doc/source/request.rst and its JSON Schema, %s in the installed '
+        'package; an example: %s.' % (
+            _package_path(REQUEST_SCHEMA),
+            _package_path(request_mod.SAMPLE_REQUEST)))
     p.add_argument('request', metavar='REQUEST.json',
-                   help='the snapshot request (JSON)')
+                   help='the snapshot request (JSON; format: %s)'
+                   % _package_path(REQUEST_SCHEMA))
 
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',
@@ -182,10 +215,16 @@ def add_commands(subparsers: ty.Any) -> None:
                    'store reads a valid empty image from a local web '
                    'server the demo starts')
 
+    from nova_snapshot_ext.cmd import serve
+
+    serve.add_parser(subparsers)
+
 
 def new_conf(cli: bool = True) -> cfg.ConfigOpts:
     """A ConfigOpts with every option the console script reads."""
     conf = config.base_conf()
+    conf.unregister_opt(DEBUG_OPT)
+    conf.register_cli_opt(DEBUG_OPT)
     if cli:
         conf.register_cli_opts(CLI_OPTS)
         conf.register_cli_opt(cfg.SubCommandOpt(
@@ -429,6 +468,8 @@ def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
 def cmd_audit(conf: cfg.ConfigOpts) -> int:
     from nova_snapshot_ext.cmd import audit as audit_cmd
 
+    audit_cmd.check_args(conf)
+    checks.check_configuration(conf)
     return audit_cmd.run(conf, checks.connect(conf))
 
 
@@ -439,10 +480,17 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
     return demo.cmd_demo(conf)
 
 
+def cmd_serve(conf: cfg.ConfigOpts) -> int:
+    # Imported when run: serve pulls in the embedded Glance launcher.
+    from nova_snapshot_ext.cmd import serve
+
+    return serve.run(conf)
+
+
 HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
     'snapshot': snapshot_cmd.cmd_snapshot, 'probe': snapshot_cmd.cmd_probe,
     'audit': cmd_audit,
-    'demo': cmd_demo}
+    'demo': cmd_demo, 'serve': cmd_serve}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
@@ -499,7 +547,7 @@ def run(argv: list[str]) -> int:
         _parse_error_json(argv, code, captured.getvalue())
         return code
     setup_logging(conf)
-    if conf.command.name != 'demo':
+    if conf.command.name not in ('demo', 'serve'):
         warn_configuration(conf)
     return int(HANDLERS[conf.command.name](conf))
 

@@ -32,6 +32,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts
 from nova_snapshot_ext import redaction
 from nova_snapshot_ext.snapshot import request as request_mod
+from nova_snapshot_ext.snapshot import request_schema
 from nova_snapshot_ext.snapshot import service as service_mod
 
 
@@ -173,7 +174,7 @@ def driver_source(conf: cfg.ConfigOpts) -> str:
 
 
 def cmd_probe(conf: cfg.ConfigOpts) -> int:
-    service_mod.check_options(conf)
+    checks.check_configuration(conf)
     glance = checks.connect(conf)
     service = service_mod.SnapshotService(conf, glance=glance)
     info = describe_plan(service, glance)
@@ -187,16 +188,7 @@ def cmd_probe(conf: cfg.ConfigOpts) -> int:
     info['permissions'] = permissions
     text = _plan_text(info)
     text += '\nDriver chosen by: %s' % info['driver']['source']
-    if permissions is None:
-        text += '\nPermissions: not checked'
-    else:
-        text += '\nPermissions (throwaway image %s, %s): %s' % (
-            permissions['image_id'], 'deleted' if not permissions['left']
-            else 'COULD NOT DELETE', ', '.join(
-                '%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
-                for s in permissions['steps']))
-        for need in permissions['missing']:
-            text += '\n  missing: the identity cannot %s' % need
+    text += '\n' + checks.permissions_text(permissions)
     emit(info, text, conf.format)
     if not info['plan'] or info['refused']:
         return checks.EXIT_INPUT
@@ -229,6 +221,8 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
                                    checks.clean_message(
                                        err.format_message())),
               file=sys.stderr)
+    if image is not None:
+        _hash_from_image(result, image)
     if image is not None and ownership is not None:
         _report_owner(ownership, image, request)
     if fmt == 'json':
@@ -240,6 +234,20 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
             print('Image as Glance returns it:')
             print(json.dumps(image, indent=2, sort_keys=True, default=str))
     return image
+
+
+def _hash_from_image(result: ty.Any, image: dict[str, ty.Any]) -> None:
+    """Fill the result's hash from the image Glance returned after it.
+
+    An upload's answer (204) has no body: the engine knows the hash only
+    when an answer carried it.  The image read back afterwards is Glance's
+    own word; it is taken only for the same image.
+    """
+    if result.os_hash_value or image.get('id') != result.image_id:
+        return
+    if image.get('os_hash_value'):
+        result.os_hash_algo = image.get('os_hash_algo')
+        result.os_hash_value = image.get('os_hash_value')
 
 
 def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
@@ -261,8 +269,8 @@ def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
 
 
 def cmd_snapshot(conf: cfg.ConfigOpts) -> int:
-    request = request_mod.SnapshotRequest.from_file(conf.command.request)
-    service_mod.check_options(conf)
+    request = request_schema.load_file(conf.command.request)
+    checks.check_configuration(conf)
     glance = checks.connect(conf)
     ownership = checks.check_ownership(
         glance, request.requester.project_id, request.server.project_id)

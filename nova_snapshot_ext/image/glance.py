@@ -626,6 +626,21 @@ class GlanceClient:
             'versions', lambda: [dict(v) for v in
                                  self._client.versions.list()]))
 
+    def stores_detail(self) -> list[dict[str, ty.Any]] | None:
+        """``GET /v2/info/stores/detail`` (each store's ``type``...).
+
+        :returns: the entries, or ``None`` when Glance does not say: not
+            multi-store (404) or the policy ``stores_info_detail`` (admin
+            by default) refuses this identity (403).
+        """
+        try:
+            return ty.cast(list, self._call(
+                'stores detail', lambda: [dict(s) for s in dict(
+                    self._client.images.get_stores_info_detail()).get(
+                        'stores', [])]))
+        except (exception.GlanceNotFound, exception.GlanceForbidden):
+            return None
+
     def stores(self) -> list[dict[str, ty.Any]] | None:
         """``GET /v2/info/stores``; ``None`` without multi-store (404)."""
         try:

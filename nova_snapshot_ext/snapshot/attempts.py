@@ -571,8 +571,14 @@ class AttemptEngine:
         try:
             run.ctx.glance.add_member(image['id'], member)
         except exception.GlanceConflict:
-            LOG.debug('Project %s is already a member of image %s',
-                      member, image['id'])
+            # Glance's 409 on a member add: that project already is one
+            # (a retry's earlier try added it, or someone else did).
+            note = ('project %s was already a member of image %s (Glance '
+                    'answered 409 to adding it)' % (member, image['id']))
+            LOG.info('Snapshot %(name)s: %(note)s',
+                     {'name': run.record.name, 'note': note})
+            if note not in run.result.notes:
+                run.result.notes.append(note)
         run.result.member = member
 
     # --- cleanup ----------------------------------------------------------
