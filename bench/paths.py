@@ -43,6 +43,8 @@ The worker spec (a dict, JSON from the orchestrator) has:
 ``prefix``      image name prefix of this worker, e.g. ``bench-nova-c16-``
 ``location_url`` the loopback URL of the valid empty qcow2 the
                 ``plugin-location`` path activates images from
+``glance_db``   the embedded Glance's SQLite database file (the
+                ``location-floor`` path watches the image's row in it)
 """
 
 from __future__ import annotations
@@ -274,6 +276,121 @@ class FloorPath(BenchPath):
             raise RuntimeError('upload answered %d' % resp.status_code)
 
 
+class LocationFloorPath(BenchPath):
+    """Location mode's floor: create, add the location, one read.
+
+    ``POST /v2/images`` (``qcow2``, ``bare``), ``POST
+    /v2/images/{id}/locations`` with the loopback qcow2 and the same
+    sha512 validation data the plugin sends, then the image is read once
+    (``GET /v2/images/{id}``) at the moment Glance's own database shows it
+    ``active``.  One watcher thread per worker looks at the rows of every
+    image its snapshots wait for, in one read-only SQLite query every
+    millisecond (no HTTP), and wakes each snapshot when its row leaves
+    ``queued``/``importing``.  No client can know sooner that the import
+    finished, nor read fewer times: 3 requests, and the wall time is
+    Glance's own import plus one read.  A query holds SQLite's shared lock
+    for microseconds; Glance's writes wait for it (``timeout=30``), as
+    they would for any other reader.
+    """
+
+    description = ('keystoneauth1 Adapter: POST /v2/images + POST '
+                   '/v2/images/{id}/locations, one GET when Glance\'s '
+                   'database shows active')
+
+    #: Seconds between two looks at the rows.
+    watch_interval = 0.001
+    #: Seconds a snapshot waits for Glance before it counts as an error.
+    timeout = 120.0
+
+    def setup(self) -> None:
+        import hashlib
+        import threading
+        import urllib.request
+
+        from keystoneauth1 import adapter as ks_adapter
+
+        session = token_session(self.spec['endpoint'], self.spec['token'])
+        self.adapter = ks_adapter.Adapter(
+            session, endpoint_override=self.spec['endpoint'])
+        template = self.spec['template']
+        self.body = dict(template['properties'])
+        self.body.update(visibility=template['visibility'],
+                         min_ram=template['min_ram'],
+                         min_disk=template['min_disk'],
+                         disk_format='qcow2', container_format='bare')
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(self.spec['location_url'], timeout=10) as resp:
+            data = resp.read()
+        self.location = {
+            'url': self.spec['location_url'],
+            'validation_data': {'os_hash_algo': 'sha512',
+                                'os_hash_value':
+                                    hashlib.sha512(data).hexdigest()}}
+        self._cond = threading.Condition()
+        # image id -> [event, final status or None]
+        self._waiting: dict[str, list[ty.Any]] = {}
+        threading.Thread(target=self._watch, name='glance-db-watch',
+                         daemon=True).start()
+
+    def _watch(self) -> None:
+        import sqlite3
+        import time
+
+        db = sqlite3.connect('file:%s?mode=ro' % self.spec['glance_db'],
+                             uri=True, timeout=30)
+        while True:
+            with self._cond:
+                while not self._waiting:
+                    self._cond.wait()
+                ids = list(self._waiting)
+            rows = db.execute(
+                'SELECT id, status FROM images WHERE id IN (%s)'
+                % ','.join('?' * len(ids)), ids).fetchall()
+            with self._cond:
+                for image_id, status in rows:
+                    if status in ('queued', 'importing'):
+                        continue
+                    entry = self._waiting.pop(image_id, None)
+                    if entry is not None:
+                        entry[1] = status
+                        entry[0].set()
+            time.sleep(self.watch_interval)
+
+    def prepare(self, seq: int) -> ty.Any:
+        body = dict(self.body)
+        body['name'] = self.name(seq)
+        return body
+
+    def snapshot(self, prepared: ty.Any) -> None:
+        import threading
+
+        resp = self.adapter.post('/v2/images', json=prepared)
+        if resp.status_code != 201:
+            raise RuntimeError('create answered %d' % resp.status_code)
+        image_id = resp.json()['id']
+        entry: list[ty.Any] = [threading.Event(), None]
+        with self._cond:
+            self._waiting[image_id] = entry
+            self._cond.notify()
+        resp = self.adapter.post('/v2/images/%s/locations' % image_id,
+                                 json=self.location)
+        if resp.status_code != 202:
+            with self._cond:
+                self._waiting.pop(image_id, None)
+            raise RuntimeError('add location answered %d'
+                               % resp.status_code)
+        if not entry[0].wait(self.timeout):
+            with self._cond:
+                self._waiting.pop(image_id, None)
+            raise RuntimeError('image %s not active after %d s'
+                               % (image_id, self.timeout))
+        if entry[1] != 'active':
+            raise RuntimeError('image %s went %s' % (image_id, entry[1]))
+        resp = self.adapter.get('/v2/images/%s' % image_id)
+        if resp.status_code != 200 or resp.json().get('status') != 'active':
+            raise RuntimeError('read answered %d' % resp.status_code)
+
+
 #: Path name -> factory(spec).  The order is the report's column order.
 PATHS: dict[str, ty.Callable[[ty.Mapping[str, ty.Any]], BenchPath]] = {
     'plugin': functools.partial(PluginPath,
@@ -292,6 +409,7 @@ PATHS: dict[str, ty.Callable[[ty.Mapping[str, ty.Any]], BenchPath]] = {
                              'location_hash_algo': 'none'}),
     'nova': NovaPath,
     'floor': FloorPath,
+    'location-floor': LocationFloorPath,
 }
 
 #: The path the ratios are computed for, and the two it is compared with.

@@ -32,6 +32,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import sys
 import time
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 'template': bench_run.build_template(request),
                 'request': request, 'concurrency': 1,
                 'location_url': objects.url('/bench/empty.qcow2'),
+                'glance_db': os.path.join(glance.base_dir, 'glance.sqlite'),
                 'prefix': 'profile-%s-' % args.path}
         path = paths.PATHS[args.path](spec)
         path.setup()

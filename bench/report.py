@@ -152,6 +152,9 @@ def _ratio(a: float, b: float) -> float:
 
 #: The path in location mode, compared with the reference (upload mode).
 LOCATION = 'plugin-location'
+#: Location mode's floor (create, add location, one read when Glance's
+#: database shows the image active), location mode is judged against it.
+LOCATION_FLOOR = 'location-floor'
 
 
 def targets(doc: ty.Mapping[str, ty.Any],
@@ -159,9 +162,11 @@ def targets(doc: ty.Mapping[str, ty.Any],
             ) -> list[dict[str, ty.Any]]:
     """The issues' targets, judged per concurrency (reported only).
 
-    Issue 13: location mode <= 4 requests per snapshot and p50 <= 2x
-    upload mode's; upload mode's client CPU <= 1.3x the floor's, its
-    requests the floor's and its p50 <= 1.05x the floor's.  Earlier
+    Issue 22: location mode's p50 <= 1.2x the location floor's; upload
+    mode's snapshots per second >= Nova's.  Issue 13: location mode <= 4
+    requests per snapshot and p50 <= 2x upload mode's; upload mode's
+    client CPU <= 1.3x the floor's, its requests the floor's and its p50
+    <= 1.05x the floor's.  Earlier
     issues: client CPU <= 0.5x Nova's, p50 <= 0.8x Nova's, no errors.
     """
     ref = doc['reference']
@@ -176,8 +181,14 @@ def targets(doc: ty.Mapping[str, ty.Any],
         nova = cells.get('%s/c%d' % ('nova', c))
         floor = cells.get('%s/c%d' % ('floor', c))
         loc = cells.get('%s/c%d' % (LOCATION, c))
+        loc_floor = cells.get('%s/c%d' % (LOCATION_FLOOR, c))
         if mine is None:
             continue
+        if loc is not None and loc_floor is not None:
+            ratio = _ratio(loc['p50_ms'], loc_floor['p50_ms'])
+            add(c, "location: p50 <= 1.2x location floor's", ratio <= 1.2,
+                '%.2fx (%.0f vs %.0f ms)' % (ratio, loc['p50_ms'],
+                                             loc_floor['p50_ms']))
         if loc is not None:
             add(c, 'location: requests / snapshot <= 4',
                 loc['req_per_snapshot'] <= 4.0,
@@ -205,6 +216,10 @@ def targets(doc: ty.Mapping[str, ty.Any],
             add(c, "upload: client CPU <= 0.5x Nova's", cpu <= 0.5,
                 '%.2fx' % cpu)
             add(c, "upload: p50 <= 0.8x Nova's", p50 <= 0.8, '%.2fx' % p50)
+            rate = _ratio(mine['throughput'], nova['throughput'])
+            add(c, "upload: snapshots/s >= Nova's", rate >= 1.0,
+                '%.2fx (%.1f vs %.1f)' % (rate, mine['throughput'],
+                                          nova['throughput']))
         errors = sum(cell['errors'] + cell['first_errors'] +
                      cell.get('warmup_errors', 0) for cell in cells.values()
                      if cell['concurrency'] == c)

@@ -494,6 +494,8 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
                         'request': scales[scale]['request'] if scale
                         else request,
                         'concurrency': c, 'location_url': location_url,
+                        'glance_db': os.path.join(glance.base_dir,
+                                                  'glance.sqlite'),
                         'prefix': prefix}
                 key = '%s/c%d' % (name, c)
                 proc = WorkerProcess(spec, os.path.join(

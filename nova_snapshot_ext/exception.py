@@ -148,6 +148,35 @@ class UnsupportedCharacter(PreflightError):
                 "in UTF-8); Glance refuses such text (400)")
 
 
+class UnstorableCharacter(PreflightError):
+    """Text a production database under Glance cannot store.
+
+    ``database`` names it (``PostgreSQL`` for NUL, ``any`` for a lone
+    surrogate); SQLite may accept it, the cloud's database answers 500.
+    """
+
+    msg_fmt = _("Image %(what)s '%(property)s' contains %(char)s, which "
+                "Glance cannot store on %(database)s database (Glance "
+                "would answer 500 after the volume snapshots were taken)")
+
+
+class PropertyKeysCollide(PreflightError):
+    """Two property names are one key in Glance's MySQL/MariaDB table."""
+
+    msg_fmt = _("Image properties '%(first)s' and '%(second)s' are the same "
+                "name in Glance's MySQL/MariaDB table (collation "
+                "utf8mb3_general_ci ignores case, accents and trailing "
+                "spaces): Glance would answer 500; keep one of them")
+
+
+class PropertyValueTooLarge(PreflightError):
+    """A property value longer than Glance's MySQL/MariaDB ``TEXT``."""
+
+    msg_fmt = _("Image property '%(property)s' is %(size)d bytes long in "
+                "UTF-8; Glance on MySQL/MariaDB stores at most %(limit)d "
+                "bytes (TEXT) and would answer 500")
+
+
 class RequiredPropertyMissing(PreflightError):
     msg_fmt = _("This Glance requires image property '%(property)s' "
                 "(image schema 'required' list) and the snapshot does not "
@@ -238,6 +267,37 @@ class GlanceMalformedAnswer(GlanceError):
     msg_fmt = _("Glance %(operation)s failed: %(reason)s")
 
 
+class GlanceAnswerMismatch(GlanceMalformedAnswer):
+    """Glance's answer is about another image than the one asked about.
+
+    The ``id`` (or, in a create's answer, a property the create sent, such
+    as the snapshot's fingerprint) of the document differs from the
+    request's: an intermediary mixed up answers.  Nothing is known about
+    the outcome of the request, exactly as for a lost answer; the body is
+    never acted on.  ``image_id`` is the id asked about, ``answered`` the
+    one the body named.
+    """
+
+    msg_fmt = _("Glance %(operation)s of image %(image_id)s failed: the "
+                "answer is about another image (%(answered)s); it was "
+                "ignored")
+
+
+class GlanceDeadlineExceeded(GlanceUnavailable):
+    """No complete answer within the request's or the snapshot's deadline.
+
+    A per-read timeout never trips on an answer that trickles in; the
+    total deadline does.  ``deadline`` is in seconds; ``which`` says whose
+    it is (``[snapshot_ext] request_timeout`` or ``snapshot_timeout``);
+    ``sent`` is false when the request was not sent at all because the
+    snapshot's deadline had passed.
+    """
+
+    code = 504
+    msg_fmt = _("Glance %(operation)s got no complete answer within "
+                "%(deadline)s seconds (%(which)s): %(reason)s")
+
+
 class GlanceOverLimit(GlanceError):
     """413: payload too large, or a quota (storage, image count) reached."""
 
@@ -254,6 +314,23 @@ class SnapshotImageConflict(GlanceConflict):
 
     msg_fmt = _("Image %(image_id)s cannot be used for this snapshot: "
                 "%(reason)s")
+
+
+class GlanceFailedOnRecord(GlanceError):
+    """Glance answered 5xx to a create and no image exists afterwards.
+
+    Glance itself (not a gateway) failed while storing this record and
+    rolled it back: the same record fails the same way on every retry,
+    typically because Glance's database refuses something the preflight
+    could not foresee.  Nothing was made; ``image_id`` names the id the
+    create asked for.
+    """
+
+    msg_fmt = _("Glance failed on this record (HTTP %(status)s on the "
+                "create of image %(image_id)s; Glance's answer: "
+                "%(detail)s) and made no image: a retry will fail the "
+                "same way unless the record changes; Glance's log names "
+                "the cause (often a property its database refuses)")
 
 
 class ImageFormatRejected(GlanceError):

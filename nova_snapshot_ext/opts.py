@@ -310,6 +310,45 @@ the cache at once. ``0`` discovers before every snapshot.
         help='Seconds to wait for a snapshot image to become active after '
              'its payload or location was accepted.'),
     cfg.FloatOpt(
+        'request_timeout',
+        default=120.0,
+        min=1.0,
+        max=3600.0,
+        help='''
+Seconds one Glance request may take in total, from sending it to the last
+byte of its answer.
+
+``[snapshot_ext_glance] timeout`` (keystoneauth1) bounds each read of the
+socket only: an answer that trickles in, one byte at a time, never trips it.
+This deadline does: the connection is closed when it passes and the answer is
+treated as lost (the image is read back). Keep it above
+``[snapshot_ext_glance] timeout``.
+
+Related options:
+
+* ``[snapshot_ext] snapshot_timeout``
+'''),
+    cfg.FloatOpt(
+        'snapshot_timeout',
+        default=300.0,
+        min=10.0,
+        max=86400.0,
+        help='''
+Seconds one snapshot may take in total, from the first Glance request to
+the last.
+
+When it passes, no new image is created and no payload or location is sent;
+a request in flight is cut; what the snapshot created and did not activate
+is then cleaned up (each cleanup request bounded by ``request_timeout``) and
+the error says the deadline passed. An image already active stays the
+snapshot's result.
+
+Related options:
+
+* ``[snapshot_ext] request_timeout``
+* ``[snapshot_ext] activation_timeout``
+'''),
+    cfg.FloatOpt(
         'activation_poll_interval',
         default=0.5,
         min=0.05,

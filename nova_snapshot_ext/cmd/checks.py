@@ -312,7 +312,7 @@ def check_glance(conf: cfg.ConfigOpts,
     where = redaction.redact_url(glance.endpoint)
     option = endpoint_source(conf, glance)
     try:
-        versions = glance.api_versions()
+        versions = _versions_asked_twice(glance)
     except exception.GlanceUnavailable as err:
         raise CLIError('Glance at %s (%s) could not be reached: %s'
                        % (where, option, err.kwargs.get('reason')),
@@ -322,10 +322,24 @@ def check_glance(conf: cfg.ConfigOpts,
                        '[%s] auth_type and its options: %s'
                        % (where, err.kwargs.get('status'), opts.GLANCE_GROUP,
                           err.kwargs.get('reason')), EXIT_UNREACHABLE)
+    except exception.GlanceMalformedAnswer as err:
+        # Twice an answer that is no version list: a cut or garbled body
+        # proves nothing about what answers, so the words say both.
+        raise CLIError('the service at %s (%s) answered GET /versions '
+                       'twice with no readable version list (%s): it is '
+                       'not a Glance image API, or a failing one'
+                       % (where, option, err.kwargs.get('reason')),
+                       EXIT_UNREACHABLE)
     except exception.GlanceError as err:
+        status = err.kwargs.get('status')
+        if isinstance(status, int) and status >= 500:
+            raise CLIError('Glance at %s (%s) failed to answer GET '
+                           '/versions (HTTP %s, twice): %s'
+                           % (where, option, status,
+                              err.kwargs.get('reason')), EXIT_FAILED)
         raise CLIError('the service at %s (%s) is not a Glance image API: '
                        'GET /versions answered HTTP %s: %s'
-                       % (where, option, err.kwargs.get('status'),
+                       % (where, option, status,
                           err.kwargs.get('reason')), EXIT_UNREACHABLE)
     except Exception as err:  # noqa: B902 - anything not Glance-shaped
         raise CLIError('the service at %s (%s) is not a Glance image API: '
@@ -339,6 +353,24 @@ def check_glance(conf: cfg.ConfigOpts,
                        % (where, option, ', '.join(ids) or 'none'),
                        EXIT_UNREACHABLE)
     return ids
+
+
+def _versions_asked_twice(glance: glance_mod.GlanceClient
+                          ) -> list[dict[str, ty.Any]]:
+    """``GET /versions``, asked once more after a blip.
+
+    keystoneauth re-sends a GET after a connection failure or a
+    502/503/504; a 500 or an unreadable body is asked again here once.
+    """
+    try:
+        return glance.api_versions()
+    except exception.GlanceError as err:
+        status = err.kwargs.get('status')
+        if not (isinstance(err, (exception.GlanceUnavailable,
+                                 exception.GlanceMalformedAnswer)) or (
+                isinstance(status, int) and status >= 500)):
+            raise
+    return glance.api_versions()
 
 
 def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
@@ -376,12 +408,33 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
     if isinstance(err, exception.GlanceUnavailable):
         return message, EXIT_UNREACHABLE
     if status == 401:
-        hint = ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
-                if CONNECTED.get('authenticated') else
-                'no credentials were sent: set [%s] auth_type and its '
-                'options' % opts.GLANCE_GROUP)
-        return '%s (%s)' % (message, hint), EXIT_UNREACHABLE
+        return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
     return message, EXIT_FAILED
+
+
+def _auth_hint() -> str:
+    """Why Glance answered 401, as far as the CLI knows."""
+    return ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
+            if CONNECTED.get('authenticated') else
+            'no credentials were sent: set [%s] auth_type and its '
+            'options' % opts.GLANCE_GROUP)
+
+
+def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
+    """The message and exit status of a snapshot that was not activated.
+
+    By the cause of its last attempt's failure, as for any Glance error
+    (:func:`glance_error`; doc/source/cli.rst "Exit status by cause"):
+    Glance unreachable or the credentials refused (a 401 on every request
+    after the create) is exit 3, everything else exit 1.
+    """
+    message = err.format_message()
+    cause = err.__cause__
+    if not isinstance(cause, exception.GlanceError):
+        return message, EXIT_FAILED
+    if cause.kwargs.get('status') == 401:
+        return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
+    return message, glance_error(cause)[1]
 
 
 def identity_project(glance: glance_mod.GlanceClient) -> str | None:

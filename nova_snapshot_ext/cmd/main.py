@@ -515,14 +515,21 @@ def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
     unconfirmed = list(getattr(result, 'unconfirmed', None) or [])
     active = (getattr(result, 'image_id', None)
               if getattr(result, 'status', None) == 'active' else None)
-    message = '%s; what this run created was cleaned up' % (
-        'terminated (SIGTERM)' if code == checks.EXIT_SIGTERM
-        else 'interrupted')
+    message = ('terminated (SIGTERM)' if code == checks.EXIT_SIGTERM
+               else 'interrupted')
     if active:
+        # Read before this is said (the engine's cleanup re-read, or the
+        # success itself): never "cleaned up".
         message += ('; image %s was already active (the snapshot is done)'
                     % active)
+    else:
+        message += '; what this run created and did not activate was ' + (
+            'cleaned up' if not left else 'cleaned up, except')
     if left:
-        message += '; COULD NOT DELETE image(s) %s' % ', '.join(left)
+        describe = getattr(result, 'leftover_text', None)
+        text = describe() if callable(describe) else None
+        message += '; ' + (text if isinstance(text, str) and text else
+                           'COULD NOT DELETE image(s) %s' % ', '.join(left))
     if unconfirmed:
         # A create in flight may still land: name it (issue 9 rule).
         message += ('; the create of image(s) %s got no answer: a retry of '
@@ -571,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(err.message, err.code, fmt, **err.details)
     except exception.ActivationFailed as err:
         failed = getattr(err, 'result', None)
-        return _fail(err.format_message(), checks.EXIT_FAILED, fmt,
+        return _fail(*checks.activation_failure(err), fmt,
                      result=failed.to_dict() if failed else None,
                      left=list(getattr(failed, 'leftover', []) or []))
     except (exception.InvalidRequest, exception.InvalidServerState,

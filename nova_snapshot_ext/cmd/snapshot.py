@@ -206,7 +206,9 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
 
     :returns: the image as Glance returns it (redacted), or ``None`` when
         it could not be read back (a warning says so; still a success).
-    :raises ActivationFailed: every attempt failed (exit 1).
+    :raises ActivationFailed: every attempt failed (exit 1), or the image
+        reported active was read ``queued`` twice afterwards
+        (:meth:`~.service.SnapshotService.recheck`).
     """
     service = service_mod.SnapshotService(conf, glance=glance)
     result = service.snapshot(request)
@@ -214,7 +216,18 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
     # and no failure of that read turns the success into a failure.
     image: dict[str, ty.Any] | None = None
     try:
-        image = redact_image(service.glance.get(result.image_id or ''))
+        seen = service.glance.get(result.image_id or '')
+        if seen.get('status') != 'active':
+            # The read in hand contradicts the success: read again once
+            # (ActivationFailed when the image is still queued).
+            seen = service.recheck(result, seen)
+        image = redact_image(seen)
+    except KeyboardInterrupt as err:
+        # Interrupted after the snapshot succeeded: say so, not "cleaned
+        # up" (main reads the result from the interrupt).
+        if getattr(err, 'snapshot_result', None) is None:
+            err.snapshot_result = result  # type: ignore[attr-defined]
+        raise
     except exception.GlanceError as err:
         print('warning: snapshot image %s is %s; it could not be read back '
               'for display: %s' % (result.image_id, result.status,

@@ -45,6 +45,7 @@ import urllib.request
 
 from oslo_log import log as logging
 
+from nova_snapshot_ext.embedded import database as database_mod
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import tokenauth
 
@@ -114,13 +115,13 @@ enabled_import_methods = []
 do_secure_hash = true
 
 [database]
-connection = sqlite:///{base}/{db_name}?timeout=30
+connection = {connection}
 
 [glance_store]
 default_backend = fs
 
 [fs]
-filesystem_store_datadir = {base}/images/
+filesystem_store_datadir = {images}/
 
 [web]
 https_insecure = true
@@ -209,8 +210,6 @@ _FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth'}
 _template_lock = threading.Lock()
 _template_dir = None
 _templates: dict[str, str] = {}
-_tmp_root_lock = threading.Lock()
-_tmp_root = None
 
 
 class EmbeddedGlanceError(RuntimeError):
@@ -231,25 +230,11 @@ def _cleanup_templates():
 
 
 def _system_tempdir():
-    """Return the system temporary directory, ignoring test overrides.
+    """The system temporary directory, ignoring test overrides.
 
-    Test frameworks (e.g. ``fixtures.NestedTempfile`` used by oslotest)
-    point ``tempfile.tempdir`` at a per-test directory that is deleted when
-    the test ends; a server shared between tests, and the DB template, must
-    not live there.  ``TMPDIR``/``TEMP``/``TMP`` are still honoured.
-
-    :returns: an absolute directory path.
+    :returns: :func:`nova_snapshot_ext.embedded.database.system_tempdir`.
     """
-    global _tmp_root
-    with _tmp_root_lock:
-        if _tmp_root is None:
-            saved = tempfile.tempdir
-            try:
-                tempfile.tempdir = None
-                _tmp_root = tempfile.gettempdir()
-            finally:
-                tempfile.tempdir = saved
-        return _tmp_root
+    return database_mod.system_tempdir()
 
 
 def _template_path(python):
@@ -327,7 +312,16 @@ class EmbeddedGlance(object):
     :param custom_schema: write :data:`STOCK_SCHEMA_IMAGE` as
         ``schema-image.json`` next to ``glance-api.conf``, as distributions
         install it (custom properties with uuid patterns and enums).
-    :raises ValueError: for an unknown identity mode.
+    :param database: a private MariaDB or PostgreSQL server
+        (:mod:`nova_snapshot_ext.embedded.database`) to keep Glance's
+        database on, in a database of its own cloned from a migrated
+        template; None for SQLite in the base directory.
+    :param workers: gunicorn worker processes (8 threads each).
+    :param shared_with: another (started) :class:`EmbeddedGlance` on a
+        database server whose database and image store this one shares:
+        a second glance-api node of the same deployment.
+    :raises ValueError: for an unknown identity mode, fewer than one
+        worker, or ``shared_with`` on SQLite.
     """
 
     def __init__(self, base_dir=None, *, disk_formats=None,
@@ -335,7 +329,8 @@ class EmbeddedGlance(object):
                  http_store=False, show_multiple_locations=False,
                  allowed_hosts=('127.0.0.1',), allowed_ports=(),
                  identity='headers', python=None, access_log=False,
-                 custom_schema=True, image_size_cap=None):
+                 custom_schema=True, image_size_cap=None, database=None,
+                 workers=1, shared_with=None):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
@@ -348,6 +343,18 @@ class EmbeddedGlance(object):
             raise ValueError('disk_formats and container_formats must not '
                              'be empty')
         self.require_image_format_match = bool(require_image_format_match)
+        if shared_with is not None:
+            database = shared_with.database
+            if database is None:
+                raise ValueError('shared_with needs a Glance on a database '
+                                 'server (SQLite is one process\'s file)')
+        self.database = database
+        self.shared_with = shared_with
+        self.workers = int(workers)
+        if self.workers < 1:
+            raise ValueError('workers must be at least 1, not %r' % workers)
+        #: The database name on :attr:`database` (None on SQLite).
+        self.database_name = None
         self.http_store = bool(http_store)
         self.show_multiple_locations = bool(show_multiple_locations)
         self.allowed_hosts = tuple(allowed_hosts or ())
@@ -446,6 +453,9 @@ class EmbeddedGlance(object):
             'python': self.python,
             'access_log_file': self.access_log_file,
             'custom_schema': self.custom_schema,
+            'database': (self.database.kind if self.database is not None
+                         else 'sqlite'),
+            'workers': self.workers,
         }
 
     # ------------------------------------------------------------------
@@ -510,6 +520,14 @@ class EmbeddedGlance(object):
             if self._log_fh is not None:
                 self._log_fh.close()
                 self._log_fh = None
+            if (self.database is not None and self.database_name and
+                    self.shared_with is None):
+                try:
+                    self.database.drop(self.database_name)
+                except Exception as exc:  # noqa: B902 - best effort
+                    LOG.warning('Could not drop database %s: %s',
+                                self.database_name, exc)
+            self.database_name = None
             if self._owns_base_dir and self.base_dir:
                 shutil.rmtree(self.base_dir, ignore_errors=True)
                 self.base_dir = None
@@ -612,7 +630,10 @@ class EmbeddedGlance(object):
         """
         conf = _CONF_TEMPLATE.format(
             base=self.base_dir,
-            db_name=_DB_NAME,
+            connection=self._connection(),
+            images=(os.path.join(self.shared_with.base_dir, 'images')
+                    if self.shared_with is not None
+                    else os.path.join(self.base_dir, 'images')),
             paste_name=_PASTE_NAME,
             enabled_backends=self.enabled_backends,
             show_multiple_locations=str(self.show_multiple_locations).lower(),
@@ -664,12 +685,55 @@ class EmbeddedGlance(object):
             self._log_fh = open(self.log_file, 'ab')
         return self._log_fh
 
+    def _connection(self):
+        """The ``[database] connection`` URL of this Glance."""
+        if self.database is None:
+            return 'sqlite:///%s/%s?timeout=30' % (self.base_dir, _DB_NAME)
+        if self.database_name is None:
+            return ''
+        return self.database.url(self.database_name)
+
+    def _prepare_server_database(self):
+        """Clone the migrated template into a database of this Glance.
+
+        The first Glance of a release on a server runs db_sync into the
+        template; a second node takes the first one's database.
+
+        :returns: None
+        :raises EmbeddedGlanceError: if db_sync or the clone fail.
+        """
+        if self.shared_with is not None:
+            self.database_name = self.shared_with.database_name
+            self._write_config()
+            return
+        server = self.database
+        try:
+            with _template_lock:
+                template = server.template(self.python)
+                if template is None:
+                    template = server.new_name('glance_template')
+                    server.create(template)
+                    self.database_name = template
+                    self._write_config()
+                    self._db_sync()
+                    server.keep_template(self.python, template)
+            self.database_name = server.new_name()
+            server.clone(template, self.database_name)
+        except database_mod.DatabaseServerError as exc:
+            raise EmbeddedGlanceError('cannot prepare a %s database: %s'
+                                      % (server.kind, exc))
+        self._write_config()
+
     def _prepare_database(self):
         """Copy the cached migrated DB, or run db_sync and cache the result.
 
         :returns: None
         :raises EmbeddedGlanceError: if ``glance-manage db_sync`` fails.
         """
+        if self.database is not None:
+            if self.database_name is None:
+                self._prepare_server_database()
+            return
         db_path = os.path.join(self.base_dir, _DB_NAME)
         if os.path.exists(db_path):
             # A caller supplied base_dir that already has a database: keep
@@ -723,7 +787,7 @@ class EmbeddedGlance(object):
         fd = sock.fileno()
         cmd = [self.python, '-m', 'gunicorn',
                '--bind', 'fd://%d' % fd,
-               '--workers', '1',
+               '--workers', str(self.workers),
                '--worker-class', 'gthread',
                '--threads', '8',
                '--timeout', '300',

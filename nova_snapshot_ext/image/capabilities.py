@@ -72,6 +72,10 @@ class GlanceCapabilities:
     :ivar stores: ``/v2/info/stores`` entries, or ``None`` when Glance is
         not multi-store.
     :ivar fetched_at: ``time.monotonic()`` of discovery.
+    :ivar unread: documents that could not be read (``'versions'``,
+        ``'stores'``) -> the error, after one retry and with no earlier
+        answer to fall back on: what they tell is unknown (an upload
+        needs neither; a location attempt needs both).
     """
 
     disk_formats: tuple[str, ...]
@@ -82,6 +86,8 @@ class GlanceCapabilities:
     api_versions: tuple[str, ...] = ()
     stores: tuple[ty.Mapping[str, str], ...] | None = None
     fetched_at: float = 0.0
+    unread: ty.Mapping[str, exception.GlanceError] = dataclasses.field(
+        default_factory=dict)
 
     @classmethod
     def from_documents(cls, schema: ty.Mapping[str, ty.Any],
@@ -141,6 +147,8 @@ class GlanceCapabilities:
             'read_only_stores': self.read_only_stores,
             'stores': None if self.stores is None else [
                 dict(s) for s in self.stores],
+            'unread': {name: err.format_message()
+                       for name, err in self.unread.items()},
         }
 
 
@@ -152,45 +160,91 @@ def _transient(err: exception.GlanceError) -> bool:
             not isinstance(status, int) or status >= 500)
 
 
-def discover(client: glance_mod.GlanceClient) -> GlanceCapabilities:
+def _read(what: str, func: ty.Callable[[], ty.Any]) -> ty.Any:
+    """One discovery read, asked again once after a transient failure.
+
+    keystoneauth already re-sends a GET after a connection failure or a
+    502/503/504; a 500 or a garbled body is asked once more here (a GET,
+    so a second send changes nothing).
+
+    :raises GlanceError: the second failure, or the first that is not
+        transient (Glance's own answer, e.g. 404).
+    """
+    try:
+        return func()
+    except exception.GlanceError as err:
+        if not _transient(err):
+            raise
+        LOG.warning('Glance %s could not be read (%s); asking once more',
+                    what, err)
+    return func()
+
+
+def discover(client: glance_mod.GlanceClient,
+             previous: GlanceCapabilities | None = None
+             ) -> GlanceCapabilities:
     """Ask ``client``'s Glance for its capabilities (3 GET requests).
 
-    keystoneauth re-sends each GET on a connection failure or a 502/503/504
-    (``[snapshot_ext_glance] connect_retries``, ``status_code_retries``).
+    Each read is asked once more after a transient failure (transport,
+    5xx, unreadable answer; :func:`_read`).
 
-    :raises GlanceError: translated failures of the schema request, and
-        a transient failure (transport, 5xx, unreadable answer) of
-        ``/versions`` or ``/v2/info/stores`` that outlived those retries:
-        a Glance that cannot answer now is never taken for a Glance
-        without the location API or without stores.  A 4xx of those two
-        is Glance's answer: logged and read as "no location API" / "not
-        multi-store".
+    :param previous: the last complete discovery of this Glance, if any:
+        a ``/versions`` or ``/v2/info/stores`` read that still fails is
+        answered from it.
+    :raises GlanceError: the schema could not be read (the caller may
+        serve ``previous``).  A transient failure of ``/versions`` or
+        ``/v2/info/stores`` never raises: without ``previous`` it is
+        recorded in :attr:`GlanceCapabilities.unread` -- never taken for a
+        Glance without the location API or without stores.  A 4xx of
+        those two is Glance's answer: logged and read as "no location
+        API" / "not multi-store".
     """
-    schema = client.image_schema()
+    schema = _read('image schema', client.image_schema)
+    unread: dict[str, exception.GlanceError] = {}
+    versions: ty.Iterable[ty.Mapping[str, ty.Any]]
     try:
-        versions = client.api_versions()
+        versions = _read('API versions', client.api_versions)
     except exception.GlanceError as err:
-        if _transient(err):
-            raise
-        LOG.warning('Could not list Glance API versions: %s', err)
-        versions = []
+        if _transient(err) and previous is not None and (
+                'versions' not in previous.unread):
+            versions = [{'id': v} for v in previous.api_versions]
+        elif _transient(err):
+            unread['versions'] = err
+            versions = []
+        else:
+            LOG.warning('Could not list Glance API versions: %s', err)
+            versions = []
+    stores: ty.Iterable[ty.Mapping[str, str]] | None
     try:
-        stores = client.stores()
+        stores = _read('stores', client.stores)
     except exception.GlanceError as err:
-        if _transient(err):
-            raise
-        LOG.warning('Could not list Glance stores: %s', err)
-        stores = None
-    return GlanceCapabilities.from_documents(schema, versions, stores)
+        if _transient(err) and previous is not None and (
+                'stores' not in previous.unread):
+            stores = previous.stores
+        elif _transient(err):
+            unread['stores'] = err
+            stores = None
+        else:
+            LOG.warning('Could not list Glance stores: %s', err)
+            stores = None
+    caps = GlanceCapabilities.from_documents(schema, versions, stores)
+    if unread:
+        LOG.warning('Glance %s could not be read: %s; uploads do not need '
+                    'them, a location attempt is not planned', ' and '.join(
+                        unread), '; '.join(str(e) for e in unread.values()))
+        caps = dataclasses.replace(caps, unread=unread)
+    return caps
 
 
 class CapabilityCache:
     """Capabilities per Glance endpoint, reused for ``ttl`` seconds.
 
     Thread-safe.  :meth:`invalidate` drops an entry at once (called after a
-    refusal that shows the operator reconfigured Glance).  Only a complete
-    discovery is kept: a failed one raises and leaves nothing behind, so
-    the next call asks Glance again.
+    refusal that shows the operator reconfigured Glance).  A discovery
+    whose schema read fails is answered with the last good entry when
+    there is one (however old: a blip says nothing about what Glance
+    allows), else it raises; a discovery with :attr:`~GlanceCapabilities.
+    unread` documents is used once and asked again next time.
 
     :param ttl: seconds; 0 means always discover.
     """
@@ -223,13 +277,31 @@ class CapabilityCache:
             caps = self._fresh(key)
             if caps:
                 return caps
-            caps = discover(client)
+            with self._lock:
+                previous = self._entries.get(key)
+            try:
+                caps = discover(client, previous)
+            except exception.GlanceError as err:
+                if previous is None or not _transient(err):
+                    raise
+                LOG.warning('Glance capabilities could not be read again '
+                            '(%s); using those read %.0f s ago', err,
+                            time.monotonic() - previous.fetched_at)
+                return previous
+            if caps.unread:
+                return caps
             with self._lock:
                 self._entries[key] = caps
         return caps
 
     def invalidate(self, client: glance_mod.GlanceClient | None = None
                    ) -> None:
+        """Drop the entry of ``client``'s Glance (all entries: ``None``).
+
+        After a refusal that shows the operator reconfigured Glance: the
+        next :meth:`get` discovers afresh and has no old entry to fall
+        back on.
+        """
         with self._lock:
             if client is None:
                 self._entries.clear()

@@ -32,9 +32,12 @@ starts ``HTTP 415``; :func:`translate` recognises it as
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import re
+import threading
+import time
 import typing as ty
 
 import glanceclient
@@ -49,6 +52,7 @@ import requests
 import urllib3
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import deadline
 from nova_snapshot_ext import opts
 from nova_snapshot_ext import redaction
 
@@ -63,6 +67,10 @@ _CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
     (glance_exc.HTTPNotFound, exception.GlanceNotFound),
     (glance_exc.HTTPConflict, exception.GlanceConflict),
     (glance_exc.HTTPOverLimit, exception.GlanceOverLimit),
+    # 502/503/504: Glance, or the way to it, cannot answer now -- one
+    # cause, one class (and one exit code, doc/source/cli.rst); 500 is
+    # Glance's own failure (GlanceError).
+    (glance_exc.HTTPBadGateway, exception.GlanceUnavailable),
     (glance_exc.HTTPServiceUnavailable, exception.GlanceUnavailable),
     (glance_exc.HTTPNotImplemented, exception.GlanceNotImplemented),
     (glance_exc.CommunicationError, exception.GlanceUnavailable),
@@ -85,11 +93,15 @@ _CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
     (OSError, exception.GlanceUnavailable),
 ]
 
+#: Statuses that say Glance cannot answer now (a gateway's or its own).
+UNAVAILABLE_STATUSES = frozenset([502, 503, 504])
+
 #: Errors a Glance call may raise that :func:`translate` turns into ours.
 TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
               ks_exc.ClientException, requests.exceptions.RequestException,
               urllib3.exceptions.HTTPError, http.client.HTTPException,
-              OSError, ValueError, TypeError, KeyError)
+              OSError, ValueError, TypeError, KeyError, AttributeError,
+              deadline.DeadlineReached)
 
 #: HTTP methods keystoneauth may re-send on a retriable status code or a
 #: connection failure: a second send changes nothing.  A POST, PATCH or
@@ -137,8 +149,8 @@ def translate(err: BaseException, operation: str,
         ``GlanceBadRequest`` for 400 and for glanceclient's client-side
         schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
         ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
-        ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 503 and
-        transport failures (connection refused or reset, timeout, a body
+        ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 502, 503, 504
+        and transport failures (connection refused or reset, timeout, a body
         cut mid-answer), ``GlanceNotImplemented`` 501 (also raised by
         glanceclient itself when Glance lacks the API version a call
         needs), ``GlanceMalformedAnswer`` for an answer whose body is not
@@ -152,7 +164,7 @@ def translate(err: BaseException, operation: str,
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400
         return schema_refusal(kwargs)
-    if isinstance(err, (TypeError, KeyError,
+    if isinstance(err, (TypeError, KeyError, AttributeError,
                         requests.exceptions.JSONDecodeError)) or (
             isinstance(err, ValueError) and not isinstance(
                 err, requests.exceptions.RequestException)):
@@ -167,6 +179,9 @@ def translate(err: BaseException, operation: str,
     for client_cls, our_cls in _CLASS_MAP:
         if isinstance(err, client_cls):
             return our_cls(**kwargs)
+    if status in UNAVAILABLE_STATUSES:
+        # e.g. 504, which glanceclient raises as its bare HTTPException.
+        return exception.GlanceUnavailable(**kwargs)
     return exception.GlanceError(**kwargs)
 
 
@@ -335,8 +350,209 @@ def adapter_kwargs(conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
     return {k: v for k, v in kwargs.items() if v is not None}
 
 
-def _send_once_unless_idempotent(http_client: ty.Any) -> None:
-    """Let keystoneauth re-send only what a second send cannot harm.
+#: Methods that change Glance: never sent once the snapshot's deadline
+#: passed (reads and deletes still are, to clean up and to report).
+WRITE_METHODS = frozenset(['POST', 'PUT', 'PATCH'])
+
+#: ``/v2/images/{id}[/sub-resource]`` of a request, query string apart.
+_IMAGE_URL_RE = re.compile(r'^/v2/images/(?P<id>[^/?]+)(?P<sub>/[^?]*)?')
+
+#: Sub-resource of ``/v2/images/{id}`` -> what a request on it does.
+_SUB_OPERATIONS = {'': 'get', '/file': 'upload', '/locations':
+                   'add location', '/members': 'members', '/tasks':
+                   'list tasks'}
+
+
+def operation_of(method: str, url: str) -> str:
+    """What a request does, in the words of :func:`translate`'s messages."""
+    path = url.split('?', 1)[0].rstrip('/')
+    if path == '/v2/images':
+        return 'create' if method.upper() == 'POST' else 'list'
+    match = _IMAGE_URL_RE.match(path)
+    if match is None:
+        return '%s %s' % (method.upper(), path)
+    sub = match.group('sub') or ''
+    operation = _SUB_OPERATIONS.get(sub, 'members')
+    if sub == '' and method.upper() != 'GET':
+        operation = method.lower()
+    return operation
+
+
+def _documents(body: ty.Any) -> list[ty.Mapping[str, ty.Any]]:
+    """The documents of an answer that name an image, for checking."""
+    if not isinstance(body, ty.Mapping):
+        return []
+    for key in ('members', 'tasks'):
+        if isinstance(body.get(key), list):
+            return [d for d in body[key] if isinstance(d, ty.Mapping)]
+    return [body]
+
+
+def check_answer(method: str, url: str, sent: ty.Any, body: ty.Any) -> None:
+    """Believe an answer only for the image it was asked about.
+
+    The one check every Glance request's answer passes, by the kind of
+    request (not by the call that made it): an image document
+    (``POST /v2/images`` with an ``id``, ``GET``/``PATCH /v2/images/{id}``,
+    an upload's or a location add's answer if it carries one) must name
+    the image asked for in ``id``; a member's or a task's answer in
+    ``image_id``.  A create's answer must also carry every string
+    property the create sent (the snapshot's fingerprint among them) with
+    the same value, where it carries that property.
+
+    :param method: the HTTP method.
+    :param url: the request path (relative to the endpoint).
+    :param sent: the request's JSON body as sent (a mapping), if any.
+    :param body: the decoded answer (glanceclient's), or ``None``.
+    :raises GlanceAnswerMismatch: the answer is about another image (or
+        an image ``GET`` answered with a JSON document naming no image; an
+        answer that is no JSON document is glanceclient's to refuse).
+    """
+    path = url.split('?', 1)[0].rstrip('/')
+    match = _IMAGE_URL_RE.match(path)
+    wanted: str | None = None
+    key = 'id'
+    create = False
+    if path == '/v2/images' and method.upper() == 'POST':
+        if isinstance(sent, ty.Mapping) and sent.get('id'):
+            wanted, create = str(sent['id']), True
+    elif match is not None:
+        wanted = match.group('id')
+        sub = match.group('sub') or ''
+        if sub in ('/members', '/tasks') or sub.startswith('/members/'):
+            key = 'image_id'
+        elif sub not in ('', '/file', '/locations'):
+            return
+        if sub == '/file' and method.upper() == 'GET':
+            return  # the image data (a stream), no document
+    if wanted is None:
+        return
+    required = key == 'id' and (create or (
+        match is not None and not match.group('sub')
+        and method.upper() in ('GET', 'PATCH')))
+    if required and not isinstance(body, ty.Mapping):
+        # e.g. 204 to a read: an answer that proves nothing.
+        raise exception.GlanceMalformedAnswer(
+            operation=operation_of(method, url), image_id=wanted,
+            status=None, reason='unreadable answer: no image document '
+            '(%s)' % type(body).__name__)
+    documents = _documents(body)
+    for document in documents:
+        answered = document.get(key)
+        if answered is None and not required:
+            continue
+        if str(answered) != wanted:
+            raise exception.GlanceAnswerMismatch(
+                operation=operation_of(method, url), image_id=wanted,
+                answered='%s %s' % (key, answered), status=None,
+                reason='answer about %s %s, not %s' % (key, answered,
+                                                       wanted))
+    if create and documents:
+        for name, value in sent.items():
+            held = documents[0].get(name)
+            if isinstance(value, str) and isinstance(held, str) and (
+                    held != value):
+                raise exception.GlanceAnswerMismatch(
+                    operation='create', image_id=wanted,
+                    answered='%s %r, sent %r' % (name, held, value),
+                    status=None, reason='the answer holds %s %r, the '
+                    'create sent %r' % (name, held, value))
+
+
+class _Guard:
+    """The one path of every request a :class:`GlanceClient` sends.
+
+    Installed as the glanceclient ``SessionClient``'s ``request``: it
+    chooses keystoneauth's re-sends (:data:`IDEMPOTENT_METHODS`), puts a
+    total deadline on the request (:mod:`~.deadline`), and checks the
+    answer against the request (:func:`check_answer`).
+    """
+
+    def __init__(self, request: ty.Callable[..., ty.Any],
+                 request_timeout: float | None):
+        self._request = request
+        self.request_timeout = request_timeout
+        self._local = threading.local()
+
+    @property
+    def snapshot_deadline(self) -> float | None:
+        """``time.monotonic()`` when this thread's snapshot must end."""
+        return getattr(self._local, 'deadline', None)
+
+    @snapshot_deadline.setter
+    def snapshot_deadline(self, value: float | None) -> None:
+        self._local.deadline = value
+
+    def _budget(self, method: str, url: str) -> tuple[float | None, str]:
+        """Seconds this request may take, and whose deadline that is.
+
+        :raises GlanceDeadlineExceeded: a write after the snapshot's
+            deadline (not sent).
+        """
+        seconds = self.request_timeout
+        which = '[%s] request_timeout' % opts.CORE_GROUP
+        end = self.snapshot_deadline
+        if end is None:
+            return seconds, which
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            if method.upper() in WRITE_METHODS:
+                raise exception.GlanceDeadlineExceeded(
+                    operation=operation_of(method, url), status=None,
+                    deadline=self.snapshot_timeout,
+                    which='[%s] snapshot_timeout' % opts.CORE_GROUP,
+                    reason='the snapshot ran out of time before this '
+                    'request; it was not sent', sent=False)
+            # Cleaning up and reporting: each read or delete on its own.
+            return seconds, which
+        if seconds is None or remaining < seconds:
+            return remaining, '[%s] snapshot_timeout' % opts.CORE_GROUP
+        return seconds, which
+
+    @property
+    def snapshot_timeout(self) -> float | None:
+        return getattr(self._local, 'timeout', None)
+
+    def __call__(self, url: str, method: str, **kwargs: ty.Any) -> ty.Any:
+        if method.upper() not in IDEMPOTENT_METHODS:
+            kwargs.setdefault('status_code_retries', 0)
+            if not (method.upper() == 'POST' and
+                    url.rstrip('/').endswith('/v2/images')):
+                kwargs.setdefault('connect_retries', 0)
+        seconds, which = self._budget(method, url)
+        if seconds is None:
+            answer = self._request(url, method, **kwargs)
+        else:
+            with deadline.Deadline(seconds) as watch:
+                try:
+                    answer = self._request(url, method, **kwargs)
+                except Exception as err:  # noqa: B902 - translated below
+                    if not watch.expired:
+                        raise
+                    raise self._expired(method, url, seconds, which,
+                                        err) from err
+            if watch.expired:
+                raise self._expired(method, url, seconds, which, None)
+        if isinstance(answer, tuple) and len(answer) == 2:
+            # glanceclient's (response, decoded body)
+            check_answer(method, url, kwargs.get('data'), answer[1])
+        return answer
+
+    @staticmethod
+    def _expired(method: str, url: str, seconds: float, which: str,
+                 err: BaseException | None
+                 ) -> exception.GlanceDeadlineExceeded:
+        return exception.GlanceDeadlineExceeded(
+            operation=operation_of(method, url), status=None,
+            deadline=round(seconds, 1), which=which, sent=True,
+            reason='the connection was closed; the answer is lost%s' % (
+                ' (%s)' % err.__class__.__name__ if err else ''))
+
+
+def _send_once_unless_idempotent(http_client: ty.Any,
+                                 request_timeout: float | None = None
+                                 ) -> _Guard | None:
+    """Install :class:`_Guard` on glanceclient's HTTP client.
 
     glanceclient's ``SessionClient`` is a keystoneauth1 ``Adapter`` whose
     ``connect_retries`` / ``status_code_retries`` apply to every method.
@@ -346,20 +562,15 @@ def _send_once_unless_idempotent(http_client: ty.Any) -> None:
     to 0, except the image create (its body is the JSON record with the
     plugin's own id: a second send meets 409, which the engine reads
     back), which keeps ``connect_retries``.
+
+    :returns: the guard, or ``None`` for a client without ``request``.
     """
     request = getattr(http_client, 'request', None)
     if request is None:
-        return
-
-    def send(url: str, method: str, **kwargs: ty.Any) -> ty.Any:
-        if method.upper() not in IDEMPOTENT_METHODS:
-            kwargs.setdefault('status_code_retries', 0)
-            if not (method.upper() == 'POST' and
-                    url.rstrip('/').endswith('/v2/images')):
-                kwargs.setdefault('connect_retries', 0)
-        return request(url, method, **kwargs)
-
-    http_client.request = send
+        return None
+    guard = _Guard(request, request_timeout)
+    http_client.request = guard
+    return guard
 
 
 class GlanceClient:
@@ -369,12 +580,16 @@ class GlanceClient:
     :param auth: optional auth plugin overriding the session's (inside
         Nova: the user's token, optionally wrapped with a service token).
     :param global_request_id: sent as ``X-OpenStack-Request-ID``.
+    :param request_timeout: seconds each request may take in total
+        (``[snapshot_ext] request_timeout``); ``None``: the per-read
+        ``timeout`` only.
     :param adapter_options: see :func:`adapter_kwargs`.
     """
 
     def __init__(self, session: ks_session.Session,
                  auth: ty.Any = None,
                  global_request_id: str | None = None,
+                 request_timeout: float | None = None,
                  **adapter_options: ty.Any):
         kwargs = dict(adapter_options)
         if auth is not None:
@@ -383,7 +598,10 @@ class GlanceClient:
             kwargs['global_request_id'] = global_request_id
         self._client = glanceclient.Client('2', session=session, **kwargs)
         self.session = session
-        _send_once_unless_idempotent(self._client.http_client)
+        if request_timeout is not None:
+            deadline.watch_session(session)
+        self._guard = _send_once_unless_idempotent(
+            self._client.http_client, request_timeout)
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts,
@@ -399,11 +617,47 @@ class GlanceClient:
         """
         session = session or load_session(conf)
         options = adapter_kwargs(conf)
+        options['request_timeout'] = conf[opts.CORE_GROUP].request_timeout
         options.update(kwargs)
         if conf[opts.SERVICE_USER_GROUP].send_service_user_token:
             options['auth'] = with_service_token(
                 conf, options.get('auth') or session.auth)
         return cls(session, **options)
+
+    @contextlib.contextmanager
+    def snapshot_deadline(self, seconds: float) -> ty.Iterator[None]:
+        """Bound this thread's requests inside ``with`` by ``seconds``.
+
+        From entering the block, writes (``POST``, ``PUT``, ``PATCH``) are
+        cut when the time is up and refused after it
+        (:class:`~nova_snapshot_ext.exception.GlanceDeadlineExceeded`,
+        ``sent=False``); reads and deletes are cut when the time is up,
+        and after it each has ``request_timeout`` (to clean up and
+        report).  Nested blocks keep the earliest end.
+        """
+        guard = self._guard
+        if guard is None:
+            yield
+            return
+        local = guard._local
+        saved = (getattr(local, 'deadline', None),
+                 getattr(local, 'timeout', None))
+        end = time.monotonic() + seconds
+        if saved[0] is None or end < saved[0]:
+            local.deadline, local.timeout = end, seconds
+        try:
+            yield
+        finally:
+            local.deadline, local.timeout = saved
+
+    def snapshot_timeout(self) -> float | None:
+        """This thread's ``snapshot_timeout`` (seconds), if one is set."""
+        return self._guard.snapshot_timeout if self._guard else None
+
+    def deadline_passed(self) -> bool:
+        """Whether this thread's snapshot deadline has passed."""
+        end = self._guard.snapshot_deadline if self._guard else None
+        return end is not None and time.monotonic() >= end
 
     @property
     def endpoint(self) -> str:
@@ -616,9 +870,18 @@ class GlanceClient:
     # --- discovery --------------------------------------------------------
 
     def image_schema(self) -> dict[str, ty.Any]:
-        """``GET /v2/schemas/image`` as a dict."""
-        return ty.cast(dict, self._call(
-            'schema', lambda: dict(self._client.schemas.get('image').raw())))
+        """``GET /v2/schemas/image`` as a dict.
+
+        :raises GlanceMalformedAnswer: the answer is no image schema (no
+            ``properties`` object naming ``disk_format``).
+        """
+        def read() -> dict[str, ty.Any]:
+            schema = dict(self._client.schemas.get('image').raw())
+            if 'disk_format' not in dict(schema['properties']):
+                raise KeyError('properties.disk_format')
+            return schema
+
+        return ty.cast(dict, self._call('schema', read))
 
     def api_versions(self) -> list[dict[str, ty.Any]]:
         """``GET /versions``: ``[{'id': 'v2.17', 'status': 'CURRENT'}...]``."""
@@ -643,10 +906,15 @@ class GlanceClient:
 
     def stores(self) -> list[dict[str, ty.Any]] | None:
         """``GET /v2/info/stores``; ``None`` without multi-store (404)."""
+        def read() -> list[dict[str, ty.Any]]:
+            body = dict(self._client.images.get_stores_info())
+            if not isinstance(body.get('stores'), list):
+                # Not a stores document (another answer's body): it
+                # proves nothing, least of all "no stores".
+                raise KeyError('stores')
+            return [dict(s) for s in body['stores']]
+
         try:
-            return ty.cast(list, self._call(
-                'stores', lambda: [dict(s) for s in dict(
-                    self._client.images.get_stores_info()).get(
-                        'stores', [])]))
+            return ty.cast(list, self._call('stores', read))
         except exception.GlanceNotFound:
             return None

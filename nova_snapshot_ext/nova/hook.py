@@ -71,6 +71,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.nova import adapter
 from nova_snapshot_ext.nova import conf as conf_mod
+from nova_snapshot_ext import opts
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.snapshot import service as service_mod
@@ -391,6 +392,8 @@ def client_for_context(context: ty.Any,
             value = getattr(conf.glance, name, None)
             if value is not None:
                 options[name] = value
+    # A total deadline per request ([snapshot_ext] request_timeout).
+    options['request_timeout'] = conf[opts.CORE_GROUP].request_timeout
     return glance_mod.GlanceClient(session, auth=auth,
                                    global_request_id=context.global_id,
                                    **options)

@@ -84,6 +84,22 @@ UNCERTAIN_READS = 3
 #: Statuses in which a cleanup deletes an image of this snapshot.
 DELETABLE = ('queued',)
 
+#: 5xx answers that come from a gateway or an overloaded Glance (a
+#: retry may pass); any other 5xx is Glance's own failure on the request.
+GATEWAY_STATUSES = frozenset([502, 503, 504])
+
+
+def _glance_failed_on_record(err: exception.SnapshotExtException) -> bool:
+    """Glance itself answered 5xx to the create (not a gateway, no loss).
+
+    Once the read-back shows no image, such a create failed on the
+    record, rolled back, and fails the same way again.
+    """
+    status = err.kwargs.get('status')
+    return (isinstance(err, exception.GlanceError) and
+            isinstance(status, int) and 500 <= status < 600 and
+            status not in GATEWAY_STATUSES)
+
 
 def _member_event(err: exception.SnapshotExtException) -> Event:
     """A failed member add, classified: refused (4xx) or transient.
@@ -266,7 +282,7 @@ class AttemptEngine:
         if result.cleaned_up:
             reason += '; deleted image(s) %s' % ', '.join(result.cleaned_up)
         if result.leftover:
-            reason += '; COULD NOT DELETE %s' % ', '.join(result.leftover)
+            reason += '; %s' % result.leftover_text()
         if result.unconfirmed:
             reason += ('; the create of image(s) %s was not confirmed: if '
                        'Glance shows it later, a retry of this snapshot '
@@ -358,6 +374,14 @@ class AttemptEngine:
             return Outcome.fail(Event.IMAGE_QUOTA, exception.GlanceOverLimit(
                 operation='create', image_id=attempt.image_id, status=413,
                 reason=upload.quota_reason(err)))
+        except exception.GlanceDeadlineExceeded as err:
+            if not err.kwargs.get('sent', True):
+                return Outcome.fail(Event.DEADLINE, err)
+            return self._resolve_create(run, attempt, err)
+        except exception.GlanceAnswerMismatch as err:
+            # Never act on the body: what was created is read by its id.
+            transitions.move(attempt, Event.ANSWER_MISMATCH)
+            return self._resolve_create(run, attempt, err)
         except exception.SnapshotExtException as err:
             status = getattr(err, 'status', None)
             if status is not None and 400 <= status < 500:
@@ -394,6 +418,15 @@ class AttemptEngine:
                 if read + 1 < UNCERTAIN_READS:
                     run.ctx.sleep(run.ctx.interval)
                     continue
+                if _glance_failed_on_record(err):
+                    # Glance answered, and nothing is there: it failed on
+                    # this record (no id left unconfirmed, no retry
+                    # invited).
+                    return Outcome.fail(
+                        Event.NEVER_CREATED, exception.GlanceFailedOnRecord(
+                            operation='create', image_id=image_id,
+                            status=err.kwargs.get('status'),
+                            detail=err.kwargs.get('reason')))
                 run.result.unconfirmed.append(image_id)
                 return Outcome.fail(Event.NEVER_CREATED, err)
             except exception.SnapshotExtException:
@@ -605,6 +638,7 @@ class AttemptEngine:
         glance = run.ctx.glance
         delay = run.ctx.interval
         error: exception.SnapshotExtException | None = None
+        status: str | None = None
         for number in range(tries):
             if number:
                 run.ctx.sleep(delay)
@@ -615,6 +649,7 @@ class AttemptEngine:
                 return None
             except exception.SnapshotExtException as err:
                 error = err
+                status = None
                 continue
             status = image.get('status')
             if status in upload.GONE:
@@ -626,11 +661,21 @@ class AttemptEngine:
                 return None
             if leave:
                 break
+            if status in upload.IN_PROGRESS and not poisoned:
+                # A payload is being stored (ours, whose answer was lost,
+                # or another try's): its end decides, not this cleanup.
+                image = self._await_end(run, image)
+                status = image.get('status')
+                if status == 'active':
+                    return image
+                if status in upload.GONE:
+                    return None
             if status not in DELETABLE and not poisoned:
                 # Someone is finishing it (saving, importing...).
                 LOG.warning('Image %s of a failed snapshot attempt is %s; '
                             'not deleted', image_id, status)
                 run.result.leftover.append(image_id)
+                run.result.leftover_status[image_id] = status
                 return None
             try:
                 glance.delete(image_id)
@@ -658,7 +703,31 @@ class AttemptEngine:
                   'attempt: %(err)s; delete it by hand',
                   {'id': image_id, 'err': error})
         run.result.leftover.append(image_id)
+        run.result.leftover_status[image_id] = status
         return None
+
+    @staticmethod
+    def _await_end(run: _Run, image: dict[str, ty.Any]
+                   ) -> dict[str, ty.Any]:
+        """Read an image in progress until it leaves that status.
+
+        Bounded by ``[snapshot_ext] activation_timeout``; a failed read
+        ends the wait (the image as last read is returned).
+
+        :returns: the image as last read.
+        """
+        deadline = run.ctx.clock() + run.ctx.timeout
+        while (image.get('status') in upload.IN_PROGRESS and
+               run.ctx.clock() < deadline and
+               not run.ctx.glance.deadline_passed()):
+            run.ctx.sleep(run.ctx.interval)
+            try:
+                image = run.ctx.glance.get(image['id'])
+            except exception.GlanceNotFound:
+                return dict(image, status='deleted')
+            except exception.SnapshotExtException:
+                break
+        return image
 
     def _drop_leftover(self, run: _Run, attempt: result_mod.Attempt,
                        image_id: str) -> None:

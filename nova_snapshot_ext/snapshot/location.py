@@ -96,6 +96,14 @@ def activate(ctx: Context, source: locations.LocationSource,
              {'url': obj.redacted, 'id': image_id,
               'api': attempt.location_api})
     transitions.move(attempt, Event.ACTIVATION_SENT)
+    if glance.deadline_passed():
+        # The snapshot ran out of time: the location is not sent.
+        return Outcome.fail(Event.DEADLINE, exception.GlanceDeadlineExceeded(
+            operation='add location', image_id=image_id, status=None,
+            deadline=glance.snapshot_timeout(), sent=False,
+            which='[snapshot_ext] snapshot_timeout',
+            reason='the snapshot ran out of time before the location was '
+            'sent; it was not sent'))
     if attempt.location_api == 'legacy':
         try:
             image = glance.add_location(image_id, obj.url,

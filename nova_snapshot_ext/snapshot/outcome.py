@@ -203,6 +203,18 @@ class Event(enum.Enum):
                 '(size, disk_format, hash): reported, never deleted')
     IMPORT_TIMEOUT = ('import timeout', 'location: the image is still '
                       'pending at ``activation_timeout``')
+    # --- answers that prove nothing, deadlines (issue 18) ---
+    ANSWER_MISMATCH = ('answer about another image', 'the answer to the '
+                       'create or the upload names another image than the '
+                       'one asked about (its id, or a property the create '
+                       'sent): ignored, as a lost answer; the image is '
+                       'read back by its id')
+    DEADLINE = ('deadline', '``[snapshot_ext] snapshot_timeout`` passed '
+                'before a create, an upload or a location add was sent: '
+                'it is not sent')
+    CONTRADICTED = ('contradicted', 'after the success, two reads show the '
+                    'image ``queued`` (an intermediary answered the upload '
+                    'without forwarding it): it is not active')
     # --- whatever the state ---
     INTERRUPTED = ('interrupted', 'Ctrl-C, SIGTERM, ``SystemExit``, a bug '
                    '(the exception is re-raised, carrying the result)')

@@ -36,7 +36,11 @@ every image record the target Glance would refuse.  Rules and sources
   ``schema-image.json`` of distributions requires uuids for
   ``kernel_id``/``ramdisk_id``, enums for ``architecture``,
   ``os_distro``...  The check is ``jsonschema``'s (the library
-  glanceclient and Glance validate with), so it judges as Glance does.
+  glanceclient and Glance validate with), so it judges as Glance does;
+* what the production database under Glance would refuse (keys equal
+  under MySQL's collation, values over 65,535 bytes, NUL): the rules of
+  MySQL/MariaDB and PostgreSQL apply whatever database this Glance runs
+  on, since a plugin cannot see it (:mod:`.database_rules`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
 
+from nova_snapshot_ext.snapshot import database_rules
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
 
 if ty.TYPE_CHECKING:
@@ -288,6 +293,15 @@ def check_image_record(record: metadata_mod.ImageRecord,
         left_out += dropped
         notes.append('left out %s to stay within image_property_quota %d'
                      % (', '.join(dropped), property_quota))
+    # What the production database would refuse, judged on the
+    # properties as they will be sent.
+    for key, note in database_rules.check_record(
+            record.name, properties, [k for k in optional
+                                      if k in properties],
+            getattr(record, 'member', None)):
+        del properties[key]
+        left_out.append(key)
+        notes.append(note)
     present = set(properties) | PLUGIN_ATTRIBUTES
     for name in capabilities.required:
         if name not in present:

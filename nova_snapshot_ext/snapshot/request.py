@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import os
 import typing as ty
 import uuid as uuid_mod
@@ -174,6 +175,18 @@ def _str_dict(data: dict, key: str, path: str,
     return dict(value)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The dataclass field names of ``cls``, in declaration order."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(
+            f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def _check_keys(data: ty.Any, allowed: ty.Iterable[str], path: str,
                 ignored: ty.Iterable[str] = ()) -> None:
     if not isinstance(data, dict):
@@ -229,8 +242,7 @@ class BlockDeviceMapping:
 
         :raises InvalidRequest: naming ``<path><field>``.
         """
-        fields = [f.name for f in dataclasses.fields(cls)]
-        _check_keys(data, fields, path, BDM_IGNORED_KEYS)
+        _check_keys(data, _field_names(cls), path, BDM_IGNORED_KEYS)
         source_type = _str(data, 'source_type', path, required=True)
         if source_type not in SOURCE_TYPES:
             _fail(path + 'source_type', 'must be one of %s, got %r'
@@ -284,8 +296,7 @@ class Server:
 
     @classmethod
     def from_dict(cls, data: ty.Any, path: str = 'server.') -> Server:
-        fields = [f.name for f in dataclasses.fields(cls)]
-        _check_keys(data, fields, path)
+        _check_keys(data, _field_names(cls), path)
         uuid = _str(data, 'uuid', path, required=True)
         if not uuidutils.is_uuid_like(uuid):
             _fail(path + 'uuid', 'must be a UUID, got %r' % uuid)
@@ -371,6 +382,7 @@ class SnapshotRequest:
         """
         request = cls._build(data)
         request._check_rules()
+        request._remember_checked()
         return request
 
     @classmethod
@@ -403,7 +415,7 @@ class SnapshotRequest:
 
         :raises InvalidRequest: naming the offending field.
         """
-        _check_keys(data, [f.name for f in dataclasses.fields(cls)], '')
+        _check_keys(data, _field_names(cls), '')
         name = _str(data, 'name', '', required=True, max_len=255)
         server = Server.from_dict(data.get('server'))
         raw_bdms = data.get('block_device_mappings')
@@ -461,9 +473,37 @@ class SnapshotRequest:
                       % type(bdm).__name__)
         if not isinstance(self.metadata, dict):
             _fail('metadata', 'must be an object of string keys')
+        if self._checked_state() == self.__dict__.get(_CHECKED):
+            # Unchanged since its fields were last checked (by from_dict or
+            # an earlier validate): the same values of the same types
+            # pass the same checks.
+            return
         checked = self._build(self._fields_dict())
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, getattr(checked, f.name))
+        for name in _field_names(type(self)):
+            setattr(self, name, getattr(checked, name))
+        self._remember_checked()
+
+    def _checked_state(self) -> list[ty.Any]:
+        """Every field value, as (type, value) pairs, containers copied.
+
+        What :meth:`_check_fields` compares with the state it last
+        checked: a field reassigned, a mapping added or removed, a
+        container changed in place, or a value of another type (``1``
+        against ``True`` or ``'1'``) all differ from it.
+        """
+        values: list[ty.Any] = [len(self.block_device_mappings)]
+        values += _REQUEST_SCALARS(self)
+        values += _SERVER_VALUES(self.server)
+        values += _REQUESTER_VALUES(self.requester)
+        for bdm in self.block_device_mappings:
+            values += _BDM_VALUES(bdm)
+        return [(type(v), dict(v) if type(v) is dict
+                 else tuple(v) if type(v) is list else v) for v in values]
+
+    def _remember_checked(self) -> None:
+        """Record the state whose fields have just been checked."""
+        # Outside the dataclass fields: not compared, not in to_dict.
+        self.__dict__[_CHECKED] = self._checked_state()
 
     def _fields_dict(self) -> dict[str, ty.Any]:
         # The JSON form without asdict's deep copy (validate runs on every
@@ -555,3 +595,13 @@ class SnapshotRequest:
     def to_dict(self) -> dict[str, ty.Any]:
         """The JSON form (the inverse of :meth:`from_dict`)."""
         return dataclasses.asdict(self)
+
+
+#: Where :meth:`SnapshotRequest._check_fields` keeps the state it checked.
+_CHECKED = '_checked_fields'
+_NESTED = ('server', 'requester', 'block_device_mappings')
+_REQUEST_SCALARS = operator.attrgetter(*[
+    n for n in _field_names(SnapshotRequest) if n not in _NESTED])
+_SERVER_VALUES = operator.attrgetter(*_field_names(Server))
+_REQUESTER_VALUES = operator.attrgetter(*_field_names(Requester))
+_BDM_VALUES = operator.attrgetter(*_field_names(BlockDeviceMapping))

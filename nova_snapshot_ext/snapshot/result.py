@@ -25,6 +25,11 @@ import typing as ty
 from nova_snapshot_ext.snapshot.outcome import State
 
 
+#: Statuses of an image whose payload is being stored: on its way to
+#: ``active``, so never called undeletable.
+IN_PROGRESS = ('saving', 'importing', 'uploading')
+
+
 @dataclasses.dataclass
 class Attempt:
     """One activation attempt and its outcome.
@@ -124,6 +129,9 @@ class SnapshotResult:
     :ivar attempts: every :class:`Attempt` made, in order.
     :ivar leftover: ids of images that could not be deleted (should be
         empty; an operator must look at any listed).
+    :ivar leftover_status: leftover id -> its status when last read
+        (``None``: it could not be read); never ``'active'`` (an active
+        image is the success, not a leftover).
     :ivar unconfirmed: ids of images whose create got no answer and that
         Glance did not show afterwards: if one appears later it is this
         snapshot's, and a retry adopts it.
@@ -145,10 +153,39 @@ class SnapshotResult:
     plan: list[str] = dataclasses.field(default_factory=list)
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     leftover: list[str] = dataclasses.field(default_factory=list)
+    leftover_status: dict[str, str | None] = dataclasses.field(
+        default_factory=dict)
     unconfirmed: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
+
+    def leftover_text(self) -> str:
+        """The images left behind, each named by what was read of it.
+
+        ``COULD NOT DELETE`` lists an image read as deletable (e.g.
+        ``queued``) or one that could not be read (said so); an image on
+        its way to active (``saving``, ``importing``) is never called
+        undeletable.  ``''`` when nothing was left.
+        """
+        stuck, moving = [], []
+        for image_id in dict.fromkeys(self.leftover):
+            status = self.leftover_status.get(image_id)
+            if status in IN_PROGRESS:
+                moving.append('%s (%s)' % (image_id, status))
+            elif status is None:
+                stuck.append('%s (status unknown: it could not be read)'
+                             % image_id)
+            else:
+                stuck.append('%s (status %s)' % (image_id, status))
+        texts = []
+        if stuck:
+            texts.append('COULD NOT DELETE image(s) %s' % ', '.join(stuck))
+        if moving:
+            texts.append('image(s) %s not deleted: a payload is being '
+                         'stored, they may still become active; a retry of '
+                         'this snapshot adopts them' % ', '.join(moving))
+        return '; '.join(texts)
 
     @property
     def cleaned_up(self) -> list[str]:
@@ -181,9 +218,8 @@ class SnapshotResult:
             lines.append('  note: %s' % note)
         for i, attempt in enumerate(self.attempts, 1):
             lines.append('  attempt %d: %s' % (i, attempt.describe()))
-        for image_id in self.leftover:
-            lines.append('  LEFT BEHIND: image %s could not be deleted'
-                         % image_id)
+        if self.leftover:
+            lines.append('  LEFT BEHIND: %s' % self.leftover_text())
         for image_id in self.unconfirmed:
             lines.append('  UNCONFIRMED: the create of image %s got no '
                          'answer; a retry adopts it if it appears'

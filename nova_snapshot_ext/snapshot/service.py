@@ -45,10 +45,13 @@ from nova_snapshot_ext.snapshot import attempts as attempts_mod
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
+from nova_snapshot_ext.snapshot.outcome import Cleanup
+from nova_snapshot_ext.snapshot.outcome import Event
 from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import preflight as preflight_mod
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import result as result_mod
+from nova_snapshot_ext.snapshot import transitions
 
 LOG = logging.getLogger(__name__)
 
@@ -186,8 +189,14 @@ class SnapshotService:
         :returns: :class:`~.plan.PlanDecision`.
         """
         group = self.conf.snapshot_ext
-        location, why_not = self.assess_location(capabilities, glance)
         source = self._location_source
+        if (source is not None and capabilities.unread
+                and group.activation_method == 'location-first'):
+            # Glance could not say whether it takes the location (a blip
+            # on /versions or /v2/info/stores): its error, with its
+            # cause's exit code, not "location unusable".
+            raise next(iter(capabilities.unread.values()))
+        location, why_not = self.assess_location(capabilities, glance)
         return plan_mod.decide(capabilities, self.driver, group.disk_formats,
                                group.activation_method, location, why_not,
                                source.redacted if source else None)
@@ -210,6 +219,12 @@ class SnapshotService:
         source = self._location_source
         if source is None:
             return None, []
+        if capabilities.unread:
+            # A blip on /versions or /v2/info/stores: unknown, not "no".
+            return None, ['Glance %s could not be read: %s' % (
+                ' and '.join(capabilities.unread), '; '.join(
+                    str(e.kwargs.get('reason'))
+                    for e in capabilities.unread.values()))]
         api = locations.choose_api(capabilities, source.api)
         reasons = locations.glance_refusals(capabilities, source.disk_format,
                                             api)
@@ -298,7 +313,9 @@ class SnapshotService:
             behind; ``code`` is the HTTP status of the last failure.
         """
         glance = glance or self.glance
-        return self.register(self.preflight(snapshot, glance), glance)
+        with glance.snapshot_deadline(
+                self.conf.snapshot_ext.snapshot_timeout):
+            return self.register(self.preflight(snapshot, glance), glance)
 
     def register(self, prepared: PreparedSnapshot,
                  glance: glance_mod.GlanceClient | None = None
@@ -322,8 +339,71 @@ class SnapshotService:
         # The record was stamped before its preflight (check_record), which
         # may have left the fingerprint out at the property quota: never
         # stamp it again here.
-        return self._engine.register(prepared.record, prepared.plan,
-                                     prepared.notes, glance)
+        with glance.snapshot_deadline(
+                self.conf.snapshot_ext.snapshot_timeout):
+            return self._engine.register(prepared.record, prepared.plan,
+                                         prepared.notes, glance)
+
+    def recheck(self, result: result_mod.SnapshotResult,
+                seen: ty.Mapping[str, ty.Any],
+                glance: glance_mod.GlanceClient | None = None
+                ) -> dict[str, ty.Any]:
+        """A read after the success contradicts it: believe Glance's reads.
+
+        An intermediary may answer 204 to an upload it never forwarded;
+        the next read of the image then shows it ``queued``.  The image is
+        read once more: ``active`` (or on its way, ``saving``/
+        ``importing``) is returned as read; ``queued`` again means it is
+        not active -- this snapshot's image (its id is the result's) is
+        deleted, its status re-read right before, and the snapshot fails.
+
+        :param result: the success being contradicted.
+        :param seen: the image as the later read returned it.
+        :returns: the image as read again.
+        :raises ActivationFailed: still ``queued``; ``result`` says what
+            was deleted or left.
+        """
+        glance = glance or self.glance
+        image_id = str(result.image_id)
+        if seen.get('status') == 'active':
+            return dict(seen)
+        self._sleep(self.conf.snapshot_ext.activation_poll_interval)
+        image = glance.get(image_id)
+        if image.get('status') != 'queued':
+            return image
+        reason = ('Glance accepted the payload of image %s, yet two later '
+                  'reads show it queued: it is not active (an intermediary '
+                  'answered without forwarding?)' % image_id)
+        LOG.error('Snapshot %(name)s: %(reason)s',
+                  {'name': result.name, 'reason': reason})
+        result.status = 'failed'
+        attempt = next((a for a in reversed(result.attempts)
+                        if a.image_id == image_id), None)
+        cleanup = Cleanup.IF_QUEUED
+        if attempt is not None:
+            cleanup = transitions.move(attempt, Event.CONTRADICTED).cleanup
+            attempt.reason = reason
+        try:
+            # The table's cleanup: this snapshot's image, if still queued
+            # (its status re-read right before the delete).
+            if cleanup is not Cleanup.NONE and glance.get(image_id).get(
+                    'status') == 'queued':
+                glance.delete(image_id)
+                if attempt is not None:
+                    attempt.cleaned_up = True
+                reason += '; deleted image %s' % image_id
+        except exception.GlanceNotFound:
+            pass
+        except exception.GlanceError as err:
+            result.leftover.append(image_id)
+            result.leftover_status[image_id] = 'queued'
+            reason += ('; COULD NOT DELETE %s (status queued when last '
+                       'read): %s' % (image_id, err.kwargs.get('reason')))
+        result.image_id = None
+        raise exception.ActivationFailed(
+            name=result.name, reason=reason, result=result,
+            cause=exception.GlanceError(operation='upload',
+                                        image_id=image_id, reason=reason))
 
     @staticmethod
     def location_task_failure(glance: glance_mod.GlanceClient,

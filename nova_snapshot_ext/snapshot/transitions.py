@@ -72,6 +72,7 @@ def _end(step: Step, cleanup: Cleanup = Cleanup.NONE,
 
 _P, _C, _CD, _FD, _A, _F = (State.PLANNED, State.CREATING, State.CREATED,
                             State.FOUND, State.ACTIVATING, State.FAILED)
+_ACT = State.ACTIVE
 _E = Event
 
 #: The table, grouped by what follows: ``(transition, {state: events})``.
@@ -86,7 +87,9 @@ _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
     (_go(State.ACTIVATING), {
         _CD: (_E.ACTIVATION_SENT,),
         _FD: (_E.ACTIVATION_SENT, _E.IN_PROGRESS),
-        _A: (_E.IN_PROGRESS, _E.UPLOAD_CONFLICT)}),
+        _A: (_E.IN_PROGRESS, _E.UPLOAD_CONFLICT, _E.ANSWER_MISMATCH)}),
+    # (an answer about another image: ignored, the image read back by id)
+    (_go(State.CREATING), {_C: (_E.ANSWER_MISMATCH,)}),
     # --- done: the image is active ---
     (_end(Step.ACTIVE, state=State.ACTIVE), {
         _FD: (_E.SEEN_ACTIVE,),
@@ -109,7 +112,7 @@ _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
     (_end(Step.STOP), {
         _P: (_E.FOREIGN, _E.CHANGED, _E.CONFLICT_UNREADABLE, _E.INTERRUPTED),
         _C: (_E.FOREIGN, _E.CHANGED, _E.RECORD_REFUSED, _E.IMAGE_QUOTA,
-             _E.NEVER_CREATED),
+             _E.NEVER_CREATED, _E.DEADLINE),
         _CD: (_E.NOT_QUEUED,),
         _FD: (_E.MEMBER_REFUSED, _E.UNFINISHABLE),
         _A: (_E.UNEXPECTED_STATUS, _E.UPLOAD_TIMEOUT, _E.MISMATCH)}),
@@ -123,7 +126,10 @@ _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
         _CD: (_E.MEMBER_REFUSED, _E.INTERRUPTED),
         _FD: (_E.INTERRUPTED,),
         _A: (_E.UPLOAD_FAILED, _E.UNREADABLE, _E.LOCATION_FAILED,
-             _E.IMAGE_INVISIBLE, _E.IMPORT_TIMEOUT, _E.INTERRUPTED),
+             _E.IMAGE_INVISIBLE, _E.IMPORT_TIMEOUT, _E.INTERRUPTED,
+             _E.DEADLINE),
+        # (after the success, two reads show the image queued)
+        _ACT: (_E.CONTRADICTED,),
         # (an interrupt during the cleanup: tried again, briefly)
         _F: (_E.INTERRUPTED,)}),
 )

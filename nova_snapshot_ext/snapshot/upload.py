@@ -79,6 +79,14 @@ def activate(ctx: Context, image: dict[str, ty.Any],
     except exception.GlanceConflict:
         transitions.move(attempt, Event.UPLOAD_CONFLICT)
         return wait_active(ctx, image['id'], attempt)
+    except exception.GlanceDeadlineExceeded as err:
+        if not err.kwargs.get('sent', True):
+            return Outcome.fail(Event.DEADLINE, err)
+        return after_lost_answer(ctx, image['id'], attempt, err)
+    except exception.GlanceAnswerMismatch as err:
+        # Never act on the body: the image is read by its id.
+        transitions.move(attempt, Event.ANSWER_MISMATCH)
+        return after_lost_answer(ctx, image['id'], attempt, err)
     except exception.SnapshotExtException as err:
         return after_lost_answer(ctx, image['id'], attempt, err)
     # 204: Glance stored the data and checked the length we declared.

@@ -36,6 +36,7 @@ from oslo_log import log as logging
 import testtools
 from testtools import content
 
+from nova_snapshot_ext.embedded import database as embedded_database
 from nova_snapshot_ext.embedded import glance as embedded_glance
 from nova_snapshot_ext.embedded import glance_venv
 
@@ -142,6 +143,7 @@ def get_shared_glance(profile='default', **overrides):
         cannot be started.
     """
     global _atexit_registered
+    overrides = database_overrides(overrides)
     major = glance_major()
     if major is not None and 'python' not in overrides:
         overrides = dict(overrides, python=glance_venv.ensure(major))
@@ -162,6 +164,35 @@ def get_shared_glance(profile='default', **overrides):
             server.start()
             _servers[key] = server
         return server
+
+
+def database_kind():
+    """The database ``NOVA_SNAPSHOT_EXT_GLANCE_DB`` puts Glance on.
+
+    :returns: ``'mariadb'``, ``'postgresql'``, or None for SQLite.
+    """
+    return os.environ.get(embedded_database.DATABASE_ENV) or None
+
+
+def database_overrides(overrides):
+    """Put a Glance on the environment's database and workers.
+
+    ``NOVA_SNAPSHOT_EXT_GLANCE_DB`` (``mariadb``, ``postgresql``) and
+    ``NOVA_SNAPSHOT_EXT_GLANCE_WORKERS`` (gunicorn workers) apply to every
+    Glance a test does not configure itself (tox -e functional-mariadb).
+
+    :param overrides: the test's ``EmbeddedGlance`` keyword arguments.
+    :returns: them, with ``database`` and ``workers`` filled in.
+    :raises DatabaseServerError: if the server cannot run here.
+    """
+    overrides = dict(overrides)
+    kind = database_kind()
+    if kind and 'database' not in overrides:
+        overrides['database'] = embedded_database.shared_server(kind)
+    workers = os.environ.get(embedded_database.WORKERS_ENV)
+    if workers and 'workers' not in overrides:
+        overrides['workers'] = int(workers)
+    return overrides
 
 
 class GlanceFixture(fixtures.Fixture):
@@ -200,6 +231,10 @@ class FunctionalTestCase(_BaseTestCase):
         super(FunctionalTestCase, self).setUp()
         if SKIP_REASON:
             self.skipTest(SKIP_REASON)
+        kind = database_kind()
+        if kind and embedded_database.missing(kind):
+            self.skipTest('Glance on %s: %s' % (
+                kind, embedded_database.missing(kind)))
         fixture = self.useFixture(
             GlanceFixture(self.GLANCE_PROFILE, **self.GLANCE_OVERRIDES))
         self.glance = fixture.glance

@@ -35,6 +35,14 @@ restart        the request is held while ``restart`` (a callable, e.g.
                :meth:`EmbeddedGlance.restart`) runs, then forwarded
 hook           ``hook`` (a callable) runs, then the request is forwarded
                (e.g. to change the world just before Glance acts)
+replace        the upstream answers; the client gets its status and
+               headers with another body: ``body`` (bytes, or a callable
+               returning bytes, e.g. another image's JSON)
+trickle        the upstream answers; the client gets the answer one byte
+               every ``seconds`` (head included), as long as it listens
+answer         the client gets ``status`` (e.g. 204) with an empty body
+               (or ``body``); the upstream sees nothing (an intermediary
+               that answers without forwarding)
 ============== ==========================================================
 
 ``once`` rules fire one time and then stay inert; ``always`` rules fire
@@ -64,7 +72,7 @@ import typing as ty
 import fixtures
 
 ACTIONS = ('reset_before', 'reset_after', 'status', 'delay', 'truncate',
-           'restart', 'hook')
+           'restart', 'hook', 'replace', 'trickle', 'answer')
 #: Faults the random mode picks from by default.
 RANDOM_ACTIONS = ('reset_before', 'reset_after', 'status', 'truncate')
 _MAX_HEADER = 65536
@@ -106,11 +114,13 @@ class Rule(object):
     :param restart: for ``restart``: callable run while the request is
         held; the proxy's own ``restart`` callable if None.
     :param hook: for ``hook``: callable run before forwarding.
+    :param body: for ``replace`` and ``answer``: the body the client gets
+        (bytes, or a callable returning bytes, called when the rule fires).
     """
 
     def __init__(self, method, path, action, times='once', nth=None,
                  status=503, forward=False, seconds=6.0, when='before',
-                 restart=None, hook=None):
+                 restart=None, hook=None, body=None):
         if action not in ACTIONS:
             raise ValueError('action must be one of %s, not %r' %
                              (', '.join(ACTIONS), action))
@@ -134,6 +144,9 @@ class Rule(object):
         if action == 'hook' and not callable(hook):
             raise ValueError('a hook rule needs a callable hook')
         self.hook = hook
+        if action == 'replace' and body is None:
+            raise ValueError('a replace rule needs a body')
+        self.body = body
         #: matching requests seen so far
         self.matches = 0
         #: times this rule fired
@@ -393,7 +406,8 @@ class FaultProxy(object):
         :returns: None
         """
         for action in actions:
-            if action not in ACTIONS or action in ('restart', 'hook'):
+            if action not in ACTIONS or action in ('restart', 'hook',
+                                                   'replace'):
                 raise ValueError('random mode cannot apply %r' % action)
         with self._lock:
             self._random = (random.Random(seed), float(probability),
@@ -648,6 +662,9 @@ class FaultProxy(object):
         if action == 'status' and not rule.forward:
             self._record(method, path, rule.status, action, None)
             return self._send_status(client, rule.status, request)
+        if action == 'answer':
+            self._record(method, path, rule.status, action, None)
+            return self._send_answer(client, rule.status, rule, request)
         if action == 'delay' and rule.when == 'before':
             self._stopping.wait(rule.seconds)
         if action == 'hook':
@@ -685,6 +702,21 @@ class FaultProxy(object):
                          upstream_status)
             self._send_truncated(client, response)
             raise _Reset()
+        if action == 'replace':
+            self._record(method, path, upstream_status, action,
+                         upstream_status)
+            return self._send_replaced(client, response, rule, request)
+        if action == 'trickle':
+            self._record(method, path, upstream_status, action,
+                         upstream_status)
+            data = response.head_bytes() + response.body
+            for i in range(len(data)):
+                if self._stopping.is_set() or not self._send(
+                        client, data[i:i + 1]):
+                    raise _Reset()
+                self._stopping.wait(rule.seconds)
+            return not response.wants_close() and \
+                not request.wants_close()
 
         # Recorded before the answer leaves, so a client that got it can
         # count it.
@@ -704,6 +736,34 @@ class FaultProxy(object):
                 'Content-Length: %d\r\n\r\n' % (status, reason, len(body)))
         return (self._send(client, head.encode('latin-1') + body)
                 and not request.wants_close())
+
+    @staticmethod
+    def _rule_body(rule):
+        body = rule.body() if callable(rule.body) else rule.body
+        return body or b''
+
+    def _send_answer(self, client, status, rule, request):
+        body = self._rule_body(rule)
+        reason = {200: 'OK', 201: 'Created', 202: 'Accepted',
+                  204: 'No Content'}.get(status, 'Fault')
+        head = 'HTTP/1.1 %d %s\r\n' % (status, reason)
+        if status not in _BODY_LESS_STATUS:
+            head += ('Content-Type: application/json\r\n'
+                     'Content-Length: %d\r\n' % len(body))
+        else:
+            body = b''
+        return (self._send(client, (head + '\r\n').encode('latin-1') +
+                           body) and not request.wants_close())
+
+    def _send_replaced(self, client, response, rule, request):
+        body = self._rule_body(rule)
+        headers = [(k, v) for k, v in response.headers
+                   if k.lower() not in ('content-length',
+                                        'transfer-encoding')]
+        headers.append(('Content-Length', str(len(body))))
+        ok = self._send(client, response.head_bytes(headers) + body)
+        return ok and not response.wants_close() and \
+            not request.wants_close()
 
     def _send_truncated(self, client, response):
         body = response.body

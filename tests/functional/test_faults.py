@@ -64,6 +64,17 @@ from tests.functional import faultproxy
 CLIENT_TIMEOUT = 3.0
 #: A ``delay`` fault holds the request this long: past the timeout.
 DELAY = CLIENT_TIMEOUT + 2.0
+#: ``[snapshot_ext] request_timeout`` of every faulted run: a trickling
+#: answer is cut here.
+REQUEST_TIMEOUT = 6.0
+#: ``[snapshot_ext] snapshot_timeout`` of every faulted run.
+SNAPSHOT_TIMEOUT = 60.0
+#: A trickling answer sends one byte this often (the issue's 0.5 s).
+TRICKLE = 0.5
+#: How long a run may take at most: its snapshot deadline, then a bounded
+#: cleanup (a few reads and deletes, each within ``REQUEST_TIMEOUT``) and
+#: the CLI's display read; the start of a Python process besides.
+RUN_LIMIT = SNAPSHOT_TIMEOUT + 6 * REQUEST_TIMEOUT + 15
 #: Environment variable that opts in to the whole matrix.
 ALL_ENV = 'NOVA_SNAPSHOT_EXT_FAULTS'
 #: Environment variable naming a file to append one JSON line per cell to.
@@ -93,9 +104,17 @@ FAULTS = {
     'reset_after': {'action': 'reset_after'},
     '503': {'action': 'status', 'status': 503},
     '502_after': {'action': 'status', 'status': 502, 'forward': True},
+    '500': {'action': 'status', 'status': 500},
     'delay': {'action': 'delay', 'seconds': DELAY},
     'truncate': {'action': 'truncate'},
     'restart': {'action': 'restart'},
+    # Issue 18: answers that prove nothing.  ``foreign``: the answer
+    # carries another image's body (a queued image of the same project,
+    # made by the cell); ``trickle``: one byte every half second;
+    # ``answer_204``: an intermediary answers 204 without forwarding.
+    'foreign': {'action': 'replace'},
+    'trickle': {'action': 'trickle', 'seconds': TRICKLE},
+    'answer_204': {'action': 'answer', 'status': 204},
 }
 
 TIMES = ('once', 'always')
@@ -114,6 +133,12 @@ CORE = (
     ('delete', '503', 'once', 'library'),
     ('versions', '503', 'once', 'library'),
     ('location', 'reset_after', 'once', 'library'),
+    # issue 18
+    ('create', 'foreign', 'once', 'library'),
+    ('get', 'foreign', 'once', 'cli'),
+    ('schema', 'trickle', 'once', 'cli'),
+    ('upload', 'answer_204', 'once', 'cli'),
+    ('versions', '500', 'once', 'library'),
 )
 
 #: Kinds of request the CLI is interrupted in (SIGINT, SIGTERM), while
@@ -168,6 +193,11 @@ def fresh_request_dict(project_id, user_id):
     return data
 
 
+#: The deadlines of every faulted run (appended to its configuration).
+DEADLINES = ('\n[snapshot_ext]\nrequest_timeout = %s\nsnapshot_timeout = %s\n'
+             % (REQUEST_TIMEOUT, SNAPSHOT_TIMEOUT))
+
+
 class FaultTestBase(fbase.FunctionalTestCase):
     """A fault proxy in front of an embedded Glance; config per mode."""
 
@@ -197,6 +227,7 @@ class FaultTestBase(fbase.FunctionalTestCase):
             with open(path, 'a', encoding='utf-8') as f:
                 # a short client timeout; every other option default
                 f.write('timeout = %s\n' % CLIENT_TIMEOUT)
+                f.write(DEADLINES)
             self.conf_files[mode] = path
 
     def glance_view(self):
@@ -249,6 +280,28 @@ class FaultTestBase(fbase.FunctionalTestCase):
 class CellMixin(object):
     """One cell: fault one request kind, run, judge, retry, judge."""
 
+    def foreign_image(self):
+        """A queued image of this test's project that no run may touch.
+
+        :returns: the image as Glance shows it (a dict, JSON-able).
+        """
+        client = self.client_for(roles=fbase.MEMBER_ROLES)
+        image = client.images.create(
+            name='foreign-%s' % uuid.uuid4().hex[:8], disk_format='raw',
+            container_format='bare', visibility='private')
+        return json.loads(json.dumps(dict(image), default=str))
+
+    @staticmethod
+    def foreign_problems(foreign, images):
+        """What a run did to the foreign image (it must be as it was)."""
+        now = [i for i in images if i['id'] == foreign['id']]
+        if not now:
+            return ['foreign_image_deleted']
+        if now[0]['status'] != foreign['status'] or now[0].get(
+                'size') != foreign.get('size'):
+            return ['foreign_image_touched_%s' % now[0]['status']]
+        return []
+
     def run_library(self, mode, request_path):
         """``SnapshotService.snapshot`` in-process, shaped like a CLI run.
 
@@ -295,8 +348,15 @@ class CellMixin(object):
             self.proxy.add_rule('POST', KINDS['location'][1], 'hook',
                                 times='always',
                                 hook=self.objects.objects.clear)
+        foreign = None
+        rule = dict(FAULTS[fault]) if fault is not None else {}
+        if fault == 'foreign':
+            # Another image of the same project, queued: the answer the
+            # plugin gets is about it.
+            foreign = self.foreign_image()
+            rule['body'] = json.dumps(foreign).encode()
         if fault is not None:
-            self.proxy.add_rule(method, path, times=times, **FAULTS[fault])
+            self.proxy.add_rule(method, path, times=times, **rule)
 
         started = time.monotonic()
         if via == 'library':
@@ -313,6 +373,10 @@ class CellMixin(object):
         self.proxy.clear()
         output = proc.stdout + proc.stderr
         first = self.glance_view()
+        problems = []
+        if foreign is not None:
+            problems += self.foreign_problems(foreign, first)
+            first = [i for i in first if i['id'] != foreign['id']]
         active = [i['id'] for i in first if i['status'] == 'active']
         name = ('%s/%s/%s' % (kind, fault, times) if fault
                 else 'no-fault')
@@ -324,7 +388,8 @@ class CellMixin(object):
                 'fired': fired, 'exit': proc.returncode,
                 'image_id': image_id,
                 'images': [(i['id'], i['status']) for i in first]}
-        problems = []
+        if ran - started > RUN_LIMIT:
+            problems.append('ran_%ds_past_its_deadline' % (ran - started))
         if require_fired and fault is not None and not fired:
             # a core cell is chosen to exercise its fault
             problems.append('fault_never_fired')
@@ -357,6 +422,10 @@ class CellMixin(object):
                            round(time.monotonic() - retry_started, 1)]
         routput = retry.stdout + retry.stderr
         images = self.glance_view()
+        if foreign is not None:
+            problems += ['retry_' + p for p in self.foreign_problems(
+                foreign, images)]
+            images = [i for i in images if i['id'] != foreign['id']]
         active = [i['id'] for i in images if i['status'] == 'active']
         cell.update({'retry_exit': retry.returncode, 'retry_id': retry_id,
                      'after_retry': [(i['id'], i['status'])
@@ -543,6 +612,7 @@ class TestConcurrentTries(FaultTestBase):
         demo.write_config(path, self.proxy.endpoint, token, self.DRIVER)
         with open(path, 'a', encoding='utf-8') as f:
             f.write('timeout = %s\n' % CLIENT_TIMEOUT)
+            f.write(DEADLINES)
 
     def run_rounds(self, rounds, seed, via, try_):
         seed = int(os.environ.get(SEED_ENV) or seed)

@@ -119,6 +119,22 @@ class TestPasteFilter(PastePipelineMixin, base.NovaServerTestCase):
         self.assertEqual({}, dict(self.cinder.volume_snapshots))
         self.assertEqual([], self.images_named(name))
 
+    def test_database_refusal_before_any_snapshot(self):
+        # Keys one in Glance's MySQL/MariaDB table (utf8mb3_general_ci):
+        # Glance on MariaDB would answer 500 after the volume snapshots;
+        # the preflight refuses them first, whatever Glance's database.
+        for metadata in ({'Foo': '1', 'foo': '2'},
+                         {'tag': '1', 'tag ': '2'}):
+            server = self.create_server()
+            name = 'db-%s' % uuid.uuid4().hex[:8]
+            resp = self.create_image(server.uuid, name, metadata)
+            self.assertEqual(400, resp.status_int, resp.text)
+            message = jsonutils.loads(resp.body)['badRequest']['message']
+            for key in metadata:
+                self.assertIn("'%s'" % key, message)
+            self.assertEqual({}, dict(self.cinder.volume_snapshots))
+            self.assertEqual([], self.images_named(name))
+
     def test_long_property_name_refused_bad_request(self):
         # Nova's own createImage schema refuses a 256-character key: Nova
         # answers (the plugin's preflight is not reached).

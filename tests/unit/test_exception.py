@@ -42,8 +42,8 @@ class TestException(base.TestCase):
         import re
         for cls in _all_subclasses(exception.SnapshotExtException):
             names = re.findall(r'%\((\w+)\)', str(cls.msg_fmt))
-            kwargs = {n: 1 if n in ('length', 'count', 'quota', 'limit')
-                      else 'x' for n in names}
+            counts = ('length', 'count', 'quota', 'limit', 'size')
+            kwargs = {n: 1 if n in counts else 'x' for n in names}
             self.assertTrue(cls(**kwargs).format_message(), cls)
 
 

@@ -223,6 +223,37 @@ class TestFaultProxy(testtools.TestCase):
         self.assertRaises(ValueError, self.proxy.add_rule, 'GET', '/',
                           'hook')
 
+    def test_replace_gives_another_body_after_forwarding(self):
+        other = json.dumps({'path': '/other'}).encode()
+        self.proxy.add_rule('POST', '^/c$', 'replace', body=lambda: other)
+        resp = self.http.post(self.url('/c'), data=b'abc', timeout=10)
+        self.assertEqual((200, '/other'), (resp.status_code,
+                                           resp.json()['path']))
+        self.assertEqual([('POST', '/c')], self.server.log)
+        self.assertEqual(1, self.proxy.count(fault='replace'))
+        self.assertRaises(ValueError, self.proxy.add_rule, 'GET', '/',
+                          'replace')
+
+    def test_trickle_sends_one_byte_at_a_time(self):
+        self.proxy.add_rule('GET', '^/t$', 'trickle', seconds=0.3)
+        # Each read gets a byte well within the per-read timeout...
+        resp = self.http.get(self.url('/empty'), timeout=10)
+        self.assertEqual(204, resp.status_code)
+        self.assertRaises(requests.Timeout, self.http.get, self.url('/t'),
+                          timeout=(10, 0.1))
+        # ...and with a longer one the answer would take minutes.
+        self.assertEqual(1, self.proxy.count(fault='trickle'))
+        self.assertEqual([('GET', '/empty'), ('GET', '/t')],
+                         self.server.log)
+
+    def test_answer_without_forwarding(self):
+        self.proxy.add_rule('PUT', '^/f$', 'answer', status=204)
+        resp = self.http.put(self.url('/f'), data=b'abc', timeout=10)
+        self.assertEqual((204, b''), (resp.status_code, resp.content))
+        self.assertEqual([], self.server.log)
+        self.assertEqual(1, self.proxy.count('PUT', '^/f$', status=204,
+                                             fault='answer'))
+
     def test_random_faults_are_seeded(self):
         def run():
             self.proxy.clear()

@@ -37,7 +37,8 @@ class TestOpts(base.TestCase):
         self.assertEqual(
             ['driver', 'non_inheritable_image_properties',
              'image_property_quota', 'capabilities_cache_ttl',
-             'activation_timeout', 'activation_poll_interval',
+             'activation_timeout', 'request_timeout', 'snapshot_timeout',
+             'activation_poll_interval',
              'disk_formats', 'driver_formats_only', 'activation_method',
              'location_url',
              'location_disk_format', 'location_hash_algo',

@@ -343,22 +343,50 @@ class TestCapabilities(base.TestCase):
         self.assertEqual(2, self.fake.calls.count('schema'))
 
     def test_transient_versions_failure_is_raised_not_cached(self):
-        # Issue 9 input 10: one /versions 503 is not "no API 2.17".
+        # Issue 9 input 10: one /versions 503 is not "no API 2.17"; issue
+        # 18: it is asked once more, and a blip is no failure.
         cache = capabilities.CapabilityCache(ttl=300)
         self.fake.fail('versions', gexc.HTTPServiceUnavailable('busy'))
-        self.assertRaises(exception.GlanceUnavailable, cache.get,
-                          self.client)
         self.assertTrue(cache.get(self.client).location_api)
-        self.assertEqual(2, self.fake.calls.count('schema'))
+        self.assertEqual([], self.fake.failures['versions'])  # asked again
+        # Failing twice: unknown (not "no"), used once and not cached.
+        cache.invalidate()
+        self.fake.fail('versions', gexc.HTTPServiceUnavailable('busy'),
+                       times=2)
+        caps = cache.get(self.client)
+        self.assertFalse(caps.location_api)
+        self.assertIsInstance(caps.unread['versions'],
+                              exception.GlanceUnavailable)
+        self.assertTrue(cache.get(self.client).location_api)
+        self.assertEqual(3, self.fake.calls.count('schema'))
 
     def test_every_transient_kind_of_versions_failure(self):
         for err in (gexc.HTTPInternalServerError('x'),
                     gexc.CommunicationError('reset'),
                     requests.exceptions.ChunkedEncodingError('cut'),
                     json.JSONDecodeError('Expecting value', '{', 1)):
-            self.fake.fail('versions', err)
-            self.assertRaises(exception.GlanceError, capabilities.discover,
-                              self.client)
+            self.fake.fail('versions', err, times=2)
+            caps = capabilities.discover(self.client)
+            self.assertIsInstance(caps.unread['versions'],
+                                  exception.GlanceError)
+            self.assertEqual(('vhd', 'qcow2'), caps.disk_formats)
+
+    def test_versions_blip_answered_from_the_last_good_discovery(self):
+        cache = capabilities.CapabilityCache(ttl=0)
+        self.assertTrue(cache.get(self.client).location_api)
+        self.fake.fail('versions', gexc.HTTPInternalServerError('x'),
+                       times=2)
+        caps = cache.get(self.client)
+        self.assertTrue(caps.location_api)
+        self.assertEqual({}, dict(caps.unread))
+
+    def test_schema_blip_served_from_the_last_good_discovery(self):
+        cache = capabilities.CapabilityCache(ttl=0)
+        first = cache.get(self.client)
+        self.fake.fail('schema', gexc.HTTPInternalServerError('x'), times=2)
+        self.assertIs(first, cache.get(self.client))
+        self.fake.fail('schema', gexc.HTTPInternalServerError('x'))
+        self.assertIsNot(first, cache.get(self.client))
 
     def test_versions_4xx_is_an_answer(self):
         self.fake.fail('versions', gexc.HTTPForbidden('policy'))
@@ -366,7 +394,8 @@ class TestCapabilities(base.TestCase):
 
     def test_failed_schema_is_not_cached(self):
         cache = capabilities.CapabilityCache(ttl=300)
-        self.fake.fail('schema', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('schema', gexc.HTTPServiceUnavailable('busy'),
+                       times=2)
         self.assertRaises(exception.GlanceUnavailable, cache.get,
                           self.client)
         self.assertEqual(('vhd', 'qcow2'), cache.get(self.client).disk_formats)

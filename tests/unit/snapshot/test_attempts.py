@@ -259,6 +259,35 @@ class TestUncertainCreate(AttemptTestBase):
         self.assertIn(IMAGE_ID, err.format_message())
         self.assertEqual(503, err.code)
 
+    def test_glance_500_with_no_image_is_a_refusal_of_the_record(self):
+        # Glance (not a gateway) failed on the create and rolled it back,
+        # as on MariaDB for keys its collation calls equal: no "retry
+        # adopts it", the id is not left unconfirmed, Glance's detail is
+        # named.
+        self.fake.fail('create', gexc.HTTPInternalServerError(
+            'Internal Server Error: Data too long'))
+        err = self.fails()
+        message = err.format_message()
+        self.assertEqual([], err.result.unconfirmed)
+        self.assertIn('Glance failed on this record', message)
+        self.assertIn('a retry will fail the same way unless the record '
+                      'changes', message)
+        self.assertIn('Data too long', message)
+        self.assertNotIn('adopts', message)
+        self.assertEqual(500, err.code)
+        self.assertIsInstance(err.__cause__,
+                              exception.GlanceFailedOnRecord)
+        self.assertEqual([], self.active_ids())
+
+    def test_gateway_5xx_on_create_stays_unconfirmed(self):
+        for error in (gexc.HTTPBadGateway('bad gateway'),
+                      gexc.HTTPServiceUnavailable('busy')):
+            self.fake.fail('create', error)
+            err = self.fails()
+            self.assertEqual([IMAGE_ID], err.result.unconfirmed)
+            self.assertNotIn('Glance failed on this record',
+                             err.format_message())
+
     def test_create_lands_late_then_retry_adopts(self):
         self.fake.fail('create', gexc.CommunicationError('timed out'))
         self.fails()
@@ -323,7 +352,7 @@ class TestTranslatedEverywhere(AttemptTestBase):
     def test_truncated_schema(self):
         for err in (requests.exceptions.ChunkedEncodingError('cut'),
                     json.JSONDecodeError('Expecting value', '{"na', 4)):
-            self.fake.fail('schema', err)
+            self.fake.fail('schema', err, times=2)
             svc = self.make_service()
             self.assertRaises(exception.GlanceError, self.snapshot, None,
                               svc)
@@ -760,14 +789,17 @@ class TestLocationAnswerLost(AttemptTestBase, test_service.LocationTestBase):
 
 
 class TestVersionsTransient(AttemptTestBase):
-    """Input 10 kind: a transient /versions failure is not a config error."""
+    """Input 10 kind: a transient /versions failure is not a config error.
+
+    Issue 18: nor does it fail an upload, which needs no /versions.
+    """
 
     def test_versions_503_raises_unavailable_and_is_not_cached(self):
         svc = self.make_service()
-        self.fake.fail('versions', gexc.HTTPServiceUnavailable('busy'))
-        self.assertRaises(exception.GlanceUnavailable, self.snapshot,
-                          None, svc)
-        self.assertNothingLeft()
+        self.fake.fail('versions', gexc.HTTPServiceUnavailable('busy'),
+                       times=2)
+        result = self.snapshot(None, svc)
+        self.assertEqual('active', result.status)
         result = self.snapshot(svc=svc)
         self.assertEqual('active', result.status)
         self.assertTrue(svc.capabilities.get(self.client).location_api)

@@ -353,6 +353,54 @@ class TestDirectlyBuiltRequest(base.TestCase):
             request.SnapshotRequest.from_dict(base.sample_request_dict())
         self.assertEqual(1, build.call_count)
 
+    def test_unchanged_request_is_checked_once(self):
+        # from_dict checked every field; validate on the unchanged request
+        # (every entry point calls it) does not build it again, nor does a
+        # second validate.
+        req = request.SnapshotRequest.from_dict(base.sample_request_dict())
+        with mock.patch.object(request.SnapshotRequest, '_build',
+                               wraps=request.SnapshotRequest._build) as build:
+            req.validate()
+            req.validate()
+        self.assertEqual(0, build.call_count)
+        direct = _direct_request()
+        with mock.patch.object(request.SnapshotRequest, '_build',
+                               wraps=request.SnapshotRequest._build) as build:
+            direct.validate()
+            direct.validate()
+        self.assertEqual(1, build.call_count)
+
+    def test_changes_of_each_kind_after_a_check_are_checked(self):
+        # Equal-comparing values of another type, containers changed in
+        # place, mappings added or removed: each is checked again.
+        cases = [
+            ('block_device_mappings[0].boot_index',
+             lambda q: setattr(q.block_device_mappings[0], 'boot_index',
+                               False)),
+            ('block_device_mappings[0].delete_on_termination',
+             lambda q: setattr(q.block_device_mappings[0],
+                               'delete_on_termination', 0)),
+            ('server.system_metadata.image_min_ram',
+             lambda q: q.server.system_metadata.update(image_min_ram=1)),
+            ('requester.roles', lambda q: q.requester.roles.append(7)),
+            ('block_device_mappings[%d]' % len(
+                base.sample_request_dict()['block_device_mappings']),
+             lambda q: q.block_device_mappings.append('vda')),
+        ]
+        for field, change in cases:
+            req = request.SnapshotRequest.from_dict(
+                base.sample_request_dict())
+            req.validate()
+            change(req)
+            err = self.assertRaises(exception.InvalidRequest, req.validate)
+            self.assertEqual(field, err.kwargs['field'])
+        req = request.SnapshotRequest.from_dict(base.sample_request_dict())
+        req.block_device_mappings.pop()
+        with mock.patch.object(request.SnapshotRequest, '_build',
+                               wraps=request.SnapshotRequest._build) as build:
+            req.validate()
+        self.assertEqual(1, build.call_count)
+
     def test_request_changed_after_from_dict_is_checked_again(self):
         # A host builds the request once, then fills in the volume
         # snapshot ids (or a name): validate (every entry point) checks

@@ -907,3 +907,43 @@ class TestAdoption(ServiceTestBase):
         err = self.assertRaises(exception.ActivationFailed, svc.snapshot,
                                 self.make_request())
         self.assertEqual([IMAGE_ID], err.result.leftover)
+
+
+class TestRecheck(ServiceTestBase):
+    """Issue 18: a later read that contradicts the success is believed."""
+
+    def test_queued_twice_is_not_active(self):
+        svc = self.make_service()
+        result = svc.snapshot(self.make_request())
+        # An intermediary answered 204 without forwarding the upload.
+        self.fake.images[IMAGE_ID]['status'] = 'queued'
+        seen = dict(self.fake.images[IMAGE_ID])
+        err = self.assertRaises(exception.ActivationFailed, svc.recheck,
+                                result, seen)
+        self.assertEqual(('failed', None), (err.result.status,
+                                            err.result.image_id))
+        self.assertIn('queued', err.format_message())
+        self.assertIn('deleted image %s' % IMAGE_ID, err.format_message())
+        self.assertEqual([IMAGE_ID], err.result.cleaned_up)
+        self.assertNothingLeft()
+
+    def test_active_on_the_second_read_is_kept(self):
+        svc = self.make_service()
+        result = svc.snapshot(self.make_request())
+        seen = dict(self.fake.images[IMAGE_ID], status='queued')
+        image = svc.recheck(result, seen)
+        self.assertEqual('active', image['status'])
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+        self.assertIn(IMAGE_ID, self.fake.images)
+
+    def test_undeletable_is_named_with_its_status(self):
+        svc = self.make_service()
+        result = svc.snapshot(self.make_request())
+        self.fake.images[IMAGE_ID]['status'] = 'queued'
+        self.fake.fail('delete', gexc.HTTPServiceUnavailable('busy'))
+        err = self.assertRaises(exception.ActivationFailed, svc.recheck,
+                                result, dict(self.fake.images[IMAGE_ID]))
+        self.assertEqual([IMAGE_ID], err.result.leftover)
+        self.assertIn('COULD NOT DELETE %s (status queued' % IMAGE_ID,
+                      err.format_message())

@@ -218,6 +218,29 @@ def _found_member_refused(t, error=None):
                                              403)])
 
 
+def _mismatch():
+    return _err(exception.GlanceAnswerMismatch, answered='id other')
+
+
+def _not_sent():
+    return _err(exception.GlanceDeadlineExceeded, deadline=60, sent=False,
+                which='[snapshot_ext] snapshot_timeout')
+
+
+def _contradicted(t):
+    svc = t.make_service()
+    attempt = t.attempt(State.ACTIVE, trail=(State.CREATING,
+                                             State.CREATED))
+    result = result_mod.SnapshotResult(image_id=IMAGE_ID, name='n',
+                                       status='active', attempts=[attempt])
+    glance = ScriptedGlance(get=[t.image('queued')])
+    err = t.assertRaises(exception.ActivationFailed, svc.recheck, result,
+                         t.image('queued'), glance)
+    t.assertIs(result, err.result)
+    t.assertEqual((State.FAILED, True), (attempt.state, attempt.cleaned_up))
+    t.assertIn(('delete', IMAGE_ID), glance.calls)
+
+
 CHANGED_NAME = {'name': 'renamed'}
 
 SCENARIOS = {
@@ -309,6 +332,16 @@ SCENARIOS = {
         t, 'legacy', add_location=[t.image('active', size=7)]),
     (State.ACTIVATING, Event.IMPORT_TIMEOUT): lambda t: _location(
         t, get=[t.image()], image_tasks=[[]]),
+    # answers that prove nothing, deadlines (issue 18)
+    (State.CREATING, Event.ANSWER_MISMATCH): lambda t: _create(
+        t, create=[_mismatch()], get=[t.image()], list_images=[[]]),
+    (State.CREATING, Event.DEADLINE): lambda t: _create(
+        t, create=[_not_sent()]),
+    (State.ACTIVATING, Event.ANSWER_MISMATCH): lambda t: _upload(
+        t, upload=[_mismatch()], get=[t.image('active')]),
+    (State.ACTIVATING, Event.DEADLINE): lambda t: _upload(
+        t, upload=[_not_sent()]),
+    (State.ACTIVE, Event.CONTRADICTED): _contradicted,
     # whatever the state (attempts.py)
     (State.PLANNED, Event.INTERRUPTED): _interrupt(State.PLANNED),
     (State.CREATING, Event.INTERRUPTED): _interrupt(State.CREATING),

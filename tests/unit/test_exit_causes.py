@@ -1,0 +1,101 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One exit status per cause (doc/source/cli.rst "Exit status by cause")."""
+
+from glanceclient import exc as gexc
+
+from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance
+from tests import base
+
+
+def _failed(cause):
+    err = exception.ActivationFailed(name='s', reason='r')
+    err.__cause__ = cause
+    return err
+
+
+class TestExitByCause(base.TestCase):
+
+    def test_gateway_statuses_are_one_cause(self):
+        for err in (gexc.HTTPServiceUnavailable('x'),
+                    gexc.HTTPBadGateway('x'),
+                    gexc.HTTPException('HTTP 504 Gateway Timeout')):
+            ours = glance.translate(err, 'get')
+            self.assertIsInstance(ours, exception.GlanceUnavailable)
+            self.assertEqual(checks.EXIT_UNREACHABLE,
+                             checks.glance_error(ours)[1])
+        ours = glance.translate(gexc.HTTPInternalServerError('x'), 'get')
+        self.assertNotIsInstance(ours, exception.GlanceUnavailable)
+        self.assertEqual(checks.EXIT_FAILED, checks.glance_error(ours)[1])
+
+    def test_a_failed_snapshot_exits_by_its_cause(self):
+        cases = (
+            (exception.GlanceForbidden(operation='upload', reason='r',
+                                       status=401), checks.EXIT_UNREACHABLE),
+            (exception.GlanceUnavailable(operation='upload', reason='r'),
+             checks.EXIT_UNREACHABLE),
+            (exception.GlanceDeadlineExceeded(
+                operation='upload', reason='r', deadline=6, which='w'),
+             checks.EXIT_UNREACHABLE),
+            (exception.GlanceError(operation='upload', reason='r',
+                                   status=500), checks.EXIT_FAILED),
+            (exception.ImageFormatRejected(operation='upload', reason='r',
+                                           status=415, image_id='i',
+                                           disk_format='raw'),
+             checks.EXIT_FAILED),
+            (None, checks.EXIT_FAILED))
+        for cause, code in cases:
+            message, got = checks.activation_failure(_failed(cause))
+            self.assertEqual(code, got, cause)
+        message, _ = checks.activation_failure(_failed(cases[0][0]))
+        self.assertIn('snapshot_ext_glance', message)
+
+
+class TestVersionsAtConnect(base.TestCase):
+    """GET /versions at connect: a blip is asked again; words by proof."""
+
+    def check(self, *answers):
+        from unittest import mock
+
+        glance_client = mock.Mock(endpoint='http://glance.test:9292')
+        glance_client.session.auth = None
+        glance_client.api_versions.side_effect = list(answers)
+        return checks.check_glance(self.conf, glance_client)
+
+    def test_one_blip_is_asked_again(self):
+        for blip in (exception.GlanceError(operation='versions', reason='x',
+                                           status=500),
+                     exception.GlanceMalformedAnswer(operation='versions',
+                                                     reason='garbled')):
+            self.assertEqual(['v2.17'], self.check(
+                blip, [{'id': 'v2.17'}]))
+
+    def test_persistent_500_is_glance_failing(self):
+        err = exception.GlanceError(operation='versions', reason='x',
+                                    status=500)
+        cli = self.assertRaises(checks.CLIError, self.check, err, err)
+        self.assertEqual(checks.EXIT_FAILED, cli.code)
+        self.assertNotIn('not a Glance', cli.message)
+
+    def test_not_glance_only_when_the_answer_shows_it(self):
+        garbled = exception.GlanceMalformedAnswer(operation='versions',
+                                                  reason='garbled')
+        cli = self.assertRaises(checks.CLIError, self.check, garbled,
+                                garbled)
+        self.assertIn('or a failing one', cli.message)
+        cli = self.assertRaises(checks.CLIError, self.check,
+                                [{'id': 'v1.0'}])
+        self.assertIn('is not a Glance image API', cli.message)
+        self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
