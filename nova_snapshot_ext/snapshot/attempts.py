@@ -101,6 +101,19 @@ def _glance_failed_on_record(err: exception.SnapshotExtException) -> bool:
             status not in GATEWAY_STATUSES)
 
 
+def _member_event(err: exception.SnapshotExtException) -> Event:
+    """A failed member add, classified: refused (4xx) or transient.
+
+    A refusal is met by every try of this snapshot, so none can finish
+    the image; after a transient fault (5xx, transport, a lost answer)
+    another try may be finishing it right now.
+    """
+    status = getattr(err, 'status', None)
+    if isinstance(status, int) and 400 <= status < 500:
+        return Event.MEMBER_REFUSED
+    return Event.MEMBER_FAILED
+
+
 @dataclasses.dataclass
 class _Run:
     """The state of one :meth:`AttemptEngine.register` call."""
@@ -302,7 +315,9 @@ class AttemptEngine:
             self.capabilities.invalidate(run.ctx.glance)
         if transition.cleanup is not Cleanup.NONE:
             active = self._cleanup(
-                run, attempt, transition.cleanup is Cleanup.POISONED)
+                run, attempt, transition.cleanup is Cleanup.POISONED,
+                tries=1 if transition.cleanup is Cleanup.LEFT else
+                CLEANUP_TRIES, leave=transition.cleanup is Cleanup.LEFT)
             if active is not None:
                 LOG.info('Image %s is active after all (%s): the snapshot '
                          'succeeded', active['id'], attempt.reason)
@@ -327,7 +342,7 @@ class AttemptEngine:
             try:
                 self._add_member(run, image)
             except exception.SnapshotExtException as err:
-                return Outcome.fail(Event.MEMBER_REFUSED, err)
+                return Outcome.fail(_member_event(err), err)
         if planned.method == 'location':
             assert self.location_source is not None
             return location.activate(run.ctx, self.location_source, image,
@@ -551,7 +566,7 @@ class AttemptEngine:
                 try:
                     self._add_member(run, image)
                 except exception.SnapshotExtException as err:
-                    return Outcome.fail(Event.MEMBER_REFUSED, err)
+                    return Outcome.fail(_member_event(err), err)
             if (attempt.disk_format not in run.allowed or
                     attempt.container_format != plan_mod.CONTAINER_FORMAT):
                 refused = exception.GlanceConflict(
@@ -603,12 +618,16 @@ class AttemptEngine:
 
     def _cleanup(self, run: _Run, attempt: result_mod.Attempt,
                  poisoned: bool = False,
-                 tries: int = CLEANUP_TRIES) -> dict[str, ty.Any] | None:
+                 tries: int = CLEANUP_TRIES,
+                 leave: bool = False) -> dict[str, ty.Any] | None:
         """Delete the attempt's image if it is this snapshot's, not active.
 
         The status is re-read right before every delete.  A failed read or
         delete is tried again after a doubling wait; an image still there
-        after ``tries`` is named in ``result.leftover``.
+        after ``tries`` is named in ``result.leftover``.  With ``leave``
+        (:attr:`~.outcome.Cleanup.LEFT`) nothing is deleted: the image is
+        read once (active is the success) and otherwise named in the
+        attempt's reason as left in place.
 
         :returns: the image when the re-read finds it ``active`` (the
             snapshot succeeded after all), else ``None``.
@@ -640,6 +659,8 @@ class AttemptEngine:
             if identity.recognise(image, run.record)[0] is (
                     identity.Match.FOREIGN) and not attempt.created:
                 return None
+            if leave:
+                break
             if status in upload.IN_PROGRESS and not poisoned:
                 # A payload is being stored (ours, whose answer was lost,
                 # or another try's): its end decides, not this cleanup.
@@ -666,6 +687,17 @@ class AttemptEngine:
             attempt.cleaned_up = True
             LOG.info('Deleted image %s of a failed snapshot attempt',
                      image_id)
+            return None
+        if leave:
+            # Glance has no conditional delete: another try of this
+            # snapshot may be finishing the image (see Cleanup.LEFT).
+            attempt.reason = (
+                '%s; image %s is left in place: another try of this '
+                'snapshot may be finishing it, and a retry adopts it'
+                % (attempt.reason, image_id))
+            LOG.warning('Image %s of a failed snapshot attempt is left in '
+                        'place for another try or a retry to finish',
+                        image_id)
             return None
         LOG.error('Could not delete image %(id)s after a failed snapshot '
                   'attempt: %(err)s; delete it by hand',

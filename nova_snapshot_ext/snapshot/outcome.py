@@ -88,6 +88,12 @@ class Cleanup(enum.Enum):
     #: status but ``active``: Glance holds stray data for it (415, or a
     #: 500 on an upload into a queued image), nobody can activate it.
     POISONED = 'the image (poisoned), unless active'
+    #: Nothing, and the image is named as left queued: a transient fault
+    #: that another try of this snapshot may not meet, while it may be
+    #: finishing this very image (Glance has no conditional delete: a
+    #: delete sent after a read that found it queued can land after that
+    #: try's upload made it active).  That try, or a retry, adopts it.
+    LEFT = 'nothing: the image is left in place, named (a retry adopts it)'
 
 
 class Event(enum.Enum):
@@ -139,8 +145,14 @@ class Event(enum.Enum):
     UNREADABLE = ('unreadable', 'an answer was lost (timeout, reset, 5xx, '
                   'unreadable body) and Glance cannot be read back')
     # --- before the activation ---
-    MEMBER_REFUSED = ('member refused', "adding the record's member "
-                      'project failed')
+    MEMBER_REFUSED = ('member refused', "Glance refused the record's "
+                      'member project (a 4xx: every try meets it)')
+    MEMBER_FAILED = ('member failed', "adding the record's member project "
+                     'failed transiently (5xx, reset, timeout, a lost '
+                     'answer): the image is left queued, named, for the '
+                     'try of this snapshot that may be finishing it, or '
+                     'a retry (a delete could not be told from one that '
+                     'removes the image another try just activated)')
     NOT_QUEUED = ('not queued', 'location: the image is not queued; no '
                   'location is added to it')
     UNFINISHABLE = ('unfinishable', "an earlier try's image is queued in a "

@@ -116,6 +116,10 @@ _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
         _CD: (_E.NOT_QUEUED,),
         _FD: (_E.MEMBER_REFUSED, _E.UNFINISHABLE),
         _A: (_E.UNEXPECTED_STATUS, _E.UPLOAD_TIMEOUT, _E.MISMATCH)}),
+    # --- stop, leaving the image queued for the try that may be finishing
+    # it (a transient fault; Glance has no conditional delete) ---
+    (_end(Step.STOP, Cleanup.LEFT), {
+        _CD: (_E.MEMBER_FAILED,), _FD: (_E.MEMBER_FAILED,)}),
     # --- stop, deleting the image if this snapshot's and queued ---
     (_end(Step.STOP, Cleanup.IF_QUEUED), {
         _C: (_E.UNREADABLE, _E.INTERRUPTED),

@@ -79,6 +79,9 @@ RUN_LIMIT = SNAPSHOT_TIMEOUT + 6 * REQUEST_TIMEOUT + 15
 ALL_ENV = 'NOVA_SNAPSHOT_EXT_FAULTS'
 #: Environment variable naming a file to append one JSON line per cell to.
 LOG_ENV = 'NOVA_SNAPSHOT_EXT_FAULTS_LOG'
+#: Environment variable overriding the first seed of the concurrency rounds
+#: (to replay a reported seed, or to try others); round n uses seed + n.
+SEED_ENV = 'NOVA_SNAPSHOT_EXT_FAULTS_SEED'
 #: Allowed exit codes when a fault is injected (3: cannot reach Glance).
 FAULT_EXIT_CODES = (0, 1, 3)
 
@@ -612,6 +615,7 @@ class TestConcurrentTries(FaultTestBase):
             f.write(DEADLINES)
 
     def run_rounds(self, rounds, seed, via, try_):
+        seed = int(os.environ.get(SEED_ENV) or seed)
         results = []
         for n in range(rounds):
             # a fresh project per round: Glance's view is per round

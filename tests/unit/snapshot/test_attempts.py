@@ -446,6 +446,72 @@ class TestInterruptDuringUpload(AttemptTestBase):
             self.assertIn('interrupted', result.attempts[0].reason)
 
 
+class TestCleanupRacingAnotherTry(AttemptTestBase):
+    """Kind: a delete racing another try's upload into the same image.
+
+    Glance has no conditional delete: the status read before a delete
+    is answered, then another try of this snapshot (which met 409 on its
+    create and adopted the image) uploads, and the delete lands on an
+    active image that try reported (seen with 16 concurrent tries for
+    another project's server: the creator's member add met a fault).
+    ``get`` here answers ``queued`` and then lets that upload land, so a
+    cleanup that reads and deletes removes an active image.
+    """
+
+    def other_project_request(self):
+        req = self.make_request()
+        return request.SnapshotRequest.from_dict(
+            dict(req.to_dict(), requester={'project_id': 'other'}))
+
+    def test_transient_member_fault_leaves_the_image_named(self):
+        real_get = fake_glanceclient._Images.get
+
+        def answered_then_activated(images, image_id):
+            image = real_get(images, image_id)
+            images.g.images[image_id].update(status='active', size=0)
+            return image
+
+        faults = (gexc.HTTPServiceUnavailable('busy'),
+                  gexc.CommunicationError('reset after the POST'),
+                  requests.exceptions.ChunkedEncodingError('cut'),
+                  gexc.HTTPBadGateway('proxy'))
+        for fault in faults:
+            with self.subTest(fault=type(fault).__name__):
+                self.fake.images.clear()
+                self.fake.used_ids.clear()
+                self.fake.members.clear()
+                self.fake.calls.clear()
+                self.fake.fail('add_member', fault)
+                with mock.patch.object(fake_glanceclient._Images, 'get',
+                                       answered_then_activated):
+                    err = self.fails(self.other_project_request())
+                self.assertNotIn('delete', self.fake.calls)
+                self.assertIn(IMAGE_ID, self.fake.images)
+                self.assertEqual([], err.result.cleaned_up)
+                self.assertIn('image %s is left in place' % IMAGE_ID,
+                              err.format_message())
+
+    def test_retry_adopts_the_image_left_queued(self):
+        self.fake.fail('add_member', gexc.HTTPServiceUnavailable('busy'))
+        self.fails(self.other_project_request())
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        result = self.snapshot(self.other_project_request())
+        self.assertEqual((IMAGE_ID, True), (result.image_id, result.reused))
+        self.assertEqual([IMAGE_ID], self.active_ids())
+        self.assertEqual([result.member], self.fake.members[IMAGE_ID])
+
+    def test_member_refusal_is_met_by_every_try_and_deleted(self):
+        for fault in (gexc.HTTPForbidden('policy'),
+                      gexc.HTTPOverLimit('members')):
+            with self.subTest(fault=type(fault).__name__):
+                self.fake.images.clear()
+                self.fake.used_ids.clear()
+                self.fake.fail('add_member', fault)
+                err = self.fails(self.other_project_request())
+                self.assertEqual([IMAGE_ID], err.result.cleaned_up)
+                self.assertNothingLeft()
+
+
 class TestTransientThenRetry(AttemptTestBase):
     """Input 6 kind: a retry after a transient fault can always succeed."""
 

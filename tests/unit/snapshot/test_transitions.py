@@ -198,10 +198,10 @@ def _cleanup_saw_active(t):
                 Outcome.fail(Event.UPLOAD_FAILED, _err()))
 
 
-def _member_refused(t):
+def _member_refused(t, error=None):
     t.record.member = 'other-project'
     engine, run = t.engine(ScriptedGlance(
-        add_member=[_err(exception.GlanceForbidden, 403)]))
+        add_member=[error or _err(exception.GlanceForbidden, 403)]))
     attempt = t.attempt(State.CREATED)
     t.current = engine, run, attempt
     # The create made the image; then the member is refused.
@@ -211,10 +211,11 @@ def _member_refused(t):
                                types.SimpleNamespace(method='upload'))
 
 
-def _found_member_refused(t):
+def _found_member_refused(t, error=None):
     t.record.member = 'other-project'
     return _finish(t, t.image('queued'),
-                   add_member=[_err(exception.GlanceForbidden, 403)])
+                   add_member=[error or _err(exception.GlanceForbidden,
+                                             403)])
 
 
 def _mismatch():
@@ -270,6 +271,11 @@ SCENARIOS = {
     (State.FOUND, Event.SEEN_ACTIVE): lambda t: _finish(t, t.image(
         'active')),
     (State.FOUND, Event.MEMBER_REFUSED): _found_member_refused,
+    # (a transient fault: 503, a reset, a lost answer)
+    (State.CREATED, Event.MEMBER_FAILED): lambda t: _member_refused(
+        t, _err()),
+    (State.FOUND, Event.MEMBER_FAILED): lambda t: _found_member_refused(
+        t, _err(exception.GlanceUnavailable, 503)),
     (State.FOUND, Event.UNFINISHABLE): lambda t: _finish(t, t.image(
         'deactivated')),
     (State.FOUND, Event.IN_PROGRESS): lambda t: _finish(
