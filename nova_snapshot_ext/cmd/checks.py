@@ -28,9 +28,11 @@ Every refusal is a :class:`CLIError` carrying its exit code (see
 from __future__ import annotations
 
 import configparser
+import datetime
 import difflib
 import os
 import re
+import time
 import typing as ty
 import uuid
 
@@ -138,8 +140,10 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
         raise CLIError(
             'Keystone at %s refused the credentials of [%s] (auth_type %s: '
             'check username/user_id, password, the project and domain '
-            'options): %s' % (shown, opts.GLANCE_GROUP, auth_type,
-                              _reason(err)), EXIT_UNREACHABLE)
+            'options, and that the user has a role on that project: '
+            'Keystone answers a user without a role on the project like a '
+            'wrong password): %s' % (shown, opts.GLANCE_GROUP, auth_type,
+                                     _reason(err)), EXIT_UNREACHABLE)
     except ks_exc.NotFound as err:
         raise CLIError(
             '%s is not a Keystone identity endpoint (option [%s] auth_url, '
@@ -279,11 +283,68 @@ def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
     check_glance(conf, glance)
     CONNECTED['endpoint'] = locations.redact_url(glance.endpoint)
     CONNECTED['authenticated'] = 'yes' if session.auth else ''
+    _AUTHENTICATED.clear()
+    if session.auth is not None and _group_value(conf, 'auth_url'):
+        _AUTHENTICATED.update(session=session, at=time.time(),
+                              keystone=locations.redact_url(
+                                  _group_value(conf, 'auth_url')))
     return glance
 
 
 #: The Glance the command talks to (redacted URL), for later errors.
 CONNECTED: dict[str, str] = {}
+#: Keystone issued a token for this command: ``session``, ``at`` (epoch
+#: seconds), ``keystone`` (redacted auth_url).  Empty: no Keystone.
+_AUTHENTICATED: dict[str, ty.Any] = {}
+
+
+def _token_times(session: ty.Any) -> tuple[ty.Any, ty.Any]:
+    """The issue and expiry times of the session's latest user token.
+
+    :returns: ``(issued, expires)`` as aware datetimes, each ``None``
+        when the plugin does not know it.
+    """
+    auth = getattr(session, 'auth', None)
+    auth = getattr(auth, 'user_auth', auth)  # a service-token wrapper
+    ref = getattr(auth, 'auth_ref', None)
+    return (getattr(ref, 'issued', None), getattr(ref, 'expires', None))
+
+
+def token_refused_hint() -> str | None:
+    """Why Glance answered 401 to a token Keystone issued in this run.
+
+    Keystone accepted the credentials earlier in this run, so they are
+    not what Glance refused: the token expired (keystoneauth renews a
+    token only when less than 120 s are left before a request, so a
+    request slower than the token's whole lifetime arrives expired) or
+    was revoked, or the clocks of Keystone and Glance disagree.
+
+    :returns: the explanation, or ``None`` when no token was issued in
+        this run (then the credentials themselves are in question).
+    """
+    if not _AUTHENTICATED:
+        return None
+    issued, expires = _token_times(_AUTHENTICATED['session'])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    facts = ['Keystone at %s authenticated [%s] %.0f s ago, so the '
+             'credentials are not at fault' % (
+                 _AUTHENTICATED['keystone'], opts.GLANCE_GROUP,
+                 time.time() - _AUTHENTICATED['at'])]
+    lifetime = None
+    if issued is not None and expires is not None:
+        lifetime = (expires - issued).total_seconds()
+        facts.append('its latest token was valid for %.0f s, until %s%s' % (
+            lifetime, expires.strftime('%H:%M:%S UTC'),
+            ' (passed)' if expires <= now else ''))
+    cause = ('the token expired' if expires is not None and expires <= now
+             else 'the token expired or was revoked')
+    check = ('check Keystone\'s [token] expiration%s against how long a '
+             'request to Glance takes here (keystoneauth renews a token '
+             'only when less than 120 s are left, so a request slower than '
+             'the whole lifetime arrives with an expired token), the clocks '
+             'of Keystone and Glance (skew), and whether the token was '
+             'revoked' % (' (%.0f s)' % lifetime if lifetime else ''))
+    return '%s: %s; %s' % (cause, '; '.join(facts), check)
 
 
 def glance_error(err: exception.GlanceError) -> tuple[str, int]:
@@ -300,11 +361,33 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
     if isinstance(err, exception.GlanceUnavailable):
         return message, EXIT_UNREACHABLE
     if status == 401:
-        hint = ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
-                if CONNECTED.get('authenticated') else
-                'no credentials were sent: set [%s] auth_type and its '
-                'options' % opts.GLANCE_GROUP)
+        hint = token_refused_hint() or (
+            'the credentials of [%s] were refused' % opts.GLANCE_GROUP
+            if CONNECTED.get('authenticated') else
+            'no credentials were sent: set [%s] auth_type and its '
+            'options' % opts.GLANCE_GROUP)
         return '%s (%s)' % (message, hint), EXIT_UNREACHABLE
+    return message, EXIT_FAILED
+
+
+def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
+    """The message and exit status of a snapshot whose attempts all failed.
+
+    When the last attempt was refused with 401 after Keystone issued a
+    token in this run, the token (not the credentials) was refused: the
+    message says so and the status is 3 like any authentication failure.
+
+    :returns: ``(message, exit status)``.
+    """
+    message = err.format_message()
+    cause = err.__cause__
+    if isinstance(cause, exception.GlanceError) and cause.kwargs.get(
+            'status') == 401:
+        hint = token_refused_hint()
+        if hint:
+            return '%s (Glance refused the token with HTTP 401: %s)' % (
+                message, hint), EXIT_UNREACHABLE
+        return message, EXIT_UNREACHABLE
     return message, EXIT_FAILED
 
 

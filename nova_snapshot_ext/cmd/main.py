@@ -835,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(err.message, err.code, fmt, **err.details)
     except exception.ActivationFailed as err:
         failed = getattr(err, 'result', None)
-        return _fail(err.format_message(), checks.EXIT_FAILED, fmt,
+        return _fail(*checks.activation_failure(err), fmt,
                      result=failed.to_dict() if failed else None,
                      left=list(getattr(failed, 'leftover', []) or []))
     except (exception.InvalidRequest, exception.InvalidServerState,

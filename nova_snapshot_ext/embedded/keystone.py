@@ -670,15 +670,22 @@ class EmbeddedKeystone(object):
 
         :param project: a project name of the template.
         :param resource: a key of :data:`GLANCE_LIMITS`.
-        :param value: the limit (count, or MiB for the sizes).
+        :param value: the limit (count, or MiB for the sizes); an
+            existing limit of the project is changed.
         :returns: the limit id.
         """
         if resource not in GLANCE_LIMITS:
             raise ValueError('unknown Glance limit %r' % resource)
+        project_id = self.ids['projects'][project]
+        for limit in self.admin('GET', '/limits?project_id=%s&resource_name'
+                                '=%s' % (project_id, resource))['limits']:
+            self.admin('PATCH', '/limits/%s' % limit['id'], {
+                'limit': {'resource_limit': int(value)}})
+            return limit['id']
         return self.admin('POST', '/limits', {'limits': [{
             'service_id': self.ids['image_service'], 'region_id': REGION,
-            'project_id': self.ids['projects'][project],
-            'resource_name': resource, 'resource_limit': int(value)}]}
+            'project_id': project_id, 'resource_name': resource,
+            'resource_limit': int(value)}]}
         )['limits'][0]['id']
 
     def application_credential(self, username, project, name=None,
@@ -749,4 +756,3 @@ class EmbeddedKeystone(object):
                 endpoint_service_type='image', endpoint_region_name=REGION,
                 endpoint_interface='public'),
         }
-

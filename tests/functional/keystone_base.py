@@ -24,6 +24,7 @@ The catalog's image endpoint (``RegionOne``, public and internal) is the
 proxy's URL when there is one, else Glance's.
 """
 
+import atexit
 import os
 
 import fixtures
@@ -189,3 +190,25 @@ class KeystoneGlanceFixture(fixtures.Fixture):
         with open(path, 'w', encoding='utf-8') as fh:
             fh.write(text + extra)
         return path
+
+
+_shared = {}
+
+
+def shared(**kwargs):
+    """A :class:`KeystoneGlanceFixture` shared by the tests of a process.
+
+    Started on first use, stopped when the process exits (starting a
+    Keystone and a Glance takes 10-30 s on a loaded machine).
+
+    :param kwargs: :class:`KeystoneGlanceFixture` arguments.
+    :returns: the set-up fixture.
+    """
+    key = tuple(sorted(kwargs.items()))
+    fixture = _shared.get(key)
+    if fixture is None:
+        fixture = KeystoneGlanceFixture(**kwargs)
+        fixture.setUp()
+        atexit.register(fixture.cleanUp)
+        _shared[key] = fixture
+    return fixture
