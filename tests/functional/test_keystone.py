@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 
 import fixtures
 import testtools
@@ -60,6 +61,9 @@ class KeystoneCLITestCase(testtools.TestCase):
         data['server']['project_id'] = project_id
         data['requester']['project_id'] = project_id
         data['name'] = name or 'ks-%s' % self.id().rsplit('.', 1)[-1][:40]
+        for bdm in data['block_device_mappings']:
+            if bdm.get('snapshot_id'):
+                bdm['snapshot_id'] = str(uuid.uuid4())
         path = os.path.join(self.tmp, 'request.json')
         with open(path, 'w', encoding='utf-8') as f:
             json.dump(data, f)
@@ -155,20 +159,25 @@ class TestKeystoneAuth(KeystoneCLITestCase):
                               if i['name'].startswith(
                                   'nova-snapshot-ext-probe-')])
 
-    def test_location_read_needs_the_service_token(self):
+    def test_location_read_needs_the_service_role(self):
+        # Glance 32+ (rule service_api: role:service or role:admin) checks
+        # the roles of the request's own token; a service token beside a
+        # member's token does not grant it.
         image = self.kg.client('demo').images.create(
-            name='loc-read', disk_format='raw', container_format='bare')
+            name='loc-read', disk_format='raw', container_format='bare',
+            visibility='community')
         self.addCleanup(self.kg.client('demo').images.delete, image['id'])
-        member = glance_mod.GlanceClient.from_conf(self.conf(
-            self.kg.cli_config(self.tmp)))
-        err = self.assertRaises(exception.GlanceForbidden,
-                                member.get_locations, image['id'])
-        self.assertIn('Glance policy "fetch_image_location"',
-                      err.format_message())
-        self.assertIn('service role', err.format_message())
-        with_service = glance_mod.GlanceClient.from_conf(self.conf(
-            self.kg.cli_config(self.tmp, service_user='nova')))
-        self.assertEqual([], with_service.get_locations(image['id']))
+        for service_user in (None, 'nova'):
+            member = glance_mod.GlanceClient.from_conf(self.conf(
+                self.kg.cli_config(self.tmp, service_user=service_user)))
+            err = self.assertRaises(exception.GlanceForbidden,
+                                    member.get_locations, image['id'])
+            self.assertIn('Glance policy "fetch_image_location"',
+                          err.format_message())
+            self.assertIn('service role', err.format_message())
+        service = glance_mod.GlanceClient.from_conf(self.conf(
+            self.kg.cli_config(self.tmp, user='nova', project='service')))
+        self.assertEqual([], service.get_locations(image['id']))
 
     def test_snapshot_with_service_token(self):
         conf = self.kg.cli_config(self.tmp, service_user='nova')
