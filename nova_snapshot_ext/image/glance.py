@@ -664,13 +664,15 @@ class GlanceClient:
         :returns: ``{resource: {'usage': int, 'limit': int}}`` (counts;
             ``image_size_total``/``image_stage_total`` in MiB); ``{}`` when
             Glance enforces no unified limits (``[DEFAULT]
-            use_keystone_limits`` off); ``None`` when Glance has no such
-            API (404).
+            use_keystone_limits`` off); ``None`` when Glance (404) or
+            glanceclient has no such call.
         :raises GlanceError: any other failure (translated).
         """
+        info = getattr(self._client, 'info', None)
+        if info is None:  # a glanceclient without the usage call
+            return None
         try:
-            usage = self._call('usage', lambda: dict(
-                self._client.info.get_usage()))
+            usage = self._call('usage', lambda: dict(info.get_usage()))
         except exception.GlanceNotFound:
             return None
         return {str(name): {k: int(v) for k, v in dict(entry).items()

@@ -40,6 +40,7 @@ from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import attempts as attempts_mod
 from nova_snapshot_ext.snapshot import identity
@@ -302,6 +303,7 @@ class SnapshotService:
                 containers=', '.join(caps.container_formats) or '(none)',
                 driver=self.driver.name,
                 readable=', '.join(self.driver.disk_formats))
+        notes += quotas.check_plan(quotas.read_usage(glance), attempts)
         return PreparedSnapshot(record, attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------
