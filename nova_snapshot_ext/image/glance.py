@@ -50,6 +50,7 @@ import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import locations
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
 
 LOG = logging.getLogger(__name__)
@@ -200,6 +201,10 @@ def translate(err: BaseException, operation: str,
                                              **kwargs)
     if status == 403 and policy_hint(operation):
         kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
+    if status == 413:
+        quota = quotas.named_in(reason)
+        if quota:
+            kwargs['reason'] = '%s (%s)' % (reason, quotas.describe(quota))
     for client_cls, our_cls in _CLASS_MAP:
         if isinstance(err, client_cls):
             return our_cls(**kwargs)

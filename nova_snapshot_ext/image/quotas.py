@@ -61,6 +61,28 @@ UNITS = {COUNT_TOTAL: 'images', COUNT_UPLOADING: 'uploads',
          SIZE_TOTAL: 'MiB', STAGE_TOTAL: 'MiB'}
 
 
+def named_in(text: str) -> str | None:
+    """The Glance quota a refusal's text names (a 413's body), or None.
+
+    :param text: Glance's answer, e.g. ``'... Resource image_count_uploading
+        is over limit of 0 ...'``.
+    """
+    for name in RESOURCES:
+        if name in text:
+            return name
+    return None
+
+
+def describe(resource: str) -> str:
+    """What a quota refusal means and what to change, for a message."""
+    return ("Glance's quota %s, a Keystone unified limit of the image "
+            "service for the image's project, was reached%s: raise the "
+            "project's limit or free some of it; retrying unchanged fails "
+            "the same way" % (
+                resource, ' (the image being uploaded counts itself)'
+                if resource == COUNT_UPLOADING else ''))
+
+
 def read_usage(glance: glance_mod.GlanceClient
                ) -> dict[str, dict[str, int]] | None:
     """The project's usage and limits, or None when Glance has none.

@@ -18,6 +18,7 @@ application credentials, wrong passwords, missing roles, a reader-only
 identity, the service token, and a token that expires mid-run.
 """
 
+import io
 import json
 import os
 import subprocess
@@ -221,3 +222,78 @@ class TestKeystoneTemplate(testtools.TestCase):
         self.assertEqual({('public', kg.glance.endpoint),
                           ('internal', kg.glance.endpoint)},
                          {(e['interface'], e['url']) for e in catalog})
+
+
+class TestGlanceQuotas(KeystoneCLITestCase):
+    """Glance with use_keystone_limits; each test changes project alt."""
+
+    FIXTURE = {'keystone_limits': True, 'proxy': True}
+
+    def set_limit(self, resource, value):
+        self.kg.keystone.set_project_limit('alt', resource, value)
+        self.addCleanup(self.kg.keystone.set_project_limit, 'alt', resource,
+                        embedded_keystone.GLANCE_LIMITS[resource])
+
+    def alt_snapshot(self):
+        conf = self.kg.cli_config(self.tmp, user='alt')
+        return self.snapshot(conf, project='alt')
+
+    def assertRefusedBeforeCreate(self, proc, name, resource):
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        error = self.error_of(proc)
+        self.assertIn("Glance's quota %s" % resource, error)
+        self.assertIn('nothing was created', error)
+        self.assertEqual([], self.images_named(name, 'alt'))
+        self.assertEqual(0, self.kg.proxy.count('POST', r'^/v2/images$'))
+
+    def test_image_count_total(self):
+        self.set_limit('image_count_total',
+                       len(self.kg.images_of('alt')))
+        self.kg.proxy.clear()
+        proc, name = self.alt_snapshot()
+        self.assertRefusedBeforeCreate(proc, name, 'image_count_total')
+
+    def test_image_count_uploading_counts_the_image_itself(self):
+        self.set_limit('image_count_uploading', 0)
+        self.kg.proxy.clear()
+        proc, name = self.alt_snapshot()
+        self.assertRefusedBeforeCreate(proc, name, 'image_count_uploading')
+
+    def test_image_size_total(self):
+        client = self.kg.client('alt')
+        big = client.images.create(name='two-mib', disk_format='raw',
+                                   container_format='bare')
+        self.addCleanup(client.images.delete, big['id'])
+        client.images.upload(big['id'], io.BytesIO(b'\0' * (2 * 1024 * 1024)))
+        self.set_limit('image_size_total', 1)
+        self.kg.proxy.clear()
+        proc, name = self.alt_snapshot()
+        self.assertRefusedBeforeCreate(proc, name, 'image_size_total')
+        self.assertIn('uses 2 of 1 MiB', self.error_of(proc))
+
+    def test_image_stage_total_is_not_met(self):
+        # The plugin never stages (no interoperable import): a stage limit
+        # of 0 leaves a snapshot possible.
+        self.set_limit('image_stage_total', 0)
+        proc, name = self.alt_snapshot()
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual('active', json.loads(proc.stdout)['image']['status'])
+
+    def test_quota_reached_during_the_upload(self):
+        # The limit drops between the preflight and the upload: Glance
+        # answers 413; the image is deleted and the message names it.
+        self.kg.proxy.add_rule(
+            'PUT', r'^/v2/images/[^/]+/file$', 'hook',
+            hook=lambda: self.kg.keystone.set_project_limit(
+                'alt', 'image_count_uploading', 0))
+        self.addCleanup(self.kg.proxy.clear)
+        self.addCleanup(self.kg.keystone.set_project_limit, 'alt',
+                        'image_count_uploading',
+                        embedded_keystone.GLANCE_LIMITS[
+                            'image_count_uploading'])
+        proc, name = self.alt_snapshot()
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        error = self.error_of(proc)
+        self.assertIn("Glance's quota image_count_uploading", error)
+        self.assertIn('the image being uploaded counts itself', error)
+        self.assertEqual([], self.images_named(name, 'alt'))
