@@ -406,6 +406,49 @@ def identity_project(glance: glance_mod.GlanceClient) -> str | None:
     return str(project) if project else None
 
 
+#: What each activation route (and the location read) needs from Glance's
+#: default policies (Glance 32+): (route, policy rules, roles that grant
+#: them -- any one; Keystone's implied roles included in a token).
+ROUTE_ROLES = (
+    ('upload', 'add_image, upload_image', ('member', 'admin')),
+    ('location', 'add_image, add_image_location',
+     ('member', 'service', 'admin')),
+    ('share with the server\'s project', 'add_member', ('member', 'admin')),
+    ('read locations', 'fetch_image_location (rule service_api)',
+     ('service', 'admin')),
+)
+
+
+def _roles_of(auth: ty.Any) -> list[str] | None:
+    ref = getattr(auth, 'auth_ref', None)
+    names = getattr(ref, 'role_names', None)
+    return sorted(names) if names is not None else None
+
+
+def identity_roles(glance: glance_mod.GlanceClient) -> dict[str, ty.Any]:
+    """The roles of the identity's token and what each route needs.
+
+    Glance checks the roles of the request's own token (a service token's
+    roles are listed apart: Glance 33's ``service_api`` rule does not
+    read them).
+
+    :returns: ``{'roles': [...] or None, 'service_token_roles': [...] or
+        None, 'routes': [{'route', 'rules', 'needs', 'ok'}]}``; ``roles``
+        is None (and ``ok`` None) when the plugin has no Keystone token.
+    """
+    auth = getattr(glance.session, 'auth', None)
+    user_auth = getattr(auth, 'user_auth', auth)
+    service_auth = getattr(auth, 'service_auth', None)
+    roles = _roles_of(user_auth)
+    routes = [{'route': route, 'rules': rules, 'needs': ' or '.join(needs),
+               'ok': None if roles is None else bool(set(needs) &
+                                                     set(roles))}
+              for route, rules, needs in ROUTE_ROLES]
+    return {'roles': roles,
+            'service_token_roles': _roles_of(service_auth),
+            'routes': routes}
+
+
 def check_ownership(glance: glance_mod.GlanceClient,
                     requester_project: str | None,
                     server_project: str | None) -> dict[str, ty.Any]:

@@ -159,6 +159,29 @@ class TestKeystoneAuth(KeystoneCLITestCase):
         self.assertEqual([], [i for i in self.kg.images_of('demo')
                               if i['name'].startswith(
                                   'nova-snapshot-ext-probe-')])
+        roles = out['roles']
+        self.assertEqual(['reader'], roles['roles'])
+        self.assertEqual({'upload': False, 'location': False,
+                          "share with the server's project": False,
+                          'read locations': False},
+                         {r['route']: r['ok'] for r in roles['routes']})
+        self.assertIsNone(out['quotas'])
+        proc = self.run_cli('probe', '--config-file', conf)
+        self.assertIn('upload: MISSING ROLE (needs member or admin',
+                      proc.stdout)
+
+    def test_member_in_probe(self):
+        conf = self.kg.cli_config(self.tmp, service_user='nova')
+        proc = self.run_cli('probe', '--config-file', conf, '--format',
+                            'json')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        roles = json.loads(proc.stdout)['roles']
+        self.assertEqual(['member', 'reader'], roles['roles'])
+        self.assertEqual(['service'], roles['service_token_roles'])
+        self.assertEqual({'upload': True, 'location': True,
+                          "share with the server's project": True,
+                          'read locations': False},
+                         {r['route']: r['ok'] for r in roles['routes']})
 
     def test_location_read_needs_the_service_role(self):
         # Glance 32+ (rule service_api: role:service or role:admin) checks
@@ -270,6 +293,25 @@ class TestGlanceQuotas(KeystoneCLITestCase):
         proc, name = self.alt_snapshot()
         self.assertRefusedBeforeCreate(proc, name, 'image_size_total')
         self.assertIn('uses 2 of 1 MiB', self.error_of(proc))
+
+    def test_probe_reports_headroom(self):
+        self.set_limit('image_count_uploading', 0)
+        conf = self.kg.cli_config(self.tmp, user='alt')
+        proc = self.run_cli('probe', '--config-file', conf, '--format',
+                            'json', '--no-write-check')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        quotas = json.loads(proc.stdout)['quotas']
+        self.assertEqual({'usage': 0, 'limit': 0, 'left': 0},
+                         quotas['headroom']['image_count_uploading'])
+        self.assertEqual(set(embedded_keystone.GLANCE_LIMITS),
+                         set(quotas['headroom']))
+        self.assertIsNone(quotas['create'])
+        self.assertTrue(quotas['attempts'])
+        for attempt in quotas['attempts']:
+            self.assertIn('image_count_uploading', attempt['refused'])
+        text = self.run_cli('probe', '--config-file', conf,
+                            '--no-write-check').stdout
+        self.assertIn('image_count_uploading: 0 / 0, 0 left', text)
 
     def test_image_stage_total_is_not_met(self):
         # The plugin never stages (no interoperable import): a stage limit
