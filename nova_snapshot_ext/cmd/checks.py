@@ -436,7 +436,7 @@ def identity_roles(glance: glance_mod.GlanceClient) -> dict[str, ty.Any]:
         None, 'routes': [{'route', 'rules', 'needs', 'ok'}]}``; ``roles``
         is None (and ``ok`` None) when the plugin has no Keystone token.
     """
-    auth = getattr(glance.session, 'auth', None)
+    auth = glance.auth
     user_auth = getattr(auth, 'user_auth', auth)
     service_auth = getattr(auth, 'service_auth', None)
     roles = _roles_of(user_auth)

@@ -677,12 +677,16 @@ class EmbeddedKeystone(object):
         if resource not in GLANCE_LIMITS:
             raise ValueError('unknown Glance limit %r' % resource)
         project_id = self.ids['projects'][project]
-        for limit in self.admin('GET', '/limits?project_id=%s&resource_name'
-                                '=%s' % (project_id, resource))['limits']:
-            self.admin('PATCH', '/limits/%s' % limit['id'], {
+        # A project-scoped token lists only its own project's limits.
+        system = _Admin(self.url, password_auth(self.url, 'admin',
+                                                system=True))
+        for limit in system.call('GET', '/limits?project_id=%s&resource_'
+                                 'name=%s' % (project_id, resource))[
+                                     'limits']:
+            system.call('PATCH', '/limits/%s' % limit['id'], {
                 'limit': {'resource_limit': int(value)}})
             return limit['id']
-        return self.admin('POST', '/limits', {'limits': [{
+        return system.call('POST', '/limits', {'limits': [{
             'service_id': self.ids['image_service'], 'region_id': REGION,
             'project_id': project_id, 'resource_name': resource,
             'resource_limit': int(value)}]}

@@ -433,6 +433,16 @@ class GlanceClient:
         return cls(session, **options)
 
     @property
+    def auth(self) -> ty.Any:
+        """The auth plugin requests are sent with, or None.
+
+        A service-token wrapper around the session's plugin when
+        ``[snapshot_ext_service_user]`` is configured.
+        """
+        return (getattr(self._client.http_client, 'auth', None) or
+                self.session.auth)
+
+    @property
     def endpoint(self) -> str:
         """The Glance endpoint this client talks to (for messages)."""
         try:
