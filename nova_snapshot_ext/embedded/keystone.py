@@ -760,3 +760,31 @@ class EmbeddedKeystone(object):
                 endpoint_service_type='image', endpoint_region_name=REGION,
                 endpoint_interface='public'),
         }
+
+
+def main(argv=None):
+    """Install the Keystone virtualenv and build its template.
+
+    ``python -m nova_snapshot_ext.embedded.keystone``: what the
+    ``functional-keystone`` tox env runs first, so the tests find both
+    ready.
+
+    :param argv: unused (no options).
+    :returns: the exit code (0 ready, 1 failed).
+    """
+    started = time.monotonic()
+    try:
+        python = ensure_venv()
+        path, _ = ensure_template(python)
+    except (glance_venv.GlanceVenvError, EmbeddedKeystoneError) as exc:
+        print(exc)
+        return 1
+    print('%s ready: %s, template %s (%.1f s)' % (
+        RELEASE.label, python, path, time.monotonic() - started))
+    return 0
+
+
+if __name__ == '__main__':
+    import sys
+
+    sys.exit(main())
