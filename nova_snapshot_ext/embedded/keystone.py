@@ -671,7 +671,7 @@ class EmbeddedKeystone(object):
         :param project: a project name of the template.
         :param resource: a key of :data:`GLANCE_LIMITS`.
         :param value: the limit (count, or MiB for the sizes); an
-            existing limit of the project is changed.
+            existing limit of the project is replaced.
         :returns: the limit id.
         """
         if resource not in GLANCE_LIMITS:
@@ -680,12 +680,12 @@ class EmbeddedKeystone(object):
         # A project-scoped token lists only its own project's limits.
         system = _Admin(self.url, password_auth(self.url, 'admin',
                                                 system=True))
+        # Keystone 30 ignores a PATCH to a limit of 0 (the old value
+        # stays): replace the limit instead.
         for limit in system.call('GET', '/limits?project_id=%s&resource_'
                                  'name=%s' % (project_id, resource))[
                                      'limits']:
-            system.call('PATCH', '/limits/%s' % limit['id'], {
-                'limit': {'resource_limit': int(value)}})
-            return limit['id']
+            system.call('DELETE', '/limits/%s' % limit['id'])
         return system.call('POST', '/limits', {'limits': [{
             'service_id': self.ids['image_service'], 'region_id': REGION,
             'project_id': project_id, 'resource_name': resource,
