@@ -39,7 +39,7 @@ from tests.functional import faultproxy
 PASSWORD_CONFIG = """\
 [snapshot_ext]
 driver = {driver}
-
+{snapshot_ext}
 [snapshot_ext_glance]
 auth_type = password
 auth_url = {auth_url}
@@ -54,7 +54,7 @@ valid_interfaces = {interface}
 APP_CRED_CONFIG = """\
 [snapshot_ext]
 driver = {driver}
-
+{snapshot_ext}
 [snapshot_ext_glance]
 auth_type = v3applicationcredential
 auth_url = {auth_url}
@@ -153,7 +153,8 @@ class KeystoneGlanceFixture(fixtures.Fixture):
     def cli_config(self, directory, user='demo', project=None,
                    driver='hyperv', region=embedded_keystone.REGION,
                    interface='public', password=None,
-                   app_credential=None, service_user=None, extra=''):
+                   app_credential=None, service_user=None, extra='',
+                   disk_formats=None):
         """Write a CLI config that authenticates through this Keystone.
 
         :param directory: where to write ``snapshot-<user>.conf``.
@@ -168,6 +169,7 @@ class KeystoneGlanceFixture(fixtures.Fixture):
         :param service_user: a user whose token goes along as the
             service token (``[snapshot_ext_service_user]``).
         :param extra: text appended (more sections).
+        :param disk_formats: ``[snapshot_ext] disk_formats`` (a list).
         :returns: the path.
         """
         if project is None:
@@ -175,7 +177,9 @@ class KeystoneGlanceFixture(fixtures.Fixture):
             project = grant[0] if grant else 'demo'
         values = dict(driver=driver, auth_url=self.keystone.url, user=user,
                       password=password or embedded_keystone.PASSWORD,
-                      project=project, region=region, interface=interface)
+                      project=project, region=region, interface=interface,
+                      snapshot_ext='disk_formats = %s\n' % ','.join(
+                          disk_formats) if disk_formats else '')
         if app_credential:
             text = APP_CRED_CONFIG.format(cred_id=app_credential[0],
                                           cred_secret=app_credential[1],

@@ -229,7 +229,8 @@ class TestTokenExpiry(KeystoneCLITestCase):
     FIXTURE = {'token_expiration': 10, 'proxy': True}
 
     def test_token_expires_mid_upload(self):
-        conf = self.kg.cli_config(self.tmp)
+        # One attempt: each attempt's upload would wait 20 s again.
+        conf = self.kg.cli_config(self.tmp, disk_formats=['vhdx'])
         self.kg.proxy.add_rule('PUT', r'^/v2/images/[^/]+/file$', 'delay',
                                seconds=20, when='before', times='always')
         self.addCleanup(self.kg.proxy.clear)
