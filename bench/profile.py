@@ -42,11 +42,11 @@ from bench import run as bench_run
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nova_snapshot_ext.cmd import main as cli
     from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
     from nova_snapshot_ext.embedded import tokenauth
     from nova_snapshot_ext.image import payloads
+    from nova_snapshot_ext.snapshot import request as request_mod
 
     parser = argparse.ArgumentParser(prog='python -m bench.profile')
     parser.add_argument('--path', default='plugin', choices=list(paths.PATHS))
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                         help='also write the raw profile (pstats) here')
     args = parser.parse_args(argv)
 
-    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
         request = json.load(f)
     project, user = uuid.uuid4().hex, uuid.uuid4().hex
     roles = ('member', 'reader')

@@ -417,18 +417,18 @@ def count_statuses(endpoint: str, token: str,
 
 def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     """Run the whole benchmark; returns the results document."""
-    from nova_snapshot_ext.cmd import main as cli
     from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
     from nova_snapshot_ext.embedded import tokenauth
     from nova_snapshot_ext.image import payloads
+    from nova_snapshot_ext.snapshot import request as request_mod
 
     stamp = datetime.datetime.now(datetime.timezone.utc)
     run_id = stamp.strftime('%Y%m%d-%H%M%S')
     os.makedirs(args.output_dir, exist_ok=True)
     logs = os.path.join(args.output_dir, 'logs-%s' % run_id)
     os.makedirs(logs, exist_ok=True)
-    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
         request = json.load(f)
     project, user = uuid.uuid4().hex, uuid.uuid4().hex
     for key in ('server', 'requester'):

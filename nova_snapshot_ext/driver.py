@@ -25,9 +25,20 @@ questions for the activation planner and the metadata builder:
   (:attr:`SnapshotDriver.supports_quiesce`).
 
 Drivers are found in the ``nova_snapshot_ext.drivers`` stevedore namespace
-under short names (``libvirt``, ``vmwareapi``, ...).  Each driver's options
-live in the group ``[snapshot_ext_<name>]`` of the consumer's
-``ConfigOpts``; the global ``cfg.CONF`` is never touched.
+under short names (``libvirt``, ``vmwareapi``, ...).  A driver describes
+itself: the Nova ``compute_driver`` families it serves
+(:attr:`SnapshotDriver.compute_drivers`), its variants in the
+compatibility matrix (:attr:`SnapshotDriver.matrix_variants`), its
+options.  Adding a hypervisor is one module and one entry point: the
+inference from ``compute_driver`` (:func:`choose_driver`), the lists, the
+matrix and the help texts are derived from the entry points.  Each
+driver's options live in the group ``[snapshot_ext_<name>]`` of the
+consumer's ``ConfigOpts``; the global ``cfg.CONF`` is never touched.
+
+A driver only *guessed* (neither ``[snapshot_ext] driver`` nor a
+``compute_driver`` a driver claims) still gives the activation plan its
+formats, but stamps no ``hypervisor_type``/``vm_mode``: a wrong stamp makes
+Nova's ``ImagePropertiesFilter`` refuse every host of the cloud.
 
 Nothing is loaded or registered at import time.
 """
@@ -35,6 +46,8 @@ Nothing is loaded or registered at import time.
 from __future__ import annotations
 
 import abc
+import dataclasses
+import threading
 import typing as ty
 
 from oslo_config import cfg
@@ -90,20 +103,6 @@ VM_MODES = frozenset(('hvm', 'xen', 'uml', 'exe'))
 #: The only image properties a driver may stamp.
 IMAGE_PROPERTY_KEYS = ('hypervisor_type', 'vm_mode')
 
-#: First dotted component of Nova's ``[DEFAULT] compute_driver`` (Nova
-#: imports ``nova.virt.<compute_driver>``) mapped to our driver name.
-#: ``compute_hyperv`` is the out-of-tree Hyper-V driver's shim module.
-COMPUTE_DRIVER_MAP = {
-    'libvirt': 'libvirt',
-    'vmwareapi': 'vmwareapi',
-    'ironic': 'ironic',
-    'hyperv': 'hyperv',
-    'compute_hyperv': 'hyperv',
-    'zvm': 'zvm',
-    'xenapi': 'xenapi',
-    'fake': 'fake',
-}
-
 
 class SnapshotDriver(abc.ABC):
     """Declarative description of one hypervisor family.
@@ -138,6 +137,22 @@ class SnapshotDriver(abc.ABC):
     #: ``OS::Compute::Hypervisor`` ``hypervisor_type`` values this family
     #: can serve (see :data:`HYPERVISOR_TYPES`).
     hypervisor_types: ty.ClassVar[tuple[str, ...]] = ()
+
+    #: First dotted components of Nova's ``[DEFAULT] compute_driver`` this
+    #: driver serves (Nova imports ``nova.virt.<compute_driver>``), e.g.
+    #: ``('libvirt',)`` for ``libvirt.LibvirtDriver``; lower case.
+    compute_drivers: ty.ClassVar[tuple[str, ...]] = ()
+
+    #: Whether this driver stamps ``hypervisor_type``/``vm_mode``: set
+    #: to ``False`` on an instance by :func:`load_driver` when the driver
+    #: was only guessed (:class:`DriverChoice`).
+    stamps: bool = True
+
+    #: Rows of the compatibility matrix (doc/source/matrix.rst):
+    #: ``(label, {option of [snapshot_ext_<name>]: value})``; empty means
+    #: one row, labelled :attr:`name`, with the defaults.
+    matrix_variants: ty.ClassVar[
+        tuple[tuple[str, dict[str, str]], ...]] = ()
 
     #: oslo.config options of group ``[snapshot_ext_<name>]``.  Read from
     #: the class by ``opts.list_opts``; must not need an instance.
@@ -267,9 +282,12 @@ class SnapshotDriver(abc.ABC):
         properties are strings).
 
         :returns: e.g. ``{'hypervisor_type': 'vz', 'vm_mode': 'exe'}``;
-            may be empty.
+            may be empty; always empty for a guessed driver
+            (:attr:`stamps` false).
         """
-        props = {}
+        props: dict[str, str] = {}
+        if not self.stamps:
+            return props
         if self.hypervisor_type is not None:
             props['hypervisor_type'] = self.hypervisor_type
         if self.vm_mode is not None:
@@ -282,8 +300,8 @@ class SnapshotDriver(abc.ABC):
         :returns: a dict with ``name`` (str), ``hypervisor_types`` (list of
             str), ``hypervisor_type`` (str or None), ``disk_formats`` (list
             of str, preference order), ``supports_quiesce`` (bool) and
-            ``image_properties`` (dict of str to str).  See the class
-            docstring for a sample.
+            ``image_properties`` (dict of str to str; empty for a
+            guessed driver).  See the class docstring for a sample.
         """
         return {
             'name': self.name,
@@ -431,45 +449,157 @@ def configured_driver_name(conf: cfg.ConfigOpts) -> str | None:
     return value or None
 
 
-def infer_driver_name(conf: cfg.ConfigOpts) -> str:
-    """Guess the driver from Nova's ``[DEFAULT] compute_driver``.
+def compute_driver_map() -> dict[str, str]:
+    """``compute_driver`` family -> driver name, from the entry points.
 
-    Nova loads ``nova.virt.<compute_driver>``; the first dotted component
-    is the driver family (``libvirt.LibvirtDriver`` -> ``libvirt``,
-    ``compute_hyperv.driver.HyperVDriver`` -> ``hyperv``).  When the option
-    is not registered on ``conf`` (not running inside Nova), unset, or
-    names a family we have no driver for (e.g. ``powervm``), the answer is
+    Each installed driver's :attr:`SnapshotDriver.compute_drivers`.
+
+    :returns: e.g. ``{'compute_hyperv': 'hyperv', 'fake': 'fake', ...}``.
+    """
+    found: dict[str, str] = {}
+    for name, cls in driver_classes().items():
+        for family in cls.compute_drivers:
+            found.setdefault(family.lower(), name)
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class DriverChoice:
+    """Which driver, and how it was chosen.
+
+    :ivar name: the driver name.
+    :ivar source: ``'configured'`` (``[snapshot_ext] driver``),
+        ``'inferred'`` (from a ``[DEFAULT] compute_driver`` a driver
+        claims) or ``'guessed'`` (:data:`DEFAULT_DRIVER`: neither is set,
+        or ``compute_driver`` names a family no driver claims).
+    :ivar reason: the choice in words, naming the option (and the file
+        that set it, when oslo.config knows).
+    """
+
+    name: str
+    source: str
+    reason: str
+
+    @property
+    def known(self) -> bool:
+        """Configured or inferred: the driver may stamp properties."""
+        return self.source != 'guessed'
+
+
+def _where(conf: cfg.ConfigOpts, name: str, group: str | None) -> str:
+    try:
+        loc = conf.get_location(name, group)
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError, AttributeError):
+        return ''
+    return ' in %s' % loc.detail if loc and loc.detail else ''
+
+
+def _compute_driver(conf: cfg.ConfigOpts) -> str | None:
+    try:
+        value = conf.compute_driver
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError, AttributeError,
+            KeyError, LookupError):
+        return None
+    return value.strip() if isinstance(value, str) and value.strip() \
+        else None
+
+
+def choose_driver(conf: cfg.ConfigOpts) -> DriverChoice:
+    """The driver ``conf`` names, infers, or (failing both) guesses.
+
+    ``[snapshot_ext] driver`` when set; else the driver whose
+    :attr:`~SnapshotDriver.compute_drivers` holds the first dotted
+    component of Nova's ``[DEFAULT] compute_driver``
+    (``libvirt.LibvirtDriver`` -> ``libvirt``,
+    ``compute_hyperv.driver.HyperVDriver`` -> ``hyperv``); else
+    :data:`DEFAULT_DRIVER`, guessed (the option is not registered -- not
+    running inside Nova --, unset -- usual on API hosts --, or names a
+    family no installed driver claims, e.g. ``powervm`` or a typo).
+
+    :param conf: the consumer's ``ConfigOpts``.
+    :returns: a :class:`DriverChoice`.
+    """
+    configured = configured_driver_name(conf)
+    if configured:
+        return DriverChoice(configured, 'configured',
+                            '[snapshot_ext] driver = %s%s' % (
+                                configured, _where(conf, 'driver',
+                                                   'snapshot_ext')))
+    compute = _compute_driver(conf)
+    unstamped = ('so %s is assumed for its disk formats and no '
+                 'hypervisor_type or vm_mode is stamped (a wrong one makes '
+                 "Nova's ImagePropertiesFilter refuse every host); set "
+                 "[snapshot_ext] driver to the compute hosts' hypervisor"
+                 % DEFAULT_DRIVER)
+    if compute is None:
+        return DriverChoice(DEFAULT_DRIVER, 'guessed', (
+            'neither [snapshot_ext] driver nor [DEFAULT] compute_driver is '
+            'set (usual on API hosts), ' + unstamped))
+    family = compute.split('.', 1)[0].lower()
+    known = compute_driver_map()
+    name = known.get(family)
+    if name is None:
+        return DriverChoice(DEFAULT_DRIVER, 'guessed', (
+            '[DEFAULT] compute_driver = %s%s names no installed snapshot '
+            'driver (known: %s), %s' % (
+                compute, _where(conf, 'compute_driver', None),
+                ', '.join(sorted(known)), unstamped)))
+    return DriverChoice(name, 'inferred', (
+        'inferred from [DEFAULT] compute_driver = %s%s (set '
+        '[snapshot_ext] driver to choose)' % (
+            compute, _where(conf, 'compute_driver', None))))
+
+
+def infer_driver_name(conf: cfg.ConfigOpts) -> str:
+    """The driver Nova's ``[DEFAULT] compute_driver`` points to.
+
+    As :func:`choose_driver` without ``[snapshot_ext] driver``: the
+    driver claiming the ``compute_driver`` family, else
     :data:`DEFAULT_DRIVER` (``libvirt``), the most common Nova hypervisor;
     an unknown family is logged as a warning.
 
     :param conf: the consumer's ``ConfigOpts``.
     :returns: a driver name, never ``None``.
     """
-    try:
-        compute_driver = conf.compute_driver
-    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+    compute = _compute_driver(conf)
+    if compute is None:
         return DEFAULT_DRIVER
-    if not compute_driver or not isinstance(compute_driver, str):
-        return DEFAULT_DRIVER
-    family = compute_driver.strip().split('.', 1)[0].lower()
-    name = COMPUTE_DRIVER_MAP.get(family)
+    name = compute_driver_map().get(compute.split('.', 1)[0].lower())
     if name is None:
         LOG.warning('No snapshot driver matches compute_driver %s; using '
-                    '%s. Set [snapshot_ext] driver to choose one.',
-                    compute_driver, DEFAULT_DRIVER)
+                    '%s for its formats, stamping nothing. Set '
+                    '[snapshot_ext] driver to choose one.',
+                    compute, DEFAULT_DRIVER)
         return DEFAULT_DRIVER
     return name
 
 
+#: Guesses already warned about in this process (by reason).
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def _warn_guessed(choice: DriverChoice) -> None:
+    """Say once per process (and reason) that a guess stamps nothing."""
+    with _WARNED_LOCK:
+        if choice.reason in _WARNED:
+            return
+        _WARNED.add(choice.reason)
+    LOG.warning('Snapshot driver %s is guessed, not known: %s',
+                choice.name, choice.reason)
+
+
 def load_driver(conf: cfg.ConfigOpts,
-                name: str | None = None) -> SnapshotDriver:
+                name: str | DriverChoice | None = None) -> SnapshotDriver:
     """Load and construct a driver with the consumer's configuration.
 
     :param conf: the consumer's ``ConfigOpts``; the driver registers its
         ``[snapshot_ext_<name>]`` options on it.
-    :param name: entry point name in ``nova_snapshot_ext.drivers``.
-        ``None`` means ``[snapshot_ext] driver`` when that option is
-        registered and set, else :func:`infer_driver_name`.
+    :param name: entry point name in ``nova_snapshot_ext.drivers`` (the
+        caller knows: the driver stamps), or a :class:`DriverChoice`.
+        ``None`` means :func:`choose_driver`; a guessed choice loads a
+        driver that stamps nothing, and says so once per process at
+        WARNING.
     :returns: the constructed :class:`SnapshotDriver`.
     :raises DriverNotFound: no driver of that name is installed;
         ``exc.kwargs['available']`` is the sorted list of installed names.
@@ -478,8 +608,13 @@ def load_driver(conf: cfg.ConfigOpts,
         constructor failed for a reason other than configuration.
     :raises ConfigurationError: the driver's options are invalid.
     """
-    if name is None:
-        name = configured_driver_name(conf) or infer_driver_name(conf)
+    choice = choose_driver(conf) if name is None else name
+    if isinstance(choice, DriverChoice):
+        name, stamps = choice.name, choice.known
+        if not stamps:
+            _warn_guessed(choice)
+    else:
+        name, stamps = choice, True
     try:
         manager = _driver_manager(name)
     except sd_exception.MultipleMatches as exc:
@@ -499,5 +634,6 @@ def load_driver(conf: cfg.ConfigOpts,
     except Exception as exc:
         raise exception.DriverLoadError(
             name=name, reason='%s: %s' % (type(exc).__name__, exc)) from exc
+    driver.stamps = stamps
     LOG.debug('Loaded snapshot driver %s: %s', name, driver.capabilities())
     return driver

@@ -67,6 +67,13 @@ class ConfigurationError(SnapshotExtException):
                 "%(reason)s")
 
 
+class NotInitialized(SnapshotExtException):
+    """The library facade was used before ``initialize``."""
+
+    msg_fmt = _("nova_snapshot_ext.initialize(conf) must be called before "
+                "preflight() or snapshot_image()")
+
+
 class DriverNotFound(SnapshotExtException):
     msg_fmt = _("No snapshot driver named '%(name)s' is installed in the "
                 "'nova_snapshot_ext.drivers' namespace (option "
@@ -181,9 +188,22 @@ class FormatNotAllowed(PreflightError):
 # --- Glance interaction ---------------------------------------------------
 
 class GlanceError(SnapshotExtException):
-    """A Glance call failed; ``status`` is the HTTP status when known."""
+    """A Glance call failed.
+
+    :ivar status: the HTTP status of Glance's answer (an ``int``), or
+        ``None`` when no answer was read (transport failure, an
+        unreadable body, a client-side refusal without status).  The
+        ``status`` keyword given to the constructor when it is an int.
+    """
 
     msg_fmt = _("Glance %(operation)s failed: %(reason)s")
+
+    def __init__(self, message: str | None = None, **kwargs: ty.Any):
+        super().__init__(message, **kwargs)
+        status = kwargs.get('status')
+        self.status: int | None = (
+            status if isinstance(status, int) and
+            not isinstance(status, bool) else None)
 
 
 class GlanceUnavailable(GlanceError):
@@ -208,11 +228,20 @@ class GlanceBadRequest(GlanceError):
 
 
 class GlanceSchemaRefusal(GlanceBadRequest):
-    """glanceclient refused the record against Glance's image schema.
+    """Glance (or glanceclient) refused the record against its schema.
 
-    Raised client-side, before anything is sent: the operator changed
-    Glance's formats or properties since the capabilities were read.
+    The operator changed Glance's formats or properties since the
+    capabilities were read.
+
+    :ivar format_refused: the refusal names ``disk_format`` or
+        ``container_format`` (another planned format may pass), as
+        classified by :func:`nova_snapshot_ext.image.glance.translate`
+        (the ``format_refused`` keyword).
     """
+
+    def __init__(self, message: str | None = None, **kwargs: ty.Any):
+        super().__init__(message, **kwargs)
+        self.format_refused: bool = bool(kwargs.get('format_refused'))
 
 
 class GlanceMalformedAnswer(GlanceError):
@@ -252,15 +281,76 @@ class ImageFormatRejected(GlanceError):
 
 
 class ActivationFailed(SnapshotExtException):
-    """Every attempt of the activation plan failed.
+    """No attempt of the activation plan activated an image.
 
-    ``attempts`` holds the :class:`~nova_snapshot_ext.snapshot.result.Attempt`
-    records, each with the reason it failed; ``cleaned_up`` lists the image
-    ids deleted on the way and ``leftover`` any that could not be deleted.
+    :ivar result: the :class:`~nova_snapshot_ext.snapshot.result.
+        SnapshotResult` (``status == 'failed'``): its ``attempts``, each
+        with the reason it failed, ``cleaned_up`` (image ids deleted on the
+        way), ``leftover`` (any that could not be deleted) and
+        ``unconfirmed`` (creates with no answer).
+    :ivar code: the HTTP status a host answers with: the ``code`` of the
+        last attempt's error (``cause``), 500 without one.
+
+    :param result: the result (keyword; ``None`` only outside the engine).
+    :param cause: the last attempt's error, or ``None`` (keyword); it is
+        also the exception's ``__cause__``.
     """
 
     msg_fmt = _("Could not activate snapshot image '%(name)s': "
                 "%(reason)s")
+
+    def __init__(self, message: str | None = None, *,
+                 result: ty.Any = None,
+                 cause: SnapshotExtException | None = None,
+                 **kwargs: ty.Any):
+        super().__init__(message, **kwargs)
+        self.result = result
+        self.code = cause.code if cause is not None else 500
+        self.__cause__ = cause
+
+
+class InvalidTransition(SnapshotExtException):
+    """A move the engine's table does not allow (a bug).
+
+    See :data:`nova_snapshot_ext.snapshot.transitions.TRANSITIONS`.
+    """
+
+    msg_fmt = _("No transition from attempt state '%(state)s' on event "
+                "'%(event)s'")
+
+
+class SnapshotInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or the CLI's SIGTERM) interrupted a snapshot.
+
+    Raised by the engine from the interrupt, after the attempt in flight
+    was resolved and cleaned up.
+
+    :ivar snapshot_result: the
+        :class:`~nova_snapshot_ext.snapshot.result.SnapshotResult`: the
+        active image, or the ids deleted, left and unconfirmed.
+    :ivar interrupt: the original ``KeyboardInterrupt`` (also the
+        ``__cause__``).
+    """
+
+    def __init__(self, snapshot_result: ty.Any,
+                 interrupt: KeyboardInterrupt):
+        super().__init__(*interrupt.args)
+        self.snapshot_result = snapshot_result
+        self.interrupt = interrupt
+        self.__cause__ = interrupt
+
+
+class SnapshotExit(SystemExit):
+    """``SystemExit`` during a snapshot: as :class:`SnapshotInterrupted`.
+
+    Its ``code`` is the original's.
+    """
+
+    def __init__(self, snapshot_result: ty.Any, interrupt: SystemExit):
+        super().__init__(*interrupt.args)
+        self.snapshot_result = snapshot_result
+        self.interrupt = interrupt
+        self.__cause__ = interrupt
 
 
 class ActivationTimeout(GlanceError):

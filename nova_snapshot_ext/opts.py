@@ -252,21 +252,26 @@ Related options:
 '''),
 ]
 
-core_opts = [
-    cfg.StrOpt(
-        'driver',
-        help='''
+#: The help of ``[snapshot_ext] driver``; ``%(installed)s`` lists the
+#: installed drivers in the options reference (:func:`list_opts`).
+DRIVER_HELP = '''
 Hypervisor driver that decides which disk formats the activation payload may
 use and which image properties are stamped.
 
 Possible values:
 
-* A driver name from the ``nova_snapshot_ext.drivers`` entry point namespace:
-  ``libvirt``, ``vmwareapi``, ``hyperv``, ``xenapi``, ``ironic``, ``zvm``,
-  ``fake``.
+* A driver name from the ``nova_snapshot_ext.drivers`` entry point
+  namespace%(installed)s.
 * Unset (default): inferred from Nova's ``[DEFAULT] compute_driver`` when that
-  option is registered in the same configuration, else ``libvirt``.
-'''),
+  option is registered in the same configuration and a driver serves it;
+  else ``libvirt`` is guessed for its disk formats and no ``hypervisor_type``
+  or ``vm_mode`` is stamped (a warning says so).
+'''
+
+core_opts = [
+    cfg.StrOpt(
+        'driver',
+        help=DRIVER_HELP % {'installed': ''}),
     cfg.ListOpt(
         'non_inheritable_image_properties',
         default=['cache_in_nova', 'bittorrent'],
@@ -424,6 +429,20 @@ def _driver_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
             if cls.CONFIG_OPTS]
 
 
+def _with_driver_names(opt_list: list[cfg.Opt]) -> list[cfg.Opt]:
+    """``opt_list`` with ``driver``'s help naming the installed drivers."""
+    from nova_snapshot_ext import driver as driver_mod
+
+    names = ', '.join('``%s``' % n for n in driver_mod.driver_names())
+    shown = []
+    for opt in opt_list:
+        if opt.dest == 'driver':
+            opt = copy.deepcopy(opt)
+            opt.help = DRIVER_HELP % {'installed': ': %s' % names}
+        shown.append(opt)
+    return shown
+
+
 #: The keystoneauth1 auth plugin whose options the sample config and the
 #: options reference show (``auth_type = password``, as the docs use).
 SAMPLE_AUTH_PLUGIN = 'password'
@@ -482,7 +501,7 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
                     _shown_ks_opts(SERVICE_USER_GROUP, session=False))
     others = sorted([service_user] + _driver_opts(),
                     key=lambda item: item[0].name)
-    return ([(core_group, core_opts + location_opts),
+    return ([(core_group, _with_driver_names(core_opts) + location_opts),
              (glance_group, _shown_ks_opts(GLANCE_GROUP))] + others)
 
 

@@ -35,21 +35,50 @@ def sample_request_dict():
         return copy.deepcopy(json.load(f))
 
 
+def private_conf(config_files=()):
+    """A private ConfigOpts with the plugin's options, parsed.
+
+    The one place tests build a configuration: read from ``config_files``
+    only (no command line, no default files or directories), as the CLI
+    reads a ``--config-file``.
+
+    :param config_files: paths of oslo.config ini files.
+    :returns: a :class:`oslo_config.cfg.ConfigOpts`.
+    """
+    conf = cfg.ConfigOpts()
+    opts.register_opts(conf)
+    conf(args=[], project='nova-snapshot-ext',
+         default_config_files=list(config_files), default_config_dirs=[])
+    return conf
+
+
+class PrivateConf(fixtures.Fixture):
+    """:func:`private_conf` for one test, message-format errors fatal.
+
+    :ivar conf: the ConfigOpts (overrides reset after the test).
+    """
+
+    def __init__(self, config_files=()):
+        super().__init__()
+        self.config_files = config_files
+
+    def _setUp(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
+        self.conf = self.useFixture(config_fixture.Config(
+            private_conf(self.config_files))).conf
+
+
 class TestCase(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
-        self.conf = self.useFixture(config_fixture.Config(
-            cfg.ConfigOpts())).conf
-        opts.register_opts(self.conf)
-        self.conf([], project='nova-snapshot-ext', default_config_files=[],
-                  default_config_dirs=[])
+        self.conf = self.useFixture(PrivateConf()).conf
 
     def flags(self, group='snapshot_ext', **kw):
         for name, value in kw.items():
             self.conf.set_override(name, value, group=group)
 
 
-__all__ = ['TestCase', 'exception', 'sample_request_dict']
+__all__ = ['PrivateConf', 'TestCase', 'exception', 'private_conf',
+           'sample_request_dict']

@@ -26,6 +26,17 @@ extensions = [
     # The options reference (.. show-options::) from the oslo.config.opts
     # entry points, the same lists oslo-config-generator reads.
     'oslo_config.sphinxext',
+    # The sample configuration file (sample-config.rst), written by
+    # oslo-config-generator from the same generator file as
+    # ``tox -e genconfig``, at every build.
+    'oslo_config.sphinxconfiggen',
     # The CLI reference (.. cli-help::) from the console script's parser.
     'clidoc',
+]
+
+# oslo_config.sphinxconfiggen: writes _static/nova-snapshot-ext.conf.sample
+# (not committed: generated at every build).
+config_generator_config_file = [
+    ('../../etc/nova_snapshot_ext/nova-snapshot-ext-config-generator.conf',
+     '_static/nova-snapshot-ext'),
 ]

@@ -52,8 +52,12 @@ def _text(report: audit.Report, fix: bool, act: bool) -> str:
     return '\n'.join(lines)
 
 
-def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
-    """Scan (and repair); print the report; return the exit status."""
+def check_args(conf: cfg.ConfigOpts) -> None:
+    """Refuse bad arguments before anything reaches the network.
+
+    :raises CLIError: exit 2 (``--yes`` without ``--fix``, a negative
+        limit).
+    """
     args = conf.command
     if args.yes and not args.fix:
         raise checks.CLIError('--yes only goes with --fix')
@@ -64,6 +68,12 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
             raise checks.CLIError('--%s must be %s, got %s' % (
                 name.replace('_', '-'), 'at least 1' if name == 'page_size'
                 else '0 or more', value))
+
+
+def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
+    """Scan (and repair); print the report; return the exit status."""
+    check_args(conf)
+    args = conf.command
     queued_age = (audit.DEFAULT_QUEUED_AGE if args.queued_older_than is None
                   else args.queued_older_than)
     auditor = audit.AuditGlance(glance)

@@ -40,11 +40,13 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
-from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext import opts
+from nova_snapshot_ext import redaction
+from nova_snapshot_ext.snapshot import service as service_mod
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -110,8 +112,82 @@ def _group_value(conf: cfg.ConfigOpts, name: str) -> ty.Any:
         return None
 
 
+#: Longest reason quoted from a library's exception (characters).
+REASON_LIMIT = 300
+
+
 def _reason(err: BaseException) -> str:
-    return ' '.join(str(err).split())[:300] or type(err).__name__
+    """One line of ``err``'s text, at most about :data:`REASON_LIMIT`.
+
+    A longer text is cut at the last word boundary before the limit and
+    says so (``[...]``): a word cut in half reads as a different word.
+    """
+    text = ' '.join(str(err).split())
+    if len(text) > REASON_LIMIT:
+        head = text[:REASON_LIMIT + 1]
+        cut = head.rfind(' ')
+        text = (head[:cut] if cut > 0 else text[:REASON_LIMIT]) + ' [...]'
+    return text or type(err).__name__
+
+
+_VALUE_ERROR_RE = re.compile(r'^(?:Default )?[Vv]alue for option \S+ (.*)$',
+                             re.S)
+
+
+def check_option_values(conf: cfg.ConfigOpts) -> None:
+    """Read every registered option now, naming ``[group] option`` at fault.
+
+    oslo.config checks a value only when it is read, and its message names
+    the option and the file but not the section (``Value for option
+    timeout in f.conf is not valid``): the same name lives in several
+    sections.  Reading all of them here, before any network step, turns a
+    bad value into one error naming the section.
+
+    :raises ConfigurationError: exit 2.
+    """
+    def read(group: str | None, name: str, get: ty.Callable[[], ty.Any]
+             ) -> ty.Any:
+        try:
+            return get()
+        except (cfg.Error, ValueError) as err:
+            # "Value for option timeout in f.conf is not valid: ..."
+            text = clean_message(str(err))
+            match = _VALUE_ERROR_RE.match(text)
+            raise exception.ConfigurationError(
+                group=group or 'DEFAULT', option=name,
+                reason=match.group(1) if match else text) from err
+
+    for name in list(conf):
+        value = read(None, name, lambda: conf[name])
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for option in list(value):
+                read(name, option, lambda: value[option])
+
+
+def check_configuration(conf: cfg.ConfigOpts) -> None:
+    """Everything about the configuration that needs no network.
+
+    Run before :func:`connect`, so a typo is named as one (exit 2) and not
+    hidden behind a later network error: every option's value
+    (:func:`check_option_values`), the ``[snapshot_ext]`` rules of
+    :func:`~nova_snapshot_ext.snapshot.service.check_options`, and the
+    driver (``[snapshot_ext] driver`` names an installed one; its
+    ``[snapshot_ext_<driver>]`` options are valid), and the
+    ``[snapshot_ext_glance]`` auth plugin (``auth_type`` names an installed
+    keystoneauth plugin, which registers its options).
+
+    :raises ConfigurationError: a bad value, naming ``[group] option``.
+    :raises DriverNotFound: ``[snapshot_ext] driver`` names no installed
+        driver (the message lists the installed ones).
+    :raises DriverLoadError: the driver cannot be loaded.
+    """
+    service_mod.check_options(conf)
+    check_option_values(conf)
+    driver_mod.load_driver(conf)
+    glance_mod.load_session(conf)
+    # Again: the driver's and the auth plugin's options, registered just
+    # now by loading them.
+    check_option_values(conf)
 
 
 def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
@@ -129,7 +205,7 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
     if not auth_url:
         _check_static_credentials(session, auth_type)
         return
-    shown = locations.redact_url(auth_url)
+    shown = redaction.redact_url(auth_url)
     try:
         session.get_auth_headers()
     except (ks_exc.ConnectionError, ks_exc.DiscoveryFailure) as err:
@@ -237,7 +313,7 @@ def check_glance(conf: cfg.ConfigOpts,
     :raises CLIError: exit 3 when Glance cannot be reached, refuses the
         credentials (401), or the endpoint does not answer like Glance.
     """
-    where = locations.redact_url(glance.endpoint)
+    where = redaction.redact_url(glance.endpoint)
     option = endpoint_source(conf, glance)
     try:
         versions = glance.api_versions()
@@ -281,12 +357,12 @@ def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
     find_endpoint(conf, session)
     glance = glance_mod.GlanceClient.from_conf(conf, session=session)
     check_glance(conf, glance)
-    CONNECTED['endpoint'] = locations.redact_url(glance.endpoint)
+    CONNECTED['endpoint'] = redaction.redact_url(glance.endpoint)
     CONNECTED['authenticated'] = 'yes' if session.auth else ''
     _AUTHENTICATED.clear()
     if session.auth is not None and _group_value(conf, 'auth_url'):
         _AUTHENTICATED.update(session=session, at=time.time(),
-                              keystone=locations.redact_url(
+                              keystone=redaction.redact_url(
                                   _group_value(conf, 'auth_url')))
     return glance
 
@@ -496,7 +572,8 @@ def check_permissions(glance: glance_mod.GlanceClient,
     project id. It is deleted whatever happens.
 
     :returns: ``{'ok': bool, 'steps': [{'step', 'ok', 'detail'}],
-        'missing': [...], 'left': image id or None}``.
+        'missing': [...], 'left': image id or None, 'created': bool}``
+        (``created`` False: Glance refused the create, no image exists).
     """
     image_id = str(uuid.uuid4())
     steps: list[dict[str, ty.Any]] = []
@@ -545,11 +622,35 @@ def check_permissions(glance: glance_mod.GlanceClient,
                 missing.append('delete its own images (policy '
                                'delete_image); image %s is left' % image_id)
     return {'ok': not missing, 'image_id': image_id, 'steps': steps,
-            'missing': missing, 'left': left}
+            'missing': missing, 'left': left, 'created': created}
+
+
+def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
+    """probe's permissions lines (see :func:`check_permissions`).
+
+    The throwaway image is "not created" when Glance refused the create,
+    "deleted" once deleted, "COULD NOT DELETE" when it is left.
+    """
+    if permissions is None:
+        return 'Permissions: not checked'
+    text = 'Permissions (throwaway image %s, %s): %s' % (
+        permissions['image_id'],
+        'not created' if not permissions.get('created', True) else
+        'deleted' if not permissions['left'] else 'COULD NOT DELETE',
+        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
+                  for s in permissions['steps']))
+    for need in permissions['missing']:
+        text += '\n  missing: the identity cannot %s' % need
+    return text
 
 
 def _known_options(conf: cfg.ConfigOpts, group: str,
-                   listed: ty.Collection[str]) -> set[str]:
+                   listed: ty.Collection[str]) -> set[str] | None:
+    """The option names ``group`` accepts, or ``None`` when unknowable.
+
+    ``None``: the group's ``auth_type`` names no installed keystoneauth
+    plugin, so which options it takes is unknown.
+    """
     names: set[str] = set(listed)
     try:
         names |= {name for name in conf[group]}
@@ -566,7 +667,9 @@ def _known_options(conf: cfg.ConfigOpts, group: str,
                 names |= {o.dest for o in
                           ks_loading.get_auth_plugin_conf_options(auth_type)}
             except ks_exc.NoMatchingPlugin:
-                pass
+                # The auth_type error names the fault; the plugin's
+                # options cannot be told from unknown ones.
+                return None
     return {n.replace('-', '_') for n in names}
 
 
@@ -614,6 +717,8 @@ def unknown_options(conf: cfg.ConfigOpts,
             if not section.startswith(opts.CORE_GROUP):
                 continue
             known = _known_options(conf, section, groups[section])
+            if known is None:
+                continue
             for key in parser.options(section):
                 if key.replace('-', '_') not in known:
                     near = difflib.get_close_matches(key, sorted(known),

@@ -57,18 +57,16 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import config
+from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
-from nova_snapshot_ext.image import locations
-from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
-from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import request as request_mod
-from nova_snapshot_ext.snapshot import service as service_mod
 
 LOG = logging.getLogger(__name__)
 
-PROJECT = 'nova-snapshot-ext'
+PROJECT = config.PROJECT
 #: The product's logger namespace (its ERROR records are what the
 #: command reports itself).
 PROJECT_LOGGER = 'nova_snapshot_ext'
@@ -76,20 +74,12 @@ PROG = 'nova-snapshot-ext'
 #: The configuration file operators are told to write.
 DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 
-SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'data', 'sample-request.json')
+#: The request's JSON Schema (see
+#: :mod:`nova_snapshot_ext.snapshot.request_schema`).
+REQUEST_SCHEMA = os.path.join(os.path.dirname(request_mod.SAMPLE_REQUEST),
+                              'snapshot-request.schema.json')
 
-COMMANDS = ('snapshot', 'probe', 'audit', 'demo')
-
-#: Nova options read (never required) to infer the driver when the
-#: plugin reads nova.conf; registered only on the CLI's own ConfigOpts.
-_NOVA_HINT_OPTS = [
-    (None, cfg.StrOpt('compute_driver',
-                      help="Nova's compute driver; read only to infer "
-                      '[snapshot_ext] driver when that is unset.')),
-    ('libvirt', cfg.StrOpt('virt_type',
-                           help="Nova's libvirt virt_type (read only).")),
-]
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve')
 
 #: Libraries whose log lines are noise before an error at default
 #: verbosity (``--debug`` shows them).
@@ -106,6 +96,17 @@ CLI_OPTS = [
                          'errors')],
                help='Output format.'),
 ]
+
+
+#: oslo.log's ``debug`` with this program's true default in its help
+#: (oslo.log's says "instead of the default INFO level"; the console
+#: script logs at WARNING, see :func:`setup_logging`).
+DEBUG_OPT = cfg.BoolOpt(
+    'debug', short='d', default=False, mutable=True,
+    help='Log at DEBUG, every request included (tokens hashed), also '
+    "from keystoneauth, glanceclient and stevedore. Without it only this "
+    "program's warnings and errors reach stderr (level WARNING) and none "
+    'of those libraries.')
 
 
 class Terminated(KeyboardInterrupt):
@@ -134,15 +135,31 @@ def exit_code_text() -> str:
         '%d %s' % (code, text) for code, text in checks.EXIT_CODES)
 
 
+def _package_path(path: str) -> str:
+    """``path`` relative to the package's parent (no build-machine path).
+
+    ``/usr/lib/python3/dist-packages/nova_snapshot_ext/data/x.json`` ->
+    ``nova_snapshot_ext/data/x.json``: help text is also rendered into the
+    docs.
+    """
+    root = os.path.dirname(os.path.dirname(request_mod.SAMPLE_REQUEST))
+    return os.path.relpath(path, os.path.dirname(root))
+
+
 def add_commands(subparsers: ty.Any) -> None:
     """The sub-commands and their own arguments (``cfg.SubCommandOpt``)."""
     p = subparsers.add_parser(
         'snapshot', help='register and activate one snapshot image',
         description='Register and activate the volume-backed snapshot '
         'image REQUEST.json describes, in the Glance [snapshot_ext_glance] '
-        'reaches, owned where Nova would own it.')
+        'reaches, owned where Nova would own it. The request format: '
+        'doc/source/request.rst and its JSON Schema, %s in the installed '
+        'package; an example: %s.' % (
+            _package_path(REQUEST_SCHEMA),
+            _package_path(request_mod.SAMPLE_REQUEST)))
     p.add_argument('request', metavar='REQUEST.json',
-                   help='the snapshot request (JSON)')
+                   help='the snapshot request (JSON; format: %s)'
+                   % _package_path(REQUEST_SCHEMA))
 
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',
@@ -187,9 +204,10 @@ def add_commands(subparsers: ty.Any) -> None:
                    'vdi-only, vhdx-only, ploop-only, vmdk-iso, '
                    'no-enforcement, http-store, legacy-locations; with '
                    '--location, default means http-store')
-    p.add_argument('--driver', default='libvirt',
-                   help='hypervisor driver: libvirt, vmwareapi, hyperv, '
-                   'xenapi, ironic, zvm, fake (default: libvirt)')
+    p.add_argument('--driver', default=driver_mod.DEFAULT_DRIVER,
+                   help='hypervisor driver: %s (default: %s)' % (
+                       ', '.join(driver_mod.driver_names()),
+                       driver_mod.DEFAULT_DRIVER))
     p.add_argument('--request', metavar='REQUEST.json',
                    help='request to snapshot (default: the shipped sample)')
     p.add_argument('--location', action='store_true',
@@ -197,23 +215,16 @@ def add_commands(subparsers: ty.Any) -> None:
                    'store reads a valid empty image from a local web '
                    'server the demo starts')
 
+    from nova_snapshot_ext.cmd import serve
 
-def _register_nova_hints(conf: cfg.ConfigOpts) -> None:
-    for group, opt in _NOVA_HINT_OPTS:
-        try:
-            conf.register_opt(opt, group=group)
-        except cfg.DuplicateOptError:
-            pass
+    serve.add_parser(subparsers)
 
 
 def new_conf(cli: bool = True) -> cfg.ConfigOpts:
     """A ConfigOpts with every option the console script reads."""
-    conf = cfg.ConfigOpts()
-    opts.register_opts(conf)
-    _register_nova_hints(conf)
-    logging.register_options(conf)
-    # Logs go to stderr so that stdout carries only the output (JSON).
-    conf.set_default('use_stderr', True)
+    conf = config.base_conf()
+    conf.unregister_opt(DEBUG_OPT)
+    conf.register_cli_opt(DEBUG_OPT)
     if cli:
         conf.register_cli_opts(CLI_OPTS)
         conf.register_cli_opt(cfg.SubCommandOpt(
@@ -436,20 +447,6 @@ def _not_reported_twice(record: std_logging.LogRecord) -> bool:
                 record.name.startswith(PROJECT_LOGGER))
 
 
-def load_conf_files(config_files: list[str]) -> cfg.ConfigOpts:
-    """A configuration from these files only (no command line).
-
-    Used by the demo, which writes its own file.
-    """
-    for path in config_files:
-        if not os.path.isfile(path):
-            raise checks.CLIError('--config-file %s does not exist' % path)
-    conf = new_conf(cli=False)
-    conf(args=[], project=PROJECT, default_config_files=config_files,
-         default_config_dirs=[])
-    return conf
-
-
 def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
     """Warnings about the configuration, printed on stderr."""
     warnings = []
@@ -468,348 +465,32 @@ def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
     return warnings
 
 
-def _emit(data: ty.Any, text: str, fmt: str) -> None:
-    if fmt == 'json':
-        print(json.dumps(data, indent=2, sort_keys=True, default=str))
-    elif text:
-        print(text)
-
-
-def _read_request(path: str) -> request_mod.SnapshotRequest:
-    try:
-        with open(path, encoding='utf-8') as f:
-            data = json.load(f)
-    except OSError as err:
-        raise exception.InvalidRequest(field='<file>', reason=str(err))
-    except ValueError as err:
-        raise exception.InvalidRequest(field='<file>',
-                                       reason='not valid JSON: %s' % err)
-    except RecursionError:
-        raise exception.InvalidRequest(field='<file>',
-                                       reason='JSON nested too deeply')
-    return request_mod.SnapshotRequest.from_dict(data)
-
-
-def redact_image(image: dict[str, ty.Any]) -> dict[str, ty.Any]:
-    """The image as Glance returned it, minus URL secrets.
-
-    ``direct_url`` and ``locations[].url`` can carry a location's user
-    info or signed query string (design rule 8).
-    """
-    shown = dict(image)
-    if shown.get('direct_url'):
-        shown['direct_url'] = locations.redact_url(shown['direct_url'])
-    if isinstance(shown.get('locations'), list):
-        shown['locations'] = [
-            dict(loc, url=locations.redact_url(loc.get('url')))
-            if isinstance(loc, dict) else loc
-            for loc in shown['locations']]
-    return shown
-
-
-LEGACY_UNKNOWN = ('the legacy location API cannot be discovered without '
-                  'trying: it needs show_multiple_locations = true in '
-                  'Glance (deprecated; a 403 at run time means it is off)')
-
-
-def describe_location(service: service_mod.SnapshotService,
-                      glance: ty.Any, caps: ty.Any) -> dict[str, ty.Any]:
-    """Whether this Glance can take a location, and why not.
-
-    :returns: ``{'activation_method', 'url' (redacted), 'api_2_17',
-        'read_only_stores' (None: not multi-store, cannot tell), 'legacy',
-        'usable', 'reasons'}``.
-    """
-    conf = service.conf.snapshot_ext
-    source = service.location_source
-    info: dict[str, ty.Any] = {
-        'activation_method': conf.activation_method,
-        'url': source.redacted if source else None,
-        'api_2_17': caps.location_api,
-        'read_only_stores': caps.read_only_stores,
-        'legacy': LEGACY_UNKNOWN,
-        'usable': False,
-        'reasons': [],
-    }
-    if source is None:
-        info['reasons'] = ['[snapshot_ext] activation_method is upload']
-        return info
-    location, reasons = service.assess_location(caps, glance)
-    info['usable'] = location is not None
-    info['reasons'] = reasons
-    if location is not None:
-        info['api'] = location.location_api
-        info['size'] = location.size
-        info['disk_format'] = location.disk_format
-    return info
-
-
-def describe_plan(service: service_mod.SnapshotService,
-                  glance: ty.Any) -> dict[str, ty.Any]:
-    """Capabilities, driver, location and plan as a JSON-able dict."""
-    caps = service.capabilities.get(glance)
-    location = describe_location(service, glance, caps)
-    plan = service.plan(caps, glance)
-    refused = None
-    if (location['activation_method'] == 'location-first' and
-            not location['usable']):
-        refused = ('activation_method is location-first and the location '
-                   'cannot be used: %s' % '; '.join(location['reasons']))
-    elif not plan:
-        refused = plan_mod.explain_empty_plan(
-            caps, service.driver, service.conf.snapshot_ext.disk_formats)
-    return {
-        'glance': {'endpoint': glance.endpoint, **caps.to_dict()},
-        'driver': service.driver.capabilities(),
-        'location': location,
-        'plan': [p.to_dict() | {'describe': p.describe()} for p in plan],
-        'refused': refused,
-    }
-
-
-def _location_text(loc: dict[str, ty.Any]) -> list[str]:
-    stores = loc['read_only_stores']
-    lines = [
-        'Location activation ([snapshot_ext] activation_method = %s):'
-        % loc['activation_method'],
-        '  new API (v2.17 listed): %s' % ('yes' if loc['api_2_17']
-                                          else 'no'),
-        '  read-only (http) store: %s' % (
-            'cannot tell (Glance is not multi-store)' if stores is None
-            else ', '.join(stores) or 'none'),
-        '  legacy API: %s' % loc['legacy'],
-    ]
-    if loc['url']:
-        lines.append('  object: %s' % loc['url'])
-    if loc['usable']:
-        lines.append('  usable: yes, %s API, %s, %d B' % (
-            loc['api'], loc['disk_format'], loc['size']))
-    else:
-        lines.append('  usable: no: %s' % '; '.join(loc['reasons']))
-    return lines
-
-
-def _plan_text(info: dict[str, ty.Any]) -> str:
-    g = info['glance']
-    lines = [
-        'Glance %s' % g['endpoint'],
-        '  disk_formats:      %s' % ', '.join(g['disk_formats']),
-        '  container_formats: %s' % ', '.join(g['container_formats']),
-        '  location API (v2.17): %s' % ('yes' if g['location_api']
-                                        else 'no'),
-        '  stores: %s' % ('single store' if g['stores'] is None else
-                          ', '.join(s.get('id', '?') for s in g['stores'])),
-        'Driver %s: hypervisor_type=%s, reads %s' % (
-            info['driver']['name'], info['driver'].get('hypervisor_type'),
-            ', '.join(info['driver']['disk_formats'])),
-    ]
-    lines += _location_text(info['location'])
-    lines += [
-        'Activation plan:',
-    ]
-    if not info['plan']:
-        lines.append('  (none: snapshots would be refused by preflight)')
-    for i, p in enumerate(info['plan'], 1):
-        lines.append('  %d. %s' % (i, p['describe']))
-    if info.get('refused'):
-        lines.append('Snapshots would be refused by preflight: %s'
-                     % info['refused'])
-    return '\n'.join(lines)
-
-
-def driver_source(conf: cfg.ConfigOpts) -> str:
-    """Where the driver choice came from, in words."""
-    def where(name: str, group: str | None) -> str:
-        try:
-            loc = conf.get_location(name, group)
-        except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
-            return ''
-        return ' in %s' % loc.detail if loc and loc.detail else ''
-
-    configured = driver_mod.configured_driver_name(conf)
-    if configured:
-        return '[snapshot_ext] driver = %s%s' % (
-            configured, where('driver', opts.CORE_GROUP))
-    compute = getattr(conf, 'compute_driver', None)
-    inferred = driver_mod.infer_driver_name(conf)
-    if compute:
-        return ('inferred from [DEFAULT] compute_driver = %s%s (set '
-                '[snapshot_ext] driver to choose)' % (
-                    compute, where('compute_driver', None)))
-    return ('the default, %s: neither [snapshot_ext] driver nor [DEFAULT] '
-            'compute_driver is set' % inferred)
-
-
-def cmd_probe(conf: cfg.ConfigOpts) -> int:
-    service_mod.check_options(conf)
-    glance = checks.connect(conf)
-    service = service_mod.SnapshotService(conf, glance=glance)
-    info = describe_plan(service, glance)
-    info['driver']['source'] = driver_source(conf)
-    info['identity'] = {'project': checks.identity_project(glance)}
-    uploads = [p for p in info['plan'] if p.get('method') == 'upload']
-    permissions = None
-    if not conf.command.no_write_check and uploads:
-        permissions = checks.check_permissions(glance,
-                                               uploads[0]['disk_format'])
-    info['permissions'] = permissions
-    info['roles'] = checks.identity_roles(glance)
-    info['quotas'] = quota_report(glance, service)
-    text = _plan_text(info)
-    text += '\nDriver chosen by: %s' % info['driver']['source']
-    text += _roles_text(info['roles']) + _quota_text(info['quotas'])
-    if permissions is None:
-        text += '\nPermissions: not checked'
-    else:
-        text += '\nPermissions (throwaway image %s, %s): %s' % (
-            permissions['image_id'], 'deleted' if not permissions['left']
-            else 'COULD NOT DELETE', ', '.join(
-                '%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
-                for s in permissions['steps']))
-        for need in permissions['missing']:
-            text += '\n  missing: the identity cannot %s' % need
-    _emit(info, text, conf.format)
-    if not info['plan'] or info['refused']:
-        return checks.EXIT_INPUT
-    if permissions is not None and not permissions['ok']:
-        return checks.EXIT_FAILED
-    return checks.EXIT_OK
-
-
-def quota_report(glance: ty.Any, service: service_mod.SnapshotService
-                 ) -> dict[str, ty.Any] | None:
-    """Glance's quota headroom for the identity's project, per route.
-
-    :returns: ``{'headroom': {resource: {'usage', 'limit', 'left'}},
-        'create': refusal or None, 'attempts': [{'attempt', 'refused'}]}``,
-        or None when Glance enforces no unified limits.
-    """
-    usage = quotas.read_usage(glance)
-    if not usage:
-        return None
-    caps = service.capabilities.get(glance)
-    return {'headroom': quotas.headroom(usage),
-            'create': quotas.create_refusal(usage),
-            'attempts': [{'attempt': a.describe(),
-                          'refused': quotas.attempt_refusal(usage, a)}
-                         for a in service.plan(caps, glance)]}
-
-
-def _roles_text(roles: dict[str, ty.Any]) -> str:
-    if roles['roles'] is None:
-        return '\nRoles: unknown (no Keystone token)'
-    text = '\nRoles of the identity: %s' % (', '.join(roles['roles']) or
-                                            'none')
-    if roles['service_token_roles'] is not None:
-        text += '; service token: %s' % ', '.join(
-            roles['service_token_roles'])
-    for route in roles['routes']:
-        text += '\n  %s: %s (needs %s; Glance policy %s)' % (
-            route['route'], 'ok' if route['ok'] else 'MISSING ROLE',
-            route['needs'], route['rules'])
-    return text
-
-
-def _quota_text(report: dict[str, ty.Any] | None) -> str:
-    if report is None:
-        return '\nGlance quotas: none enforced (no unified limits)'
-    text = '\nGlance quotas (usage / limit, left):'
-    for name, entry in sorted(report['headroom'].items()):
-        text += '\n  %s: %d / %d, %d left' % (
-            name, entry['usage'], entry['limit'], entry['left'])
-    if report['create']:
-        text += '\n  a new image is refused: %s' % report['create']
-    for attempt in report['attempts']:
-        if attempt['refused']:
-            text += '\n  %s is refused: %s' % (
-                attempt['attempt'], attempt['refused'])
-    return text
-
-
-def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
-                 fmt: str, glance: ty.Any = None,
-                 ownership: dict[str, ty.Any] | None = None,
-                 extra: dict[str, ty.Any] | None = None
-                 ) -> dict[str, ty.Any] | None:
-    """Snapshot ``request`` and print the result.
-
-    :returns: the image as Glance returns it (redacted), or ``None`` when
-        it could not be read back (a warning says so; still a success).
-    :raises ActivationFailed: every attempt failed (exit 1).
-    """
-    service = service_mod.SnapshotService(conf, glance=glance)
-    result = service.snapshot(request)
-    # The snapshot succeeded: reading the image back is for display only,
-    # and no failure of that read turns the success into a failure.
-    image: dict[str, ty.Any] | None = None
-    try:
-        image = redact_image(service.glance.get(result.image_id or ''))
-    except exception.GlanceError as err:
-        print('warning: snapshot image %s is %s; it could not be read back '
-              'for display: %s' % (result.image_id, result.status,
-                                   checks.clean_message(
-                                       err.format_message())),
-              file=sys.stderr)
-    if image is not None and ownership is not None:
-        _report_owner(ownership, image, request)
-    if fmt == 'json':
-        _emit(dict(extra or {}, result=result.to_dict(), image=image,
-                   ownership=ownership), '', fmt)
-    else:
-        print(result.describe())
-        if image is not None:
-            print('Image as Glance returns it:')
-            print(json.dumps(image, indent=2, sort_keys=True, default=str))
-    return image
-
-
-def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
-                  request: request_mod.SnapshotRequest) -> None:
-    """Record the owner Glance gave the image; warn where Nova differs.
-
-    Before the snapshot the owner is known only when the auth plugin
-    names its project (not with ``admin_token``); the image says it.
-    """
-    owner = image.get('owner')
-    ownership['owner'] = owner
-    wanted = request.requester.project_id
-    if owner and wanted and owner != wanted:
-        print('warning: image %s is owned by project %s (the project of '
-              '[%s]), not by the requester\'s project %s where Nova would '
-              'put it; scope [%s] to project %s' % (
-                  image.get('id'), owner, opts.GLANCE_GROUP, wanted,
-                  opts.GLANCE_GROUP, wanted), file=sys.stderr)
-
-
-def cmd_snapshot(conf: cfg.ConfigOpts) -> int:
-    request = _read_request(conf.command.request)
-    service_mod.check_options(conf)
-    glance = checks.connect(conf)
-    ownership = checks.check_ownership(
-        glance, request.requester.project_id, request.server.project_id)
-    run_snapshot(conf, request, conf.format, glance=glance,
-                 ownership=ownership)
-    return checks.EXIT_OK
-
-
 def cmd_audit(conf: cfg.ConfigOpts) -> int:
     from nova_snapshot_ext.cmd import audit as audit_cmd
 
+    audit_cmd.check_args(conf)
+    checks.check_configuration(conf)
     return audit_cmd.run(conf, checks.connect(conf))
 
 
 def cmd_demo(conf: cfg.ConfigOpts) -> int:
-    from nova_snapshot_ext.embedded import demo
+    # Imported when run: the demo pulls in the embedded Glance launcher.
+    from nova_snapshot_ext.cmd import demo
 
-    args = conf.command
-    return demo.run(profile=args.profile, driver=args.driver,
-                    request_path=args.request or SAMPLE_REQUEST,
-                    fmt=conf.format, location=args.location)
+    return demo.cmd_demo(conf)
+
+
+def cmd_serve(conf: cfg.ConfigOpts) -> int:
+    # Imported when run: serve pulls in the embedded Glance launcher.
+    from nova_snapshot_ext.cmd import serve
+
+    return serve.run(conf)
 
 
 HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
-    'snapshot': cmd_snapshot, 'probe': cmd_probe, 'audit': cmd_audit,
-    'demo': cmd_demo}
+    'snapshot': snapshot_cmd.cmd_snapshot, 'probe': snapshot_cmd.cmd_probe,
+    'audit': cmd_audit,
+    'demo': cmd_demo, 'serve': cmd_serve}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
@@ -823,12 +504,13 @@ def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
 
 
 def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
-    code = (checks.EXIT_SIGTERM if isinstance(err, Terminated)
+    # The engine re-raises an interrupt mid-snapshot as
+    # exception.SnapshotInterrupted (the original as ``interrupt``),
+    # carrying what the snapshot left as ``snapshot_result``.
+    original = getattr(err, 'interrupt', err)
+    code = (checks.EXIT_SIGTERM if isinstance(original, Terminated)
             else checks.EXIT_SIGINT)
-    # The engine attaches what the interrupted snapshot left as
-    # ``snapshot_result`` (``result`` on older engines).
-    result = (getattr(err, 'snapshot_result', None) or
-              getattr(err, 'result', None))
+    result = getattr(err, 'snapshot_result', None)
     left = list(getattr(result, 'leftover', None) or [])
     unconfirmed = list(getattr(result, 'unconfirmed', None) or [])
     active = (getattr(result, 'image_id', None)
@@ -865,7 +547,7 @@ def run(argv: list[str]) -> int:
         _parse_error_json(argv, code, captured.getvalue())
         return code
     setup_logging(conf)
-    if conf.command.name != 'demo':
+    if conf.command.name not in ('demo', 'serve'):
         warn_configuration(conf)
     return int(HANDLERS[conf.command.name](conf))
 

@@ -69,6 +69,7 @@ class FakeDriver(driver.SnapshotDriver):
     """No-op reference driver configured entirely by options."""
 
     name = 'fake'
+    compute_drivers = ('fake',)
     hypervisor_types = tuple(sorted(driver.HYPERVISOR_TYPES))
     CONFIG_OPTS = CONFIG_OPTS
     formats_option = 'disk_formats'

@@ -43,6 +43,8 @@ class HyperVDriver(driver.SnapshotDriver):
     """Microsoft Hyper-V hosts."""
 
     name = 'hyperv'
+    #: ``compute_hyperv`` is the out-of-tree Hyper-V driver's shim module.
+    compute_drivers = ('hyperv', 'compute_hyperv')
     hypervisor_types = ('hyperv',)
     CONFIG_OPTS = []
 

@@ -41,6 +41,7 @@ class IronicDriver(driver.SnapshotDriver):
     """Bare metal nodes managed by Ironic."""
 
     name = 'ironic'
+    compute_drivers = ('ironic',)
     hypervisor_types = ('baremetal',)
     CONFIG_OPTS = []
 

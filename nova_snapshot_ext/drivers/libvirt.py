@@ -148,6 +148,12 @@ class LibvirtDriver(driver.SnapshotDriver):
     """libvirt: KVM, QEMU, LXC and Virtuozzo hosts."""
 
     name = 'libvirt'
+    compute_drivers = ('libvirt',)
+    matrix_variants = (
+        ('libvirt (kvm)', {}),
+        ('libvirt (lxc)', {'virt_type': 'lxc'}),
+        ('libvirt (parallels, vz)', {'virt_type': 'parallels'}),
+    )
     hypervisor_types = ('kvm', 'qemu', 'lxc', 'vz')
     CONFIG_OPTS = CONFIG_OPTS
     formats_option = 'virt_type'

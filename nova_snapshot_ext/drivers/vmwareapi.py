@@ -39,6 +39,7 @@ class VMwareAPIDriver(driver.SnapshotDriver):
     """VMware vCenter/ESXi hosts."""
 
     name = 'vmwareapi'
+    compute_drivers = ('vmwareapi',)
     hypervisor_types = ('vmware',)
     CONFIG_OPTS = []
 

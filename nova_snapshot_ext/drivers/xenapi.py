@@ -61,6 +61,7 @@ class XenAPIDriver(driver.SnapshotDriver):
     """XenServer / XCP-ng hosts (legacy)."""
 
     name = 'xenapi'
+    compute_drivers = ('xenapi',)
     hypervisor_types = ('xen',)
     CONFIG_OPTS = CONFIG_OPTS
 

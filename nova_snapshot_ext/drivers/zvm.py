@@ -36,6 +36,7 @@ class ZVMDriver(driver.SnapshotDriver):
     """IBM z/VM hosts (s390x)."""
 
     name = 'zvm'
+    compute_drivers = ('zvm',)
     hypervisor_types = ('zvm',)
     CONFIG_OPTS = []
 

@@ -48,18 +48,30 @@ MATRIX_PROFILES = ('default', 'no-raw', 'vhd-only', 'vmdk-only', 'iso-only',
                    'qcow2-only', 'vdi-only', 'vhdx-only', 'ploop-only',
                    'vmdk-iso', 'no-enforcement')
 
-#: Driver variants: (label, driver name, {group option: value}).
-DRIVER_VARIANTS: tuple[tuple[str, str, dict[str, str]], ...] = (
-    ('libvirt (kvm)', 'libvirt', {}),
-    ('libvirt (lxc)', 'libvirt', {'virt_type': 'lxc'}),
-    ('libvirt (parallels, vz)', 'libvirt', {'virt_type': 'parallels'}),
-    ('vmwareapi', 'vmwareapi', {}),
-    ('hyperv', 'hyperv', {}),
-    ('xenapi', 'xenapi', {}),
-    ('ironic', 'ironic', {}),
-    ('zvm', 'zvm', {}),
-    ('fake', 'fake', {}),
-)
+
+def driver_variants() -> tuple[tuple[str, str, dict[str, str]], ...]:
+    """The matrix's driver rows, from the installed drivers.
+
+    Each driver's :attr:`~nova_snapshot_ext.driver.SnapshotDriver.
+    matrix_variants` (one row with the defaults when it declares none),
+    drivers in name order.
+
+    :returns: ``((label, driver name, {option of the driver's group:
+        value}), ...)``, e.g. ``('libvirt (lxc)', 'libvirt',
+        {'virt_type': 'lxc'})``.
+    """
+    rows: list[tuple[str, str, dict[str, str]]] = []
+    for name, cls in driver_mod.driver_classes().items():
+        for label, options in cls.matrix_variants or ((name, {}),):
+            rows.append((label, name, dict(options)))
+    return tuple(rows)
+
+
+def __getattr__(name: str) -> ty.Any:
+    # DRIVER_VARIANTS is derived from the entry points when read.
+    if name == 'DRIVER_VARIANTS':
+        return driver_variants()
+    raise AttributeError(name)
 
 
 @dataclasses.dataclass
@@ -93,9 +105,7 @@ class Cell:
 
 
 def _request(project_id: str) -> request_mod.SnapshotRequest:
-    from nova_snapshot_ext.cmd import main as cli
-
-    with open(cli.SAMPLE_REQUEST, encoding='utf-8') as f:
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
         data = copy.deepcopy(json.load(f))
     data['name'] = 'matrix-%s' % uuid.uuid4().hex[:8]
     # One snapshot per cell: new volume snapshot ids (the snapshot's
@@ -123,8 +133,8 @@ def _service(driver_name: str, options: ty.Mapping[str, str]
 
 def run_profile(glance: embedded.EmbeddedGlance, profile: str,
                 variants: ty.Iterable[tuple[str, str, dict[str, str]]]
-                = DRIVER_VARIANTS) -> tuple[list[Cell],
-                                            glance_mod.GlanceClient]:
+                | None = None) -> tuple[list[Cell],
+                                        glance_mod.GlanceClient]:
     """Snapshot the sample request once per driver variant.
 
     :returns: the cells and the client used (owner of the images).
@@ -135,7 +145,8 @@ def run_profile(glance: embedded.EmbeddedGlance, profile: str,
     client = glance_mod.GlanceClient(session,
                                      endpoint_override=glance.endpoint)
     cells = []
-    for label, name, options in variants:
+    for label, name, options in (driver_variants() if variants is None
+                                 else variants):
         svc = _service(name, options)
         request = _request(project)
         try:

@@ -49,9 +49,9 @@ import requests
 import urllib3
 
 from nova_snapshot_ext import exception
-from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
+from nova_snapshot_ext import redaction
 
 LOG = logging.getLogger(__name__)
 
@@ -166,7 +166,8 @@ def translate(err: BaseException, operation: str,
     :param image_id: the image concerned, if any.
     :param disk_format: for uploads, the disk_format declared.
     :param secret_url: a location URL the call carried; it is redacted
-        (:func:`~.locations.redact_url`) wherever Glance's text quotes it.
+        (:func:`~nova_snapshot_ext.redaction.redact_url`) wherever
+        Glance's text quotes it.
     :returns: a :class:`~nova_snapshot_ext.exception.GlanceError` instance
         (not raised): ``ImageFormatRejected`` for HTTP 415,
         ``GlanceBadRequest`` for 400 and for glanceclient's client-side
@@ -180,13 +181,13 @@ def translate(err: BaseException, operation: str,
         the JSON document expected, ``GlanceError`` otherwise.
     """
     status = _status_of(err)
-    reason = locations.scrub(_reason(err), secret_url)
+    reason = redaction.scrub(_reason(err), secret_url)
     kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
                                      image_id=image_id, status=status)
     if isinstance(err, TypeError) and operation == 'create':
         # glanceclient validates against /v2/schemas/image before sending.
         kwargs['status'] = 400
-        return exception.GlanceSchemaRefusal(**kwargs)
+        return schema_refusal(kwargs)
     if isinstance(err, (TypeError, KeyError,
                         requests.exceptions.JSONDecodeError)) or (
             isinstance(err, ValueError) and not isinstance(
@@ -209,6 +210,20 @@ def translate(err: BaseException, operation: str,
         if isinstance(err, client_cls):
             return our_cls(**kwargs)
     return exception.GlanceError(**kwargs)
+
+
+def schema_refusal(kwargs: ty.Mapping[str, ty.Any]
+                   ) -> exception.GlanceSchemaRefusal:
+    """A 400 (or client-side refusal) of a create, classified.
+
+    Glance and glanceclient name the attribute they refuse in the text
+    only; this is the one place that reads it: ``format_refused`` when it
+    is ``disk_format`` or ``container_format``.
+    """
+    reason = str(kwargs.get('reason') or '')
+    return exception.GlanceSchemaRefusal(
+        format_refused=('disk_format' in reason or
+                        'container_format' in reason), **kwargs)
 
 
 def _raised_in_auth_plugin(err: BaseException) -> bool:
@@ -500,7 +515,7 @@ class GlanceClient:
         except exception.GlanceBadRequest as err:
             if isinstance(err, exception.GlanceSchemaRefusal):
                 raise
-            raise exception.GlanceSchemaRefusal(**err.kwargs) from err
+            raise schema_refusal(err.kwargs) from err
 
     def get(self, image_id: str) -> dict[str, ty.Any]:
         """``GET /v2/images/{id}``; :raises GlanceNotFound: if absent."""
@@ -662,6 +677,21 @@ class GlanceClient:
         return ty.cast(list, self._call(
             'versions', lambda: [dict(v) for v in
                                  self._client.versions.list()]))
+
+    def stores_detail(self) -> list[dict[str, ty.Any]] | None:
+        """``GET /v2/info/stores/detail`` (each store's ``type``...).
+
+        :returns: the entries, or ``None`` when Glance does not say: not
+            multi-store (404) or the policy ``stores_info_detail`` (admin
+            by default) refuses this identity (403).
+        """
+        try:
+            return ty.cast(list, self._call(
+                'stores detail', lambda: [dict(s) for s in dict(
+                    self._client.images.get_stores_info_detail()).get(
+                        'stores', [])]))
+        except (exception.GlanceNotFound, exception.GlanceForbidden):
+            return None
 
     def stores(self) -> list[dict[str, ty.Any]] | None:
         """``GET /v2/info/stores``; ``None`` without multi-store (404)."""

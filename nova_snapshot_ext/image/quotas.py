@@ -43,10 +43,6 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
 
-if ty.TYPE_CHECKING:
-    from nova_snapshot_ext.image import glance as glance_mod
-    from nova_snapshot_ext.snapshot import plan as plan_mod
-
 LOG = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
@@ -83,9 +79,12 @@ def describe(resource: str) -> str:
                 if resource == COUNT_UPLOADING else ''))
 
 
-def read_usage(glance: glance_mod.GlanceClient
+def read_usage(glance: ty.Any
                ) -> dict[str, dict[str, int]] | None:
     """The project's usage and limits, or None when Glance has none.
+
+    :param glance: a :class:`~nova_snapshot_ext.image.glance.GlanceClient`
+        (not imported here: it imports this module).
 
     :returns: :meth:`GlanceClient.usage`'s dict; None when Glance enforces
         no unified limits, has no usage API, or refuses to tell (logged:
@@ -134,8 +133,11 @@ def create_refusal(usage: ty.Mapping[str, ty.Mapping[str, int]]
 
 
 def attempt_refusal(usage: ty.Mapping[str, ty.Mapping[str, int]],
-                    attempt: plan_mod.PlannedAttempt) -> str | None:
+                    attempt: ty.Any) -> str | None:
     """Why Glance's quotas would refuse one activation attempt, or None.
+
+    :param attempt: a :class:`~nova_snapshot_ext.snapshot.plan.
+        PlannedAttempt` (``method``, ``size``).
 
     Uploads meet ``image_count_uploading`` (the image counts itself: one
     more than the uploads now running) and ``image_size_total`` (the
@@ -148,7 +150,7 @@ def attempt_refusal(usage: ty.Mapping[str, ty.Mapping[str, int]],
 
 
 def check_plan(usage: ty.Mapping[str, ty.Mapping[str, int]] | None,
-               attempts: ty.Sequence[plan_mod.PlannedAttempt],
+               attempts: ty.Sequence[ty.Any],
                project: str | None = None) -> list[str]:
     """Refuse a snapshot that cannot fit the project's Glance quotas.
 

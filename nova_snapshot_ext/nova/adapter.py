@@ -192,12 +192,23 @@ def snapshot_ids_from_glance_meta(sent: ty.Mapping[str, ty.Any]
             and e.get('destination_type') == 'volume']
 
 
-def load_server(context: ty.Any, server_id: str
+def load_server(context: ty.Any, server_id: str,
+                policies: ty.Sequence[str] = ()
                 ) -> tuple[ty.Any, ty.Any] | None:
-    """The ``Instance`` (with system metadata) and its BDMs, or ``None``.
+    """The ``Instance`` (with metadata and system metadata) and its BDMs.
 
-    Read from the server's cell as ``compute.api.API.get`` reads it; no
-    policy check (Nova has already authorised the request).
+    Read from the server's cell as ``compute.api.API.get`` reads it (both
+    metadata columns: leaving one out makes Nova 34 use SQLAlchemy's
+    deprecated ``noload()``).
+
+    :param context: Nova's ``RequestContext``.
+    :param server_id: the server's uuid.
+    :param policies: Nova policy rules the caller must pass on the
+        server's project (checked with ``fatal=False``); empty when Nova
+        has already authorised the request.
+    :returns: ``(Instance, BlockDeviceMappingList)``, or ``None`` when the
+        server does not exist for the caller or a policy refuses (Nova
+        then answers 404/403 itself).
     """
     from nova import context as nova_context
     from nova import exception as nova_exc
@@ -211,6 +222,10 @@ def load_server(context: ty.Any, server_id: str
             instance = objects.Instance.get_by_uuid(
                 cctxt, server_id,
                 expected_attrs=['metadata', 'system_metadata'])
+            target = {'project_id': instance.project_id}
+            if not all(context.can(rule, target=target, fatal=False)
+                       for rule in policies):
+                return None
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
                 cctxt, instance.uuid)
     except (nova_exc.InstanceMappingNotFound, nova_exc.InstanceNotFound):

@@ -162,38 +162,27 @@ def _configuration_reason(conf: ty.Any) -> str | None:
             ('s' if len(bad) > 1 else '', '; '.join(bad)))
 
 
-def driver_choice(conf: ty.Any) -> tuple[str, str]:
+def driver_choice(conf: ty.Any) -> driver_mod.DriverChoice:
     """Which snapshot driver the plugin uses inside nova-api, and why.
 
     :param conf: Nova's ``CONF`` with the plugin's options registered.
-    :returns: ``(driver name, reason)``, the reason naming the option it
-        came from, or saying that libvirt is assumed because nova-api's
+    :returns: :func:`~nova_snapshot_ext.driver.choose_driver`'s choice:
+        its reason names the option it came from, or says that libvirt is
+        assumed for its formats and nothing stamped because nova-api's
         nova.conf has no ``[DEFAULT] compute_driver`` (usual on API hosts:
-        that option lives on the compute hosts).
+        that option lives on the compute hosts) or one no driver claims.
     """
-    configured = driver_mod.configured_driver_name(conf)
-    if configured:
-        return configured, '[snapshot_ext] driver = %s' % configured
-    try:
-        compute_driver = conf.compute_driver
-    except (AttributeError, KeyError, LookupError):
-        compute_driver = None
-    name = driver_mod.infer_driver_name(conf)
-    if compute_driver:
-        return name, '[DEFAULT] compute_driver = %s' % compute_driver
-    return name, ('nova.conf of this nova-api sets neither [snapshot_ext] '
-                  'driver nor [DEFAULT] compute_driver (usual on API hosts), '
-                  'so %s is assumed; set [snapshot_ext] driver to the '
-                  "compute hosts' hypervisor if it is another" % name)
+    return driver_mod.choose_driver(conf)
 
 
 def _load(conf: ty.Any) -> tuple[Plugin | None, str | None]:
     """Register, load the driver, install the hook (lock held)."""
     opts.register_opts(conf)
     conf_mod.register_opts(conf)
-    name, why = driver_choice(conf)
+    choice = driver_choice(conf)
+    why = choice.reason
     try:
-        driver = driver_mod.load_driver(conf, name)
+        driver = driver_mod.load_driver(conf, choice)
         service = service_mod.SnapshotService(conf, driver=driver)
     except Exception as err:
         return None, '%s: %s' % (type(err).__name__, err)
@@ -330,7 +319,8 @@ class SnapshotExtMiddleware:
             return None
         if not _nova_accepts(req):
             return None
-        loaded = _load_server(context, server_id)
+        loaded = adapter.load_server(context, server_id,
+                                     policies=CREATE_IMAGE_POLICIES)
         if loaded is None:
             return None
         instance, bdms = loaded
@@ -404,42 +394,6 @@ def _create_image_body(req: webob.Request) -> dict[str, ty.Any] | None:
             for k, v in metadata.items()):
         return None
     return action
-
-
-def _load_server(context: ty.Any, server_id: str
-                 ) -> tuple[ty.Any, ty.Any] | None:
-    """Instance and BDMs from the server's cell, if the caller may snapshot.
-
-    :returns: ``(Instance, BlockDeviceMappingList)``, or ``None`` when the
-        server does not exist for the caller or Nova's policy would refuse
-        the snapshot (Nova then answers 404/403 itself).
-    """
-    from nova import context as nova_context
-    from nova import exception as nova_exc
-    from nova import objects
-
-    try:
-        mapping = objects.InstanceMapping.get_by_instance_uuid(context,
-                                                               server_id)
-    except nova_exc.InstanceMappingNotFound:
-        return None
-    with nova_context.target_cell(context, mapping.cell_mapping) as cctxt:
-        try:
-            # Both metadata columns, as compute.api.API.get loads them
-            # (leaving one out makes Nova 34 use SQLAlchemy's deprecated
-            # noload()).
-            instance = objects.Instance.get_by_uuid(
-                cctxt, server_id,
-                expected_attrs=['metadata', 'system_metadata'])
-        except nova_exc.InstanceNotFound:
-            return None
-        target = {'project_id': instance.project_id}
-        for rule in CREATE_IMAGE_POLICIES:
-            if not context.can(rule, target=target, fatal=False):
-                return None
-        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-            cctxt, instance.uuid)
-    return instance, bdms
 
 
 def _fault(code: int, message: str) -> ty.Any:

@@ -16,10 +16,13 @@ One snapshot = one preflighted record and an ordered plan.  Each planned
 attempt gets an image id derived from the snapshot
 (:func:`~.identity.attempt_id`), creates the image (or finds the one
 another try of this snapshot made), then activates it by upload
-(:mod:`.upload`) or location (:mod:`.location`).  Each step answers with
-an :class:`~.outcome.Outcome`; :meth:`AttemptEngine.register` alone
-decides what follows, deletes, and reports.  The rules it enforces
-(doc/source/attempts.rst has the full state table):
+(:mod:`.upload`) or location (:mod:`.location`).  Each step classifies
+Glance's answer into an :class:`~.outcome.Event` and returns it in an
+:class:`~.outcome.Outcome`; :meth:`AttemptEngine.register` looks the
+(state, event) pair up in :data:`~.transitions.TRANSITIONS` (the only
+place a transition is written; doc/source/attempts.rst's table is
+generated from it) and does what the table says: go on, delete, report.
+The rules it enforces:
 
 * once Glance accepted the payload (2xx) or the image is seen ``active``,
   the snapshot succeeded; later reads are best effort;
@@ -53,12 +56,15 @@ from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
+from nova_snapshot_ext.snapshot.outcome import Cleanup
 from nova_snapshot_ext.snapshot.outcome import Context
+from nova_snapshot_ext.snapshot.outcome import Event
 from nova_snapshot_ext.snapshot.outcome import Outcome
 from nova_snapshot_ext.snapshot.outcome import State
 from nova_snapshot_ext.snapshot.outcome import Step
 from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import result as result_mod
+from nova_snapshot_ext.snapshot import transitions
 from nova_snapshot_ext.snapshot import upload
 
 if ty.TYPE_CHECKING:
@@ -77,12 +83,6 @@ UNCERTAIN_READS = 3
 
 #: Statuses in which a cleanup deletes an image of this snapshot.
 DELETABLE = ('queued',)
-
-
-def _format_refusal(err: exception.GlanceSchemaRefusal) -> bool:
-    """A client-side schema refusal of the disk or container format."""
-    reason = str(err.kwargs.get('reason') or '')
-    return 'disk_format' in reason or 'container_format' in reason
 
 
 @dataclasses.dataclass
@@ -131,10 +131,12 @@ class AttemptEngine:
         :raises ActivationFailed: no attempt activated an image; its
             ``result`` lists the attempts, the images deleted, any left
             behind and any whose create could not be confirmed.
-        :raises BaseException: an interrupt (``KeyboardInterrupt``,
-            ``SystemExit``) or a bug, after the current attempt was
-            resolved and cleaned up; the exception carries the result as
-            ``snapshot_result``.
+        :raises SnapshotInterrupted: (a ``KeyboardInterrupt``) Ctrl-C or
+            SIGTERM, after the current attempt was resolved and cleaned
+            up; ``snapshot_result`` is the result.
+        :raises SnapshotExit: (a ``SystemExit``) likewise.
+        :raises Exception: a bug, after the current attempt was resolved
+            and cleaned up (the result is logged).
         """
         result = result_mod.SnapshotResult(
             image_id=None, name=record.name, status='failed',
@@ -169,35 +171,35 @@ class AttemptEngine:
             result.attempts.append(attempt)
             try:
                 outcome = self._attempt(run, attempt, planned)
-                if outcome.step is not Step.ACTIVE:
-                    outcome = self._fail(run, attempt, outcome)
+                step, outcome = self._end(run, attempt, outcome)
             except BaseException as err:
-                self._interrupted(run, attempt, err)
-                raise
-            if outcome.step is Step.ACTIVE:
+                raise self._interrupted(run, attempt, err)
+            if step is Step.ACTIVE:
                 assert outcome.image is not None
                 result.plan = [p.describe() for p in plan]
-                return self._succeeded(run, attempt, outcome.image, planned)
+                self._succeeded(run, attempt, outcome.image, planned)
+                return result
             last = outcome
             if planned.method == 'location' and outcome.error is not None:
                 self._after_location_failure(run, plan, index,
                                              outcome.error)
-            if outcome.step is Step.NEXT_ID:
+            if step is Step.NEXT_ID:
                 # Nothing was made: the slot is not an attempt to report.
                 result.attempts.pop()
                 generation += 1
                 if generation < identity.GENERATIONS:
                     continue
-                last = Outcome.fail(Step.STOP, exception.GlanceConflict(
+                error = exception.GlanceConflict(
                     operation='create', image_id=attempt.image_id,
                     status=409, reason='the %d image ids of attempt %s '
                     'are all used up by earlier tries of this snapshot'
-                    % (identity.GENERATIONS, planned.describe())))
-                attempt.reason = last.error.format_message()  # type: ignore
+                    % (identity.GENERATIONS, planned.describe()))
+                last = Outcome.fail(outcome.event, error)
+                attempt.reason = error.format_message()
                 result.attempts.append(attempt)
                 break
-            if outcome.step in (Step.NEXT, Step.SMALLER):
-                if outcome.step is Step.SMALLER:
+            if step in (Step.NEXT, Step.SMALLER):
+                if step is Step.SMALLER:
                     below = planned.size
                 index, generation = index + 1, 0
                 if index < len(plan):
@@ -210,10 +212,21 @@ class AttemptEngine:
         result.plan = [p.describe() for p in plan]
         raise self._failure(run, last)
 
+    @staticmethod
+    def _fill(result: result_mod.SnapshotResult,
+              image: ty.Mapping[str, ty.Any]) -> None:
+        """The one place the result takes the active image's attributes."""
+        result.image_id = image['id']
+        result.status = 'active'
+        result.disk_format = image.get('disk_format')
+        result.container_format = image.get('container_format')
+        result.size = image.get('size')
+        result.os_hash_algo = image.get('os_hash_algo')
+        result.os_hash_value = image.get('os_hash_value')
+
     def _succeeded(self, run: _Run, attempt: result_mod.Attempt,
                    image: dict[str, ty.Any],
-                   planned: plan_mod.PlannedAttempt
-                   ) -> result_mod.SnapshotResult:
+                   planned: plan_mod.PlannedAttempt) -> None:
         result = run.result
         if getattr(planned, 'fallback', False) and (
                 image.get('disk_format') == planned.disk_format):
@@ -224,22 +237,13 @@ class AttemptEngine:
                         {'name': run.record.name, 'note': note})
             if note not in result.notes:
                 result.notes.append(note)
-        attempt.state = State.ACTIVE
-        attempt.outcome = 'active'
         attempt.image_id = image['id']
-        result.image_id = image['id']
-        result.status = 'active'
-        result.disk_format = image.get('disk_format')
-        result.container_format = image.get('container_format')
-        result.size = image.get('size')
-        result.os_hash_algo = image.get('os_hash_algo')
-        result.os_hash_value = image.get('os_hash_value')
+        self._fill(result, image)
         LOG.info('Snapshot image %(id)s (%(name)s) is active '
                  '(%(fmt)s, %(size)s B, %(n)d attempt(s))',
                  {'id': result.image_id, 'name': run.record.name,
                   'fmt': result.disk_format, 'size': result.size,
                   'n': len(result.attempts)})
-        return result
 
     def _failure(self, run: _Run, last: Outcome | None
                  ) -> exception.ActivationFailed:
@@ -254,42 +258,44 @@ class AttemptEngine:
             reason += ('; the create of image(s) %s was not confirmed: if '
                        'Glance shows it later, a retry of this snapshot '
                        'adopts it' % ', '.join(result.unconfirmed))
-        failure = exception.ActivationFailed(name=run.record.name,
-                                             reason=reason)
-        failure.result = result  # type: ignore[attr-defined]
-        error = last.error if last else None
-        failure.code = getattr(error, 'code', 500)
-        failure.__cause__ = error
         LOG.error('Snapshot image %(name)s could not be activated: '
                   '%(reason)s', {'name': run.record.name, 'reason': reason})
-        return failure
+        return exception.ActivationFailed(
+            name=run.record.name, reason=reason, result=result,
+            cause=last.error if last else None)
 
-    def _fail(self, run: _Run, attempt: result_mod.Attempt,
-              outcome: Outcome) -> Outcome:
-        """Record a failed attempt and clean up after it.
+    def _end(self, run: _Run, attempt: result_mod.Attempt,
+             outcome: Outcome) -> tuple[Step, Outcome]:
+        """Move the attempt on the outcome's event; delete what the table says.
 
-        :returns: the outcome, or an ``ACTIVE`` one when the re-read
-            before the cleanup finds the image active after all.
+        :returns: the table's next step and the outcome; ``ACTIVE`` and an
+            outcome holding the image when the re-read before the cleanup
+            finds the image active after all.
         """
+        transition = transitions.move(attempt, outcome.event)
+        assert transition.step is not None, outcome.event
+        if transition.step is Step.ACTIVE:
+            return transition.step, outcome
         err = outcome.error
         assert err is not None
-        attempt.outcome = 'failed'
         attempt.reason = err.format_message()
-        attempt.status = err.kwargs.get('status') or getattr(err, 'code',
-                                                             None)
+        attempt.status = getattr(err, 'status', None) or getattr(
+            err, 'code', None)
         if isinstance(err, exception.GlanceSchemaRefusal):
             # The operator changed Glance's formats since discovery.
             self.capabilities.invalidate(run.ctx.glance)
-        if outcome.cleanup or outcome.poisoned:
-            active = self._cleanup(run, attempt, outcome.poisoned)
+        if transition.cleanup is not Cleanup.NONE:
+            active = self._cleanup(
+                run, attempt, transition.cleanup is Cleanup.POISONED)
             if active is not None:
                 LOG.info('Image %s is active after all (%s): the snapshot '
                          'succeeded', active['id'], attempt.reason)
                 attempt.reason = None
                 attempt.status = None
-                return Outcome.active(active)
-        attempt.state = State.FAILED
-        return outcome
+                transitions.move(attempt, Event.CLEANUP_SAW_ACTIVE)
+                return Step.ACTIVE, Outcome.active(
+                    active, Event.CLEANUP_SAW_ACTIVE)
+        return transition.step, outcome
 
     # --- one attempt ------------------------------------------------------
 
@@ -305,7 +311,7 @@ class AttemptEngine:
             try:
                 self._add_member(run, image)
             except exception.SnapshotExtException as err:
-                return Outcome.fail(Step.STOP, err)
+                return Outcome.fail(Event.MEMBER_REFUSED, err)
         if planned.method == 'location':
             assert self.location_source is not None
             return location.activate(run.ctx, self.location_source, image,
@@ -323,37 +329,33 @@ class AttemptEngine:
         kwargs = run.record.create_kwargs(attempt.disk_format,
                                           attempt.container_format,
                                           image_id=attempt.image_id)
-        attempt.state = State.CREATING
+        transitions.move(attempt, Event.CREATE_SENT)
         try:
             image = glance.create(**kwargs)
         except exception.GlanceSchemaRefusal as err:
-            # glanceclient refused before sending anything.
-            attempt.state = State.PLANNED
-            if _format_refusal(err):
-                return Outcome.fail(Step.NEXT, err, cleanup=False)
-            return Outcome.fail(Step.STOP, err, cleanup=False)
+            # Refused against the schema: nothing was made.
+            return Outcome.fail(Event.FORMAT_REFUSED if err.format_refused
+                                else Event.RECORD_REFUSED, err)
         except exception.GlanceConflict as err:
+            transitions.move(attempt, Event.ID_TAKEN)
             return self._read_back(run, attempt, err)
         except exception.GlanceOverLimit as err:
-            attempt.state = State.PLANNED
-            return Outcome.fail(Step.STOP, exception.GlanceOverLimit(
+            return Outcome.fail(Event.IMAGE_QUOTA, exception.GlanceOverLimit(
                 operation='create', image_id=attempt.image_id, status=413,
-                reason=upload.quota_reason(err)), cleanup=False)
+                reason=upload.quota_reason(err)))
         except exception.SnapshotExtException as err:
-            status = err.kwargs.get('status')
-            if isinstance(status, int) and 400 <= status < 500:
+            status = getattr(err, 'status', None)
+            if status is not None and 400 <= status < 500:
                 # A refusal of the record: nothing was made, and no other
                 # attempt (same record) would fare better -- except after
                 # a location attempt, whose refusals (policy, 400) the
                 # next attempt may not meet.
-                attempt.state = State.PLANNED
                 if attempt.method == 'location' and isinstance(
                         err, location.REFUSALS):
-                    return Outcome.fail(Step.NEXT, err, cleanup=False)
-                return Outcome.fail(Step.STOP, err, cleanup=False)
+                    return Outcome.fail(Event.LOCATION_RECORD_REFUSED, err)
+                return Outcome.fail(Event.RECORD_REFUSED, err)
             return self._resolve_create(run, attempt, err)
-        attempt.state = State.CREATED
-        attempt.created = True
+        transitions.move(attempt, Event.CREATED)
         return image
 
     def _resolve_create(self, run: _Run, attempt: result_mod.Attempt,
@@ -377,11 +379,10 @@ class AttemptEngine:
                 if read + 1 < UNCERTAIN_READS:
                     run.ctx.sleep(run.ctx.interval)
                     continue
-                attempt.state = State.FAILED
                 run.result.unconfirmed.append(image_id)
-                return Outcome.fail(Step.STOP, err, cleanup=False)
+                return Outcome.fail(Event.NEVER_CREATED, err)
             except exception.SnapshotExtException:
-                return Outcome.fail(Step.STOP, err)
+                return Outcome.fail(Event.UNREADABLE, err)
             return self._adopt_or_refuse(run, attempt, image, err)
         raise AssertionError('unreachable')  # pragma: no cover
 
@@ -396,37 +397,34 @@ class AttemptEngine:
         """
         image_id = attempt.image_id
         assert image_id is not None
-        attempt.state = State.PLANNED
         try:
-            image = run.ctx.glance.get(image_id)
-            if image.get('status') in upload.GONE:
-                raise exception.GlanceNotFound(
-                    operation='get', image_id=image_id, status=404,
-                    reason='image is %s' % image.get('status'))
+            image: dict[str, ty.Any] | None = run.ctx.glance.get(image_id)
         except exception.GlanceNotFound:
-            found = self._scan(run)
-            if found is not None:
-                return self._adopt_or_refuse(run, attempt, found, conflict)
-            LOG.info('Image id %s is burned (used by an earlier try and '
-                     'deleted, or another project\'s): trying the next '
-                     'id of this attempt', image_id)
-            return Outcome.fail(Step.NEXT_ID, exception.GlanceConflict(
-                operation='create', image_id=image_id, status=409,
-                reason='image id %s is taken by no image this caller can '
-                'see (deleted earlier, or another project\'s); Glance never '
-                'reuses an id' % image_id), cleanup=False)
+            image = None
         except exception.SnapshotExtException as err:
             # Never delete what cannot be read: it may be an earlier try's
             # active image.  Same error class (and code), id named.
             cls = type(err) if isinstance(err, exception.GlanceError) else (
                 exception.GlanceError)
-            return Outcome.fail(Step.STOP, cls(
+            return Outcome.fail(Event.CONFLICT_UNREADABLE, cls(
                 operation='create', image_id=image_id,
-                status=err.kwargs.get('status'),
+                status=getattr(err, 'status', None),
                 reason='image %s exists (409) and could not be read back: '
                 '%s; nothing was changed or deleted, retry the snapshot'
-                % (image_id, err.kwargs.get('reason'))), cleanup=False)
-        return self._adopt_or_refuse(run, attempt, image, conflict)
+                % (image_id, err.kwargs.get('reason'))))
+        if image is not None and image.get('status') not in upload.GONE:
+            return self._adopt_or_refuse(run, attempt, image, conflict)
+        found = self._scan(run)
+        if found is not None:
+            return self._adopt_or_refuse(run, attempt, found, conflict)
+        LOG.info('Image id %s is burned (used by an earlier try and '
+                 'deleted, or another project\'s): trying the next '
+                 'id of this attempt', image_id)
+        return Outcome.fail(Event.ID_BURNED, exception.GlanceConflict(
+            operation='create', image_id=image_id, status=409,
+            reason='image id %s is taken by no image this caller can '
+            'see (deleted earlier, or another project\'s); Glance never '
+            'reuses an id' % image_id))
 
     def _adopt_or_refuse(self, run: _Run, attempt: result_mod.Attempt,
                          image: dict[str, ty.Any],
@@ -435,22 +433,19 @@ class AttemptEngine:
         image_id = image.get('id') or attempt.image_id
         match, diffs = identity.recognise(image, run.record)
         if match is identity.Match.FOREIGN:
-            attempt.state = State.PLANNED
-            return Outcome.fail(Step.STOP, exception.SnapshotImageConflict(
+            return Outcome.fail(Event.FOREIGN, exception.SnapshotImageConflict(
                 image_id=image_id, status=409,
                 reason='image id %s belongs to another image (%r); '
                 'nothing was changed or deleted; choose another image_id'
-                % (image_id, image.get('name'))), cleanup=False)
+                % (image_id, image.get('name'))))
         if match is identity.Match.CHANGED:
-            attempt.state = State.PLANNED
-            return Outcome.fail(Step.STOP, exception.SnapshotImageConflict(
+            return Outcome.fail(Event.CHANGED, exception.SnapshotImageConflict(
                 image_id=image_id, status=409,
                 reason='an earlier try of this snapshot made image %s '
                 '(status %s) from a different record: %s differ; the '
                 'plugin never rewrites a snapshot image: delete it, or '
                 'retry with the earlier record or a new image_id'
-                % (image_id, image.get('status'), ', '.join(diffs))),
-                cleanup=False)
+                % (image_id, image.get('status'), ', '.join(diffs))))
         if image.get('status') != 'active':
             # Not finished: an earlier try may have finished this snapshot
             # on another id meanwhile (this one's cleanup failed).  Prefer
@@ -463,7 +458,7 @@ class AttemptEngine:
         LOG.info('Image %s already exists for this snapshot (a retried or '
                  'concurrent try); adopting it instead of creating another',
                  image_id)
-        attempt.state = State.FOUND
+        transitions.move(attempt, Event.ADOPTED)
         attempt.image_id = image_id
         run.result.reused = True
         return image
@@ -523,27 +518,28 @@ class AttemptEngine:
                 try:
                     self._add_member(run, image)
                 except exception.SnapshotExtException as err:
-                    return Outcome.fail(Step.STOP, err, cleanup=False)
+                    return Outcome.fail(Event.MEMBER_REFUSED, err)
             if (attempt.disk_format not in run.allowed or
                     attempt.container_format != plan_mod.CONTAINER_FORMAT):
-                return Outcome.fail(Step.STOP, exception.GlanceConflict(
+                refused = exception.GlanceConflict(
                     operation='adopt', image_id=image['id'], status=409,
                     reason='image %s of an earlier try is queued as %s/%s, '
                     'which this Glance and driver do not allow the plugin '
                     'to activate honestly now; delete it, or retry with a '
                     'new image_id' % (image['id'], attempt.disk_format,
-                                      attempt.container_format)),
-                                    cleanup=False)
+                                      attempt.container_format))
+                return Outcome.fail(Event.UNFINISHABLE, refused)
             attempt.method = 'upload'
             attempt.size = payloads.payload_size(attempt.disk_format)
             return upload.activate(run.ctx, image, attempt)
         if status in upload.IN_PROGRESS:
+            transitions.move(attempt, Event.IN_PROGRESS)
             return upload.wait_active(run.ctx, image['id'], attempt,
                                       check=False)
-        return Outcome.fail(Step.STOP, exception.GlanceConflict(
+        return Outcome.fail(Event.UNFINISHABLE, exception.GlanceConflict(
             operation='adopt', image_id=image['id'], status=409,
             reason='image %s of an earlier try of this snapshot is %s'
-            % (image['id'], status)), cleanup=False)
+            % (image['id'], status)))
 
     @staticmethod
     def _add_member(run: _Run, image: ty.Mapping[str, ty.Any]) -> None:
@@ -560,8 +556,14 @@ class AttemptEngine:
         try:
             run.ctx.glance.add_member(image['id'], member)
         except exception.GlanceConflict:
-            LOG.debug('Project %s is already a member of image %s',
-                      member, image['id'])
+            # Glance's 409 on a member add: that project already is one
+            # (a retry's earlier try added it, or someone else did).
+            note = ('project %s was already a member of image %s (Glance '
+                    'answered 409 to adding it)' % (member, image['id']))
+            LOG.info('Snapshot %(name)s: %(note)s',
+                     {'name': run.record.name, 'note': note})
+            if note not in run.result.notes:
+                run.result.notes.append(note)
         run.result.member = member
 
     # --- cleanup ----------------------------------------------------------
@@ -579,7 +581,7 @@ class AttemptEngine:
             snapshot succeeded after all), else ``None``.
         """
         image_id = attempt.image_id
-        if not image_id or attempt.state is State.PLANNED:
+        if not image_id:
             return None
         glance = run.ctx.glance
         delay = run.ctx.interval
@@ -635,28 +637,37 @@ class AttemptEngine:
         Best effort: named in ``result.leftover`` when it stays.
         """
         stale = dataclasses.replace(attempt, image_id=image_id,
-                                    state=State.FOUND, cleaned_up=False,
-                                    created=False)
+                                    state=State.FOUND, trail=[State.FOUND],
+                                    cleaned_up=False)
         self._cleanup(run, stale, tries=2)
         if stale.cleaned_up:
             LOG.info('Deleted image %s, a leftover of an earlier try of '
                      'this snapshot', image_id)
 
     def _interrupted(self, run: _Run, attempt: result_mod.Attempt,
-                     err: BaseException) -> None:
+                     err: BaseException) -> BaseException:
         """An interrupt or a bug mid-attempt: resolve, clean, report.
 
         The attempt's image (created, being created, or adopted) is read
         back: active -> reported as the snapshot's image; this snapshot's
-        and queued -> deleted; unreadable -> named.  The result goes with
-        the exception as ``snapshot_result``.
+        and queued -> deleted; unreadable -> named.
+
+        :returns: the exception to raise: a ``KeyboardInterrupt`` as
+            :class:`~nova_snapshot_ext.exception.SnapshotInterrupted`, a
+            ``SystemExit`` as :class:`~nova_snapshot_ext.exception.
+            SnapshotExit` (both carrying the result as
+            ``snapshot_result``), anything else (a bug) unchanged.
         """
         result = run.result
-        attempt.outcome = 'failed'
-        attempt.reason = 'interrupted (%s)' % err.__class__.__name__
         creating = attempt.state is State.CREATING
-        if attempt.state in (State.CREATING, State.CREATED, State.FOUND,
-                             State.ACTIVATING):
+        if attempt.state is State.ACTIVE:
+            # The snapshot succeeded: nothing to move or delete.
+            transition = None
+        else:
+            transition = transitions.move(attempt, Event.INTERRUPTED)
+        attempt.reason = 'interrupted (%s)' % err.__class__.__name__
+        if transition is not None and (
+                transition.cleanup is not Cleanup.NONE):
             try:
                 active = self._cleanup(run, attempt, tries=2)
             except Exception as cleanup_err:  # noqa: B902 - keep the first
@@ -666,19 +677,14 @@ class AttemptEngine:
                 if attempt.image_id:
                     result.leftover.append(attempt.image_id)
             if active is not None:
-                attempt.outcome = 'active'
-                result.image_id = active['id']
-                result.status = 'active'
-                result.disk_format = active.get('disk_format')
-                result.container_format = active.get('container_format')
-                result.size = active.get('size')
+                transitions.move(attempt, Event.CLEANUP_SAW_ACTIVE)
+                self._fill(result, active)
         if (creating and attempt.image_id and result.status != 'active' and
                 not attempt.cleaned_up and
                 attempt.image_id not in result.leftover):
             # The create may still be in flight (held by a proxy, queued
             # in Glance): name the id it would get.
             result.unconfirmed.append(attempt.image_id)
-        attempt.state = State.FAILED
         if result.status == 'active':
             LOG.warning('Snapshot %(name)s interrupted (%(err)s) after its '
                         'image %(id)s became active',
@@ -690,10 +696,14 @@ class AttemptEngine:
                       {'name': run.record.name,
                        'err': err.__class__.__name__,
                        'state': result.describe()})
-        try:
-            err.snapshot_result = result  # type: ignore[attr-defined]
-        except AttributeError:  # pragma: no cover - slotted exceptions
-            pass
+        if isinstance(err, (exception.SnapshotInterrupted,
+                            exception.SnapshotExit)):
+            return err
+        if isinstance(err, KeyboardInterrupt):
+            return exception.SnapshotInterrupted(result, err)
+        if isinstance(err, SystemExit):
+            return exception.SnapshotExit(result, err)
+        return err
 
     # --- location bookkeeping ---------------------------------------------
 

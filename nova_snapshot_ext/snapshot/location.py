@@ -32,10 +32,10 @@ from oslo_log import log as logging
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.snapshot.outcome import Context
+from nova_snapshot_ext.snapshot.outcome import Event
 from nova_snapshot_ext.snapshot.outcome import Outcome
-from nova_snapshot_ext.snapshot.outcome import State
-from nova_snapshot_ext.snapshot.outcome import Step
 from nova_snapshot_ext.snapshot import result as result_mod
+from nova_snapshot_ext.snapshot import transitions
 from nova_snapshot_ext.snapshot import upload
 
 LOG = logging.getLogger(__name__)
@@ -58,44 +58,51 @@ UNCERTAIN_POLLS = 3
 
 def _refused(err: exception.SnapshotExtException) -> Outcome:
     if isinstance(err, REFUSALS):
-        return Outcome.fail(Step.NEXT, err)
-    return Outcome.fail(Step.STOP, err)
+        return Outcome.fail(Event.LOCATION_REFUSED, err)
+    return Outcome.fail(Event.LOCATION_FAILED, err)
 
 
 def _lost(err: exception.SnapshotExtException) -> bool:
     """The answer was lost: the request may have reached Glance."""
-    status = err.kwargs.get('status')
+    status = getattr(err, 'status', None)
     return isinstance(err, (exception.GlanceUnavailable,
                             exception.GlanceMalformedAnswer)) or (
-        isinstance(status, int) and status >= 500) or status is None
+        status is None or status >= 500)
 
 
 def activate(ctx: Context, source: locations.LocationSource,
              image: dict[str, ty.Any],
              attempt: result_mod.Attempt) -> Outcome:
-    """Add the checked location to a queued image; wait for active."""
+    """Add the checked location to a queued image; wait for active.
+
+    Moves the attempt (``created``) to ``activating`` once the location
+    is sent.
+
+    :returns: the :class:`~.outcome.Outcome`: ``NOT_QUEUED`` (nothing
+        sent), ``SEEN_ACTIVE``, ``MISMATCH``, ``LOCATION_REFUSED``,
+        ``LOCATION_FAILED``, ``UNREADABLE``, ``IMAGE_INVISIBLE``, or what
+        :func:`wait` sees.
+    """
     glance = ctx.glance
     image_id = image['id']
     if image.get('status') != 'queued':
         # Never touch the locations of an image in another state.
-        return Outcome.fail(Step.STOP, exception.GlanceConflict(
+        return Outcome.fail(Event.NOT_QUEUED, exception.GlanceConflict(
             operation='add location', image_id=image_id, status=409,
             reason='image is %s, not queued; a location is only added to '
-            'a queued image' % image.get('status')), cleanup=False)
+            'a queued image' % image.get('status')))
     obj = source.get(glance.session)
     LOG.info('Adding location %(url)s to image %(id)s (%(api)s API)',
              {'url': obj.redacted, 'id': image_id,
               'api': attempt.location_api})
-    attempt.state = State.ACTIVATING
+    transitions.move(attempt, Event.ACTIVATION_SENT)
     if attempt.location_api == 'legacy':
         try:
             image = glance.add_location(image_id, obj.url,
                                         obj.validation_data)
         except exception.GlanceConflict as err:
-            return Outcome.fail(Step.STOP, exception.GlanceConflict(
-                operation='add location (legacy)', image_id=image_id,
-                status=409, reason='%s (image status now: %s)' % (
-                    err.kwargs.get('reason'), status_of(glance, image_id))))
+            return Outcome.fail(Event.LOCATION_FAILED, _conflict(
+                err, 'add location (legacy)', glance, image_id))
         except exception.SnapshotExtException as err:
             if isinstance(err, REFUSALS) or not _lost(err):
                 return _refused(err)
@@ -103,25 +110,23 @@ def activate(ctx: Context, source: locations.LocationSource,
             try:
                 image = glance.get(image_id)
             except exception.SnapshotExtException:
-                return Outcome.fail(Step.STOP, err)
+                return Outcome.fail(Event.UNREADABLE, err)
             if image.get('status') != 'active':
-                return Outcome.fail(Step.STOP, err)
+                return Outcome.fail(Event.LOCATION_FAILED, err)
         if image.get('status') == 'active':
             failure = upload.verify(image, attempt, obj.validation_data)
             if failure:
-                return Outcome.fail(Step.STOP, failure, cleanup=False)
+                return Outcome.fail(Event.MISMATCH, failure)
             return Outcome.active(image)
     else:
         try:
             glance.add_image_location(image_id, obj.url,
                                       obj.validation_data)
         except exception.GlanceConflict as err:
-            return Outcome.fail(Step.NEXT, exception.GlanceConflict(
-                operation='add location', image_id=image_id, status=409,
-                reason='%s (image status now: %s)' % (
-                    err.kwargs.get('reason'), status_of(glance, image_id))))
+            return Outcome.fail(Event.LOCATION_REFUSED, _conflict(
+                err, 'add location', glance, image_id))
         except exception.GlanceNotFound:
-            return Outcome.fail(Step.STOP, _not_visible(
+            return Outcome.fail(Event.IMAGE_INVISIBLE, _not_visible(
                 image_id, obj, 'the location was sent: it was deleted '
                 'meanwhile'))
         except exception.SnapshotExtException as err:
@@ -135,6 +140,15 @@ def activate(ctx: Context, source: locations.LocationSource,
                         estimate=source.import_estimate)
     return wait(ctx, image_id, attempt, obj,
                 estimate=source.import_estimate)
+
+
+def _conflict(err: exception.GlanceConflict, operation: str,
+              glance: ty.Any, image_id: str) -> exception.GlanceConflict:
+    """A 409 on a location add, with the image's status now."""
+    return exception.GlanceConflict(
+        operation=operation, image_id=image_id, status=409,
+        reason='%s (image status now: %s)' % (err.kwargs.get('reason'),
+                                              status_of(glance, image_id)))
 
 
 def status_of(glance: ty.Any, image_id: str) -> str:
@@ -175,12 +189,12 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
         try:
             image = ctx.glance.get(image_id)
         except exception.GlanceNotFound:
-            return Outcome.fail(Step.STOP, _not_visible(
+            return Outcome.fail(Event.IMAGE_INVISIBLE, _not_visible(
                 image_id, obj, 'its location was accepted: it was deleted '
                 'while Glance was adding its location'))
         except exception.SnapshotExtException as err:
             if not _lost(err) or ctx.clock() >= deadline:
-                return Outcome.fail(Step.STOP, err)
+                return Outcome.fail(Event.UNREADABLE, err)
             # A read is best effort: Glance took the location and its
             # import runs on; a transient failure of one poll must not end
             # the attempt (and have its image deleted while still queued).
@@ -197,28 +211,31 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
             failure = upload.verify(image, attempt, obj.validation_data)
             if failure:
                 # Active, but not what was sent: reported, never deleted.
-                return Outcome.fail(Step.STOP, failure, cleanup=False)
+                return Outcome.fail(Event.MISMATCH, failure)
             return Outcome.active(image)
         if status not in PENDING:
-            return Outcome.fail(Step.NEXT, exception.LocationTaskFailed(
+            left = exception.LocationTaskFailed(
                 image_id=image_id, url=obj.redacted,
                 reason='image is %s after its location was accepted'
-                % status))
+                % status)
+            return Outcome.fail(Event.TASK_FAILED, left)
         if reads.saw(status) or (lost is not None and status == 'queued'):
             task = task_failure(ctx.glance, image_id)
             if task:
-                return Outcome.fail(Step.NEXT, exception.LocationTaskFailed(
-                    image_id=image_id, url=obj.redacted, reason=task))
+                return Outcome.fail(Event.TASK_FAILED,
+                                    exception.LocationTaskFailed(
+                                        image_id=image_id, url=obj.redacted,
+                                        reason=task))
         if lost is not None and status == 'queued':
             polls += 1
             if polls >= UNCERTAIN_POLLS and not has_task(
                     ctx.glance, image_id):
-                return Outcome.fail(Step.STOP, lost)
+                return Outcome.fail(Event.LOCATION_FAILED, lost)
         if ctx.clock() >= deadline:
             break
     if unread is not None:
-        return Outcome.fail(Step.STOP, unread)
-    return Outcome.fail(Step.STOP, exception.ActivationTimeout(
+        return Outcome.fail(Event.UNREADABLE, unread)
+    return Outcome.fail(Event.IMPORT_TIMEOUT, exception.ActivationTimeout(
         image_id=image_id, timeout=ctx.timeout, status=status))
 
 

@@ -10,14 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The attempt state and the outcome of one step of an attempt.
+"""The vocabulary of the attempt engine: states, events, steps, outcomes.
 
-The attempt engine (:mod:`.attempts`) moves an attempt through
-:class:`State`; each activation step (:mod:`.upload`, :mod:`.location`)
-returns an :class:`Outcome` saying what comes next.  Nothing steers the
-engine through exception attributes: an exception carried in an outcome
-is only the *reason* shown to the user.  The table of states and events
-is in doc/source/attempts.rst.
+An attempt stands in a :class:`State`.  Each step of an attempt (the
+create in :mod:`.attempts`, the activations in :mod:`.upload` and
+:mod:`.location`) classifies Glance's answer once into an :class:`Event`
+and returns it in an :class:`Outcome`.  What follows a (state, event) pair
+-- the next state, what the engine does next (:class:`Step`) and what it
+deletes (:class:`Cleanup`) -- is written in one place only, the table
+:data:`~.transitions.TRANSITIONS`.  Nothing steers the engine through
+exception attributes: an exception carried in an outcome is only the
+*reason* shown to the user.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ class State(str, enum.Enum):
 
 
 class Step(enum.Enum):
-    """What the engine does after an attempt."""
+    """What the engine does after an attempt ends."""
 
     #: Done: the image is active.
     ACTIVE = 'active'
@@ -71,35 +74,156 @@ class Step(enum.Enum):
     STOP = 'stop'
 
 
-@dataclasses.dataclass
-class Outcome:
-    """The result of one step of an attempt.
+class Cleanup(enum.Enum):
+    """What the engine deletes when an attempt ends."""
 
-    :ivar step: what comes next.
-    :ivar image: the active image (``step == ACTIVE``).
-    :ivar error: why the attempt failed (shown as its reason).
-    :ivar poisoned: Glance holds stray data for the image (415, or a 500
-        on the upload into a queued image): nobody can activate it, so it
-        is deleted even if another try of this snapshot made it.
-    :ivar cleanup: delete the attempt's image if it is this snapshot's
-        and not active (status re-read first).  ``False`` when another try
-        of the snapshot is finishing it or already removed it.
+    #: Nothing: the attempt made nothing, another try of the snapshot is
+    #: finishing or removed the image, or the image is active.
+    NONE = '--'
+    #: The attempt's image if it is this snapshot's and still ``queued``
+    #: (status re-read right before the delete; retried with backoff;
+    #: named when it stays; an active image is the success after all).
+    IF_QUEUED = 'the image, if this snapshot\'s and queued'
+    #: The image even if another try of this snapshot made it, in any
+    #: status but ``active``: Glance holds stray data for it (415, or a
+    #: 500 on an upload into a queued image), nobody can activate it.
+    POISONED = 'the image (poisoned), unless active'
+
+
+class Event(enum.Enum):
+    """Glance's answer to one step of an attempt, classified once.
+
+    Each member's ``description`` says which answers it stands for (it is
+    the "event" column of doc/source/attempts.rst).
     """
 
-    step: Step
+    description: str
+
+    def __new__(cls, value: str, description: str) -> Event:
+        member = object.__new__(cls)
+        member._value_ = value
+        member.description = description
+        return member
+
+    # --- the create ---
+    CREATE_SENT = ('create sent', 'the create is sent')
+    CREATED = ('created', '201 on the create')
+    ID_TAKEN = ('id taken', '409 on the create: the id is taken, this '
+                'attempt made nothing; the image is read back')
+    ADOPTED = ('adopted', "the image with the attempt's id (409, or a "
+               'lost answer read back) or one found by name is this '
+               "snapshot's, made from the same record: adopted "
+               '(``reused``)')
+    ID_BURNED = ('id burned', '409, and no image this caller can see '
+                 'holds the id (deleted by an earlier try; Glance never '
+                 'reuses an id), none found by name')
+    FOREIGN = ('foreign image', "409 or a lost answer read back: the image "
+               "with the id is not this snapshot's "
+               '(``SnapshotImageConflict``)')
+    CHANGED = ('changed record', "409 or a lost answer read back: this "
+               "snapshot's image, made from a different record "
+               '(``SnapshotImageConflict`` naming what differs)')
+    CONFLICT_UNREADABLE = ('conflict unreadable', '409, and the image '
+                           'cannot be read back')
+    FORMAT_REFUSED = ('format refused', 'client-side schema refusal of the '
+                      'disk or container format (capabilities re-read)')
+    RECORD_REFUSED = ('record refused', '400/403 or another 4xx on the '
+                      'create, a client-side schema refusal of a property')
+    LOCATION_RECORD_REFUSED = ('location record refused', 'a location '
+                               "attempt's create refused with 403/501")
+    IMAGE_QUOTA = ('image quota', '413 on the create (the reason says '
+                   '"storage quota" when Glance says quota)')
+    NEVER_CREATED = ('never created', "the create's answer was lost and "
+                     'the image is absent on 3 reads (id named as '
+                     'unconfirmed)')
+    UNREADABLE = ('unreadable', 'an answer was lost (timeout, reset, 5xx, '
+                  'unreadable body) and Glance cannot be read back')
+    # --- before the activation ---
+    MEMBER_REFUSED = ('member refused', "adding the record's member "
+                      'project failed')
+    NOT_QUEUED = ('not queued', 'location: the image is not queued; no '
+                  'location is added to it')
+    UNFINISHABLE = ('unfinishable', "an earlier try's image is queued in a "
+                    'format this Glance and driver do not allow now, or '
+                    'is killed/deleted')
+    IN_PROGRESS = ('in progress', 'the image is saving/importing (another '
+                   "try's payload): wait for active")
+    ACTIVATION_SENT = ('activation sent', 'the payload or the location is '
+                       'sent')
+    # --- the activation ---
+    ACCEPTED = ('accepted', '204 on the upload')
+    SEEN_ACTIVE = ('seen active', 'the image is seen ``active`` (read back '
+                   'after a lost answer, or while waiting)')
+    UPLOAD_CONFLICT = ('upload conflict', '409 on the upload: another try '
+                       'uploaded first; wait for active')
+    FORMAT_REJECTED = ('format rejected', '415 on the upload (format '
+                       'inspection)')
+    STRAY_DATA = ('stray data', '500 on the upload and the image is still '
+                  "queued: Glance's store holds data for it")
+    PAYLOAD_TOO_LARGE = ('payload too large', '413 on the upload (payload '
+                         'too large, storage quota)')
+    IMAGE_GONE = ('image gone', "404 on a read, or the image is "
+                  "deleted/killed: another try deleted it, its id is "
+                  'burned')
+    IMAGE_LOST = ('image lost', '404/410 on the upload while the image '
+                  'still reads queued (another try is deleting it)')
+    REVERTED = ('reverted', 'the image is back to ``queued`` after its '
+                "payload was accepted (another try's upload was refused)")
+    UNEXPECTED_STATUS = ('unexpected status', 'the image is in a status '
+                         'other than active, in progress, queued or gone '
+                         'after its payload was accepted')
+    UPLOAD_FAILED = ('upload failed', 'the upload failed otherwise (5xx, '
+                     'reset, another 4xx) and the image reads queued')
+    UPLOAD_TIMEOUT = ('upload timeout', 'the image is still in progress at '
+                      '``activation_timeout``')
+    LOCATION_REFUSED = ('location refused', '400/403/409/501 on the '
+                        'location add (501 in ``auto``: the legacy API '
+                        'next)')
+    TASK_FAILED = ('task failed', "the image's ``location_import`` task "
+                   'failed, or the image left the pending statuses')
+    LOCATION_FAILED = ('location failed', 'legacy 409; another 4xx; a lost '
+                       'legacy PATCH with the image not active; a lost '
+                       'POST with no task after 3 polls')
+    IMAGE_INVISIBLE = ('image invisible', '404 on the location add or a '
+                       'read after it (deleted meanwhile, or an identity '
+                       "with only the 'service' role)")
+    MISMATCH = ('mismatch', 'the image is active but not what was sent '
+                '(size, disk_format, hash): reported, never deleted')
+    IMPORT_TIMEOUT = ('import timeout', 'location: the image is still '
+                      'pending at ``activation_timeout``')
+    # --- whatever the state ---
+    INTERRUPTED = ('interrupted', 'Ctrl-C, SIGTERM, ``SystemExit``, a bug '
+                   '(the exception is re-raised, carrying the result)')
+    CLEANUP_SAW_ACTIVE = ('cleanup saw active', "the cleanup's re-read "
+                          'finds the image active: the snapshot succeeded')
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """Glance's answer to one step of an attempt, as an event.
+
+    What follows is the table's (:data:`~.transitions.TRANSITIONS`), not
+    the step's.
+
+    :ivar event: the classified answer.
+    :ivar image: the image as last read (the active one for ``ACCEPTED``,
+        ``SEEN_ACTIVE``).
+    :ivar error: why the attempt failed (shown as its reason).
+    """
+
+    event: Event
     image: dict[str, ty.Any] | None = None
     error: exception.SnapshotExtException | None = None
-    poisoned: bool = False
-    cleanup: bool = True
 
     @classmethod
-    def active(cls, image: dict[str, ty.Any]) -> Outcome:
-        return cls(Step.ACTIVE, image=image, cleanup=False)
+    def active(cls, image: dict[str, ty.Any],
+               event: Event = Event.SEEN_ACTIVE) -> Outcome:
+        return cls(event, image=image)
 
     @classmethod
-    def fail(cls, step: Step, error: exception.SnapshotExtException,
-             **kwargs: ty.Any) -> Outcome:
-        return cls(step, error=error, **kwargs)
+    def fail(cls, event: Event,
+             error: exception.SnapshotExtException) -> Outcome:
+        return cls(event, error=error)
 
 
 @dataclasses.dataclass

@@ -56,6 +56,7 @@ import typing as ty
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
 
 if ty.TYPE_CHECKING:
@@ -269,3 +270,69 @@ def explain_empty_plan(capabilities: caps_mod.GlanceCapabilities,
         return why
     return ('no honest empty image can be made in %s (we can make: %s)'
             % (', '.join(allowed), ', '.join(payloads.SUPPORTED_FORMATS)))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanDecision:
+    """The plan policy's verdict for one Glance, driver and configuration.
+
+    :ivar attempts: the plan (without the location when it is unusable).
+    :ivar notes: why a configured location is left out
+        (``location-fallback``), for the result and the log.
+    :ivar refused: why preflight refuses every snapshot, in words, or
+        ``None``: ``location-first`` with an unusable location, or no
+        honest activation at all.
+    :ivar error: the exception preflight raises for ``refused``
+        (:class:`~nova_snapshot_ext.exception.LocationUnusable` or
+        :class:`~nova_snapshot_ext.exception.FormatNotAllowed`).
+    """
+
+    attempts: list[PlannedAttempt]
+    notes: list[str]
+    refused: str | None = None
+    error: exception.PreflightError | None = None
+
+
+def decide(capabilities: caps_mod.GlanceCapabilities,
+           driver: driver_mod.SnapshotDriver, pinned: ty.Sequence[str],
+           method: str, location: PlannedAttempt | None,
+           why_not: ty.Sequence[str], url: str | None) -> PlanDecision:
+    """The one home of the plan policy (service, CLI ``probe``, demo).
+
+    Location first (``location-first``: an unusable location refuses),
+    location as a fallback (``location-fallback``: noted and left out),
+    an empty plan (refused, saying why).
+
+    :param pinned: ``[snapshot_ext] disk_formats``.
+    :param method: ``[snapshot_ext] activation_method``.
+    :param location: the usable location attempt, or ``None``.
+    :param why_not: why the configured location is unusable (empty when
+        it is usable or none is configured).
+    :param url: the location's redacted URL (when one is configured).
+    :returns: a :class:`PlanDecision`.
+    """
+    attempts = build_plan(capabilities, driver, pinned, location, method)
+    unusable = '; '.join(why_not)
+    notes = []
+    if why_not and method != 'location-first':
+        notes.append('location %s not used: %s' % (url, unusable))
+    if why_not and method == 'location-first':
+        return PlanDecision(
+            attempts, notes,
+            'activation_method is location-first and the location cannot '
+            'be used: %s' % unusable,
+            exception.LocationUnusable(url=url, reason=unusable))
+    if attempts:
+        return PlanDecision(attempts, notes)
+    empty = explain_empty_plan(capabilities, driver, pinned)
+    if why_not:
+        reason = '%s; and no upload is possible either: %s' % (unusable,
+                                                               empty)
+        return PlanDecision(attempts, notes, reason,
+                            exception.LocationUnusable(url=url,
+                                                       reason=reason))
+    return PlanDecision(attempts, notes, empty, exception.FormatNotAllowed(
+        reason=empty,
+        allowed=', '.join(capabilities.disk_formats) or '(none)',
+        containers=', '.join(capabilities.container_formats) or '(none)',
+        driver=driver.name, readable=', '.join(driver.disk_formats)))

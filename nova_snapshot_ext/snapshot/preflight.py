@@ -41,6 +41,7 @@ every image record the target Glance would refuse.  Rules and sources
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing as ty
 
@@ -181,24 +182,64 @@ def check_schema_value(key: str, value: ty.Any,
         "schema (%s)" % (what, key, _short(value), why))
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordChanges:
+    """What a record must give up for this Glance to accept it.
+
+    Returned by :func:`check_image_record`, applied by :meth:`apply`: the
+    one place a preflight changes a record.
+
+    :ivar optional: bookkeeping keys to mark optional (they give way to
+        the property quota and to a schema that refuses them).
+    :ivar left_out: optional properties to leave out, in order.
+    :ivar notes: why each was left out, for the result.
+    """
+
+    optional: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def apply(self, record: metadata_mod.ImageRecord) -> None:
+        """Make the changes to ``record`` and log each note."""
+        for key in self.optional:
+            if key not in record.optional:
+                record.optional.append(key)
+        for key in self.left_out:
+            record.properties.pop(key, None)
+            if key in record.optional:
+                record.optional.remove(key)
+        for note in self.notes:
+            record.notes.append(note)
+            LOG.warning('Snapshot image %(name)s: %(note)s',
+                        {'name': record.name, 'note': note})
+
+
 def check_image_record(record: metadata_mod.ImageRecord,
                        capabilities: caps_mod.GlanceCapabilities,
-                       property_quota: int = 128) -> None:
+                       property_quota: int = 128) -> RecordChanges:
     """Refuse ``record`` if this Glance would refuse to create it.
+
+    The record is not changed: optional properties that must give way
+    (to a schema that refuses them, to the property quota) are returned.
 
     :param record: the image record.
     :param capabilities: this Glance's capabilities.
     :param property_quota: ``[snapshot_ext] image_property_quota``; -1 is
         unlimited.
+    :returns: the :class:`RecordChanges` (apply them before creating).
     :raises PreflightError: one of its subclasses, naming the property.
     """
     if len(record.name) > MAX_KEY_LENGTH:
         raise exception.PropertyValueTooLong(
             property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
     _check_bmp('attribute', 'name', record.name)
-    for key in metadata_mod.BOOKKEEPING_KEYS:
-        if key in record.properties and key not in record.optional:
-            record.optional.append(key)
+    properties = dict(record.properties)
+    optional = list(record.optional)
+    marked = [key for key in metadata_mod.BOOKKEEPING_KEYS
+              if key in properties and key not in optional]
+    optional += marked
+    left_out: list[str] = []
+    notes: list[str] = []
     schema_props = capabilities.schema_properties
     for attr in ('min_ram', 'min_disk'):
         value = getattr(record, attr)
@@ -216,7 +257,7 @@ def check_image_record(record: metadata_mod.ImageRecord,
     # properties came from user metadata and would be silently replaced.
     base_names = (capabilities.base_attributes | PLUGIN_ATTRIBUTES) - (
         _custom_schema_keys(schema_props))
-    for key, value in sorted(list(record.properties.items())):
+    for key, value in sorted(properties.items()):
         check_property_name(key, base_names)
         if not isinstance(value, str):
             raise exception.PropertyValueNotString(
@@ -228,33 +269,30 @@ def check_image_record(record: metadata_mod.ImageRecord,
             try:
                 check_schema_value(key, value, definition)
             except exception.PreflightError as err:
-                if key not in record.optional:
+                if key not in optional:
                     raise
-                record.optional.remove(key)
-                del record.properties[key]
-                note = 'left out %s: %s' % (key, err.format_message())
-                record.notes.append(note)
-                LOG.warning('Snapshot image %(name)s: %(note)s',
-                            {'name': record.name, 'note': note})
-    counted = [k for k in record.properties
-               if not k.startswith(RESERVED_PREFIX)]
+                optional.remove(key)
+                del properties[key]
+                left_out.append(key)
+                notes.append('left out %s: %s' % (key, err.format_message()))
+    counted = [k for k in properties if not k.startswith(RESERVED_PREFIX)]
     if property_quota >= 0 and len(counted) > property_quota:
         over = len(counted) - property_quota
-        optional = [k for k in record.optional if k in record.properties]
-        if over <= len(optional):
-            left_out = record.drop_optional(over)
-            note = ('left out %s to stay within image_property_quota %d'
-                    % (', '.join(left_out), property_quota))
-            record.notes.append(note)
-            LOG.warning('Snapshot image %(name)s: %(note)s',
-                        {'name': record.name, 'note': note})
-        else:
+        giving = [k for k in optional if k in properties]
+        if over > len(giving):
             raise exception.PropertyQuotaExceeded(
-                count=len(counted) - len(optional), quota=property_quota)
-    present = set(record.properties) | PLUGIN_ATTRIBUTES
+                count=len(counted) - len(giving), quota=property_quota)
+        dropped = giving[:over]
+        for key in dropped:
+            del properties[key]
+        left_out += dropped
+        notes.append('left out %s to stay within image_property_quota %d'
+                     % (', '.join(dropped), property_quota))
+    present = set(properties) | PLUGIN_ATTRIBUTES
     for name in capabilities.required:
         if name not in present:
             raise exception.RequiredPropertyMissing(property=name)
+    return RecordChanges(tuple(marked), tuple(left_out), tuple(notes))
 
 
 #: Base attributes a Glance schema always defines (``get_base_properties``).

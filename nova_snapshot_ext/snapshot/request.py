@@ -66,6 +66,8 @@ kwarg names the offending field as a path, e.g.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import typing as ty
 import uuid as uuid_mod
 
@@ -73,6 +75,10 @@ from oslo_utils import strutils
 from oslo_utils import uuidutils
 
 from nova_snapshot_ext import exception
+
+#: The shipped sample request (the demo's default).
+SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'data', 'sample-request.json')
 
 #: vm_states from which Nova's ``snapshot_volume_backed`` may run
 #: (``nova/compute/api.py`` ``@check_instance_state``).
@@ -366,6 +372,28 @@ class SnapshotRequest:
         request = cls._build(data)
         request._check_rules()
         return request
+
+    @classmethod
+    def from_file(cls, path: str) -> SnapshotRequest:
+        """Read a request from a JSON file (UTF-8) and validate it.
+
+        :param path: the file.
+        :raises InvalidRequest: field ``<file>`` when the file cannot be
+            read, is not JSON or is nested too deeply; else as
+            :meth:`from_dict`.
+        """
+        try:
+            with open(path, encoding='utf-8') as f:
+                data = json.load(f)
+        except OSError as err:
+            raise exception.InvalidRequest(field='<file>', reason=str(err))
+        except ValueError as err:
+            raise exception.InvalidRequest(field='<file>',
+                                           reason='not valid JSON: %s' % err)
+        except RecursionError:
+            raise exception.InvalidRequest(field='<file>',
+                                           reason='JSON nested too deeply')
+        return cls.from_dict(data)
 
     @classmethod
     def _build(cls, data: ty.Any) -> SnapshotRequest:

@@ -34,16 +34,18 @@ class Attempt:
     :ivar container_format: declared container_format.
     :ivar size: payload (or location object) bytes.
     :ivar image_id: the image this attempt created (or found).
-    :ivar outcome: ``'active'`` or ``'failed'``.
     :ivar reason: why it failed; ``None`` when active.
     :ivar status: HTTP status of the failure, when there was one.
     :ivar cleaned_up: the attempt's image was deleted.
-    :ivar created: this attempt created its image (as opposed to finding
-        one an earlier or concurrent try of the same snapshot made).
-    :ivar state: the attempt's :class:`~.outcome.State` (where it stood
-        when it ended).
+    :ivar state: the attempt's :class:`~.outcome.State`: where it stands,
+        and where it stood when it ended (``active`` or ``failed``).  Only
+        :func:`~.transitions.move` changes it, through :meth:`enter`.
+    :ivar trail: every state the attempt entered, in order.
     :ivar location_api: for a location: ``'new'`` or ``'legacy'``.
     :ivar url: for a location: the redacted URL.
+
+    The end is recorded once, in ``state``; :attr:`outcome` and
+    :attr:`created` are read from it.
     """
 
     method: str
@@ -51,14 +53,44 @@ class Attempt:
     container_format: str
     size: int
     image_id: str | None = None
-    outcome: str = 'pending'
     reason: str | None = None
     status: int | None = None
     cleaned_up: bool = False
-    created: bool = False
     state: State = dataclasses.field(default=State.PLANNED, repr=False)
+    trail: list[State] = dataclasses.field(default_factory=list,
+                                           repr=False)
     location_api: str | None = None
     url: str | None = None
+
+    def enter(self, state: State) -> None:
+        """Record ``state`` (called by :func:`~.transitions.move` only)."""
+        self.state = state
+        self.trail.append(state)
+
+    @property
+    def outcome(self) -> str:
+        """``'active'``, ``'failed'``, or ``'pending'`` while it runs."""
+        if self.state is State.ACTIVE:
+            return 'active'
+        if self.state is State.FAILED:
+            return 'failed'
+        return 'pending'
+
+    @property
+    def created(self) -> bool:
+        """This attempt created its image (Glance answered 2xx to it).
+
+        As opposed to finding one an earlier or concurrent try of the
+        same snapshot made.
+        """
+        return State.CREATED in self.trail
+
+    def to_dict(self) -> dict[str, ty.Any]:
+        data = dataclasses.asdict(self)
+        del data['trail']
+        data['outcome'] = self.outcome
+        data['created'] = self.created
+        return data
 
     def describe(self) -> str:
         text = '%s %s/%s (%d B)' % (
@@ -125,6 +157,7 @@ class SnapshotResult:
 
     def to_dict(self) -> dict[str, ty.Any]:
         data = dataclasses.asdict(self)
+        data['attempts'] = [a.to_dict() for a in self.attempts]
         data['cleaned_up'] = self.cleaned_up
         return data
 

@@ -176,22 +176,22 @@ class SnapshotService:
         identity.identify(record)
         return record
 
-    def plan(self, capabilities: caps_mod.GlanceCapabilities,
-             glance: glance_mod.GlanceClient | None = None
-             ) -> list[plan_mod.PlannedAttempt]:
-        """The activation plan for this Glance and this driver.
+    def decide_plan(self, capabilities: caps_mod.GlanceCapabilities,
+                    glance: glance_mod.GlanceClient
+                    ) -> plan_mod.PlanDecision:
+        """The activation plan for this Glance and driver, and the verdict.
 
-        :param glance: needed to check the location object; without it
-            (or when the location is unusable) the plan has no location
-            attempt.
+        The location is assessed (:meth:`assess_location`); the policy is
+        :func:`~.plan.decide`'s.
+
+        :returns: :class:`~.plan.PlanDecision`.
         """
-        location = None
-        if glance is not None:
-            location, _ = self.assess_location(capabilities, glance)
-        return plan_mod.build_plan(capabilities, self.driver,
-                                   self.conf.snapshot_ext.disk_formats,
-                                   location,
-                                   self.conf.snapshot_ext.activation_method)
+        group = self.conf.snapshot_ext
+        location, why_not = self.assess_location(capabilities, glance)
+        source = self._location_source
+        return plan_mod.decide(capabilities, self.driver, group.disk_formats,
+                               group.activation_method, location, why_not,
+                               source.redacted if source else None)
 
     def assess_location(self, capabilities: caps_mod.GlanceCapabilities,
                         glance: glance_mod.GlanceClient
@@ -271,40 +271,17 @@ class SnapshotService:
         glance = glance or self.glance
         caps = self.capabilities.get(glance)
         preflight_mod.check_image_record(
-            record, caps, self.conf.snapshot_ext.image_property_quota)
-        method = self.conf.snapshot_ext.activation_method
-        location, why_not = self.assess_location(caps, glance)
-        pinned = self.conf.snapshot_ext.disk_formats
-        notes = []
-        if why_not:
-            assert self._location_source is not None
-            url = self._location_source.redacted
-            if method == 'location-first':
-                raise exception.LocationUnusable(url=url,
-                                                 reason='; '.join(why_not))
-            notes.append('location %s not used: %s' % (url,
-                                                       '; '.join(why_not)))
-            LOG.warning('Snapshot %(name)s: location %(url)s cannot be used '
-                        '(%(why)s); planning uploads only',
-                        {'name': record.name, 'url': url,
-                         'why': '; '.join(why_not)})
-        attempts = plan_mod.build_plan(caps, self.driver, pinned, location,
-                                       method)
-        if not attempts and why_not:
-            raise exception.LocationUnusable(
-                url=self._location_source.redacted,  # type: ignore
-                reason='%s; and no upload is possible either: %s' % (
-                    '; '.join(why_not), plan_mod.explain_empty_plan(
-                        caps, self.driver, pinned)))
-        if not attempts:
-            raise exception.FormatNotAllowed(
-                reason=plan_mod.explain_empty_plan(caps, self.driver, pinned),
-                allowed=', '.join(caps.disk_formats) or '(none)',
-                containers=', '.join(caps.container_formats) or '(none)',
-                driver=self.driver.name,
-                readable=', '.join(self.driver.disk_formats))
-        notes += quotas.check_plan(quotas.read_usage(glance), attempts)
-        return PreparedSnapshot(record, attempts, caps, notes)
+            record, caps, self.conf.snapshot_ext.image_property_quota
+        ).apply(record)
+        decision = self.decide_plan(caps, glance)
+        for note in decision.notes:
+            LOG.warning('Snapshot %(name)s: %(note)s; planning uploads only',
+                        {'name': record.name, 'note': note})
+        if decision.error is not None:
+            raise decision.error
+        notes = list(decision.notes) + quotas.check_plan(
+            quotas.read_usage(glance), decision.attempts)
+        return PreparedSnapshot(record, decision.attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------
 
@@ -338,9 +315,10 @@ class SnapshotService:
         :param glance: the client to act with (default: :attr:`glance`).
         :returns: :class:`~.result.SnapshotResult`, ``status == 'active'``.
         :raises ActivationFailed: as :meth:`snapshot`.
-        :raises BaseException: an interrupt (``KeyboardInterrupt``,
-            ``SystemExit``) after the attempt in flight was resolved and
-            cleaned up; ``err.snapshot_result`` names the images.
+        :raises SnapshotInterrupted: (a ``KeyboardInterrupt``; a
+            ``SnapshotExit``, a ``SystemExit``, likewise) an interrupt,
+            after the attempt in flight was resolved and cleaned up;
+            ``err.snapshot_result`` names the images.
         """
         glance = glance or self.glance
         # The record was stamped before its preflight (check_record), which

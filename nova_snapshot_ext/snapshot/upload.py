@@ -28,10 +28,10 @@ from oslo_log import log as logging
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot.outcome import Context
+from nova_snapshot_ext.snapshot.outcome import Event
 from nova_snapshot_ext.snapshot.outcome import Outcome
-from nova_snapshot_ext.snapshot.outcome import State
-from nova_snapshot_ext.snapshot.outcome import Step
 from nova_snapshot_ext.snapshot import result as result_mod
+from nova_snapshot_ext.snapshot import transitions
 
 LOG = logging.getLogger(__name__)
 
@@ -55,31 +55,35 @@ def activate(ctx: Context, image: dict[str, ty.Any],
              attempt: result_mod.Attempt) -> Outcome:
     """Upload the payload of ``attempt.disk_format`` into ``image``.
 
-    :returns: the :class:`~.outcome.Outcome`: ``ACTIVE`` on 204 or when
-        the image is seen active; ``NEXT`` (poisoned) after a 415;
-        ``SMALLER`` after a 413; ``NEXT`` without cleanup when another try
-        of this snapshot removed the image; ``STOP`` otherwise.
+    Moves the attempt (``created`` or ``found``) to ``activating``.
+
+    :returns: the :class:`~.outcome.Outcome`: ``ACCEPTED`` on 204;
+        ``FORMAT_REJECTED`` after a 415 (a 415 leaves stray data behind:
+        the image can never be activated again, whoever made it);
+        ``PAYLOAD_TOO_LARGE`` after a 413; after a 409 (a concurrent try
+        uploaded first) what :func:`wait_active` sees; after any other
+        failure what :func:`after_lost_answer` finds.
     """
     payload = payloads.payload(attempt.disk_format)
-    attempt.state = State.ACTIVATING
+    transitions.move(attempt, Event.ACTIVATION_SENT)
     try:
         ctx.glance.upload(image['id'], payload,
                           disk_format=attempt.disk_format)
     except exception.ImageFormatRejected as err:
-        # A 415 leaves stray data behind: the image can never be
-        # activated again, whoever made it.
-        return Outcome.fail(Step.NEXT, err, poisoned=True)
+        return Outcome.fail(Event.FORMAT_REJECTED, err)
     except exception.GlanceOverLimit as err:
-        return Outcome.fail(Step.SMALLER, exception.GlanceOverLimit(
-            operation='upload', image_id=image['id'], status=413,
-            reason=quota_reason(err)))
+        return Outcome.fail(Event.PAYLOAD_TOO_LARGE,
+                            exception.GlanceOverLimit(
+                                operation='upload', image_id=image['id'],
+                                status=413, reason=quota_reason(err)))
     except exception.GlanceConflict:
-        # A concurrent try of this snapshot uploaded first.
+        transitions.move(attempt, Event.UPLOAD_CONFLICT)
         return wait_active(ctx, image['id'], attempt)
     except exception.SnapshotExtException as err:
         return after_lost_answer(ctx, image['id'], attempt, err)
     # 204: Glance stored the data and checked the length we declared.
-    return Outcome.active(dict(image, status='active', size=len(payload)))
+    return Outcome.active(dict(image, status='active', size=len(payload)),
+                          Event.ACCEPTED)
 
 
 def after_lost_answer(ctx: Context, image_id: str,
@@ -92,6 +96,7 @@ def after_lost_answer(ctx: Context, image_id: str,
     connection after Glance stored the data.  Never fail (let alone
     delete) a finished image.
     """
+    status_code = getattr(err, 'status', None)
     try:
         current = ctx.glance.get(image_id)
     except exception.GlanceNotFound:
@@ -99,36 +104,39 @@ def after_lost_answer(ctx: Context, image_id: str,
         # burned, so the same attempt goes on under its next-generation id
         # -- where every try that lost this image goes, whatever made the
         # deleter give up (a refusal there is met again, and moves on).
-        return Outcome.fail(Step.NEXT_ID, err, cleanup=False)
+        return Outcome.fail(Event.IMAGE_GONE, err)
     except exception.SnapshotExtException as read_err:
         # Unknown: the image may be active.  The cleanup reads it again
         # before it decides, and names it if it still cannot.
         LOG.warning('Cannot read image %s after its upload failed: %s',
                     image_id, read_err)
-        return Outcome.fail(Step.STOP, err)
+        return Outcome.fail(Event.UNREADABLE, err)
     status = current.get('status')
     if status == 'active':
         attempt.size = current.get('size') or 0
         return Outcome.active(current)
     if status in GONE:
-        return Outcome.fail(Step.NEXT_ID, err, cleanup=False)
+        return Outcome.fail(Event.IMAGE_GONE, err)
     if status in IN_PROGRESS:
         # Another try's upload (or ours, answer lost) is under way.
+        transitions.move(attempt, Event.IN_PROGRESS)
         return wait_active(ctx, image_id, attempt, check=False)
-    if status == 'queued' and err.kwargs.get('status') == 500:
+    if status == 'queued' and status_code == 500:
         # Glance's store already holds data for this image (a concurrent
         # try's refused upload left it): it can never be activated.
-        return Outcome.fail(Step.NEXT, err, poisoned=True)
-    if err.kwargs.get('status') in (404, 410):
+        return Outcome.fail(Event.STRAY_DATA, err)
+    if status_code in (404, 410):
         # Glance lost the image under the upload: another try of this
         # snapshot is deleting it; its id is burned.
-        return Outcome.fail(Step.NEXT_ID, err)
-    return Outcome.fail(Step.STOP, err)
+        return Outcome.fail(Event.IMAGE_LOST, err)
+    return Outcome.fail(Event.UPLOAD_FAILED, err)
 
 
 def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
                 check: bool = True) -> Outcome:
     """Poll the image until it is active (or refused, or the timeout).
+
+    The attempt is ``activating``.
 
     :param check: verify size and disk_format against the attempt; off
         for an image another try is finishing (its own format).
@@ -138,11 +146,11 @@ def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
         try:
             image = ctx.glance.get(image_id)
         except exception.GlanceNotFound as err:
-            return Outcome.fail(Step.NEXT_ID, err, cleanup=False)
+            return Outcome.fail(Event.IMAGE_GONE, err)
         except exception.SnapshotExtException as err:
             # The cleanup reads it again: active is the success, in
             # progress is named, queued is deleted.
-            return Outcome.fail(Step.STOP, err)
+            return Outcome.fail(Event.UNREADABLE, err)
         status = image.get('status')
         if status == 'active':
             if check:
@@ -159,14 +167,15 @@ def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
             # Gone or reverted to queued: the try that sent the payload
             # met a refusal and moves on to its next attempt.
             if status in GONE:
-                return Outcome.fail(Step.NEXT_ID, refused, cleanup=False)
+                return Outcome.fail(Event.IMAGE_GONE, refused)
             if status == 'queued':
-                return Outcome.fail(Step.NEXT, refused, cleanup=False)
-            return Outcome.fail(Step.STOP, refused, cleanup=False)
+                return Outcome.fail(Event.REVERTED, refused)
+            return Outcome.fail(Event.UNEXPECTED_STATUS, refused)
         if ctx.clock() >= deadline:
-            return Outcome.fail(Step.STOP, exception.ActivationTimeout(
-                image_id=image_id, timeout=ctx.timeout, status=status),
-                cleanup=False)
+            return Outcome.fail(Event.UPLOAD_TIMEOUT,
+                                exception.ActivationTimeout(
+                                    image_id=image_id, timeout=ctx.timeout,
+                                    status=status))
         ctx.sleep(ctx.interval)
 
 

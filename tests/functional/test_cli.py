@@ -26,6 +26,7 @@ import fixtures
 import testtools
 
 from nova_snapshot_ext.embedded import demo
+from nova_snapshot_ext.snapshot import request as request_mod
 from tests import base
 from tests.functional import base as fbase
 
@@ -283,7 +284,7 @@ class TestOperatorCLI(OperatorCLITestCase):
                     'password = secret\nproject_name = p\n'
                     'user_domain_id = default\nproject_domain_id = default\n')
         proc = self.run_cli('snapshot', '--config-file', conf,
-                            demo.cli.SAMPLE_REQUEST)
+                            request_mod.SAMPLE_REQUEST)
         self.assertEqual(3, proc.returncode, proc.stderr)
         self.assertIn('Keystone at http://127.0.0.1:9/v3 could not be '
                       'reached (option [snapshot_ext_glance] auth_url)',
@@ -318,7 +319,7 @@ class TestOperatorCLI(OperatorCLITestCase):
             f.write('[snapshot_ext_glance]\nendpoint_override = %s\n'
                     % self.glance.endpoint)
         proc = self.run_cli('snapshot', '--config-file', conf,
-                            demo.cli.SAMPLE_REQUEST)
+                            request_mod.SAMPLE_REQUEST)
         self.assertEqual(3, proc.returncode, proc.stderr)
         self.assertIn('Glance at %s' % self.glance.endpoint, proc.stderr)
         self.assertIn('no credentials were sent: set [snapshot_ext_glance] '

@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 
-from oslo_config import cfg
 from oslo_utils import uuidutils
 
 from nova_snapshot_ext import exception
@@ -33,6 +32,7 @@ from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
+from tests import base
 from tests.functional import test_faults
 
 IMAGE = r'^/v2/images/[^/]+$'
@@ -43,11 +43,7 @@ FILE = r'^/v2/images/[^/]+/file$'
 class ExactlyOnceBase(test_faults.FaultTestBase):
 
     def service(self, mode='upload', **overrides):
-        conf = cfg.ConfigOpts()
-        opts.register_opts(conf)
-        conf(['--config-file', self.conf_files[mode]],
-             project='nova-snapshot-ext', default_config_files=[],
-             default_config_dirs=[])
+        conf = base.private_conf([self.conf_files[mode]])
         for name, value in overrides.items():
             conf.set_override(name, value, group=opts.CORE_GROUP)
         self.addCleanup(conf.reset)

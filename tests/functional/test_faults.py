@@ -49,13 +49,11 @@ import traceback
 import uuid
 
 import fixtures
-from oslo_config import cfg
 from testtools import content
 
 from nova_snapshot_ext.embedded import demo
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
-from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 from tests import base
@@ -140,11 +138,7 @@ def load_conf(config_files):
     :param config_files: paths of oslo.config ini files.
     :returns: a :class:`oslo_config.cfg.ConfigOpts`.
     """
-    conf = cfg.ConfigOpts()
-    opts.register_opts(conf)
-    conf(args=[], project='nova-snapshot-ext',
-         default_config_files=list(config_files), default_config_dirs=[])
-    return conf
+    return base.private_conf(config_files)
 
 
 def fresh_request_dict(project_id, user_id):

@@ -16,14 +16,12 @@ import io
 
 import fixtures
 from glanceclient import exc as gexc
-from oslo_config import cfg
 from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
-from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import request
 from nova_snapshot_ext.snapshot import service
 from tests import base
@@ -36,11 +34,7 @@ class SnapshotTestBase(fbase.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_snapshot_ext.exception.FATAL_FORMAT_ERRORS', True))
-        self.conf = cfg.ConfigOpts()
-        opts.register_opts(self.conf)
-        self.conf([], default_config_files=[], default_config_dirs=[])
+        self.conf = self.useFixture(base.PrivateConf()).conf
 
     def plugin_client(self, project_id=None, roles=fbase.MEMBER_ROLES):
         session = self.glance.session(project_id or self.project_id,

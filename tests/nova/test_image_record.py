@@ -20,6 +20,7 @@ value the image must hold; the bootability check is Nova's own boot-time
 validation (``compute.api.API._validate_flavor_image_nostatus``).
 """
 
+import logging
 import os
 import uuid
 
@@ -44,8 +45,12 @@ class NovaApiTestCase(base.NovaServerTestCase):
                             'api-paste.ini')
         with open(path, 'w') as f:
             f.write(test_paste_filter.API_PASTE_INI)
+        self.configure_api_host()
         self.app = deploy.loadapp('config:%s' % path,
                                   name='openstack_compute_api_v21')
+
+    def configure_api_host(self):
+        """Set nova.conf options before the pipeline (and plugin) loads."""
 
     def create_image(self, server_id, metadata=None, name=None):
         name = name or 'rec-%s' % uuid.uuid4().hex[:8]
@@ -311,3 +316,43 @@ class TestNamedRequest(NovaApiTestCase):
             self.assertIsNone(hook._pending_for(other, 'n'))
             self.assertIsNone(hook._pending_for(self.context, 'm'))
         self.assertIsNone(hook._pending_for(self.context, 'n'))
+
+
+class _ApiHostDriver(NovaApiTestCase):
+    """Issue 21 point 2: an API host's driver is known, or stamps nothing.
+
+    The API host's nova.conf has no ``[snapshot_ext] driver``; its
+    ``[DEFAULT] compute_driver`` is :attr:`COMPUTE_DRIVER`.
+    """
+
+    SNAPSHOT_DRIVER = None
+    COMPUTE_DRIVER: str | None = None
+
+    def configure_api_host(self):
+        self.flags(compute_driver=self.COMPUTE_DRIVER)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.driver._WARNED', set()))
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_snapshot_ext', level=logging.WARNING))
+
+
+class TestUnconfiguredApiHost(_ApiHostDriver):
+
+    def test_stamps_nothing_and_says_so_once(self):
+        image = self.snapshot(self.server().uuid)
+        self.assertNotIn('hypervisor_type', image)
+        self.assertNotIn('vm_mode', image)
+        self.assertEqual(1, self.logs.output.count(
+            'Snapshot driver libvirt is guessed, not known'),
+            self.logs.output)
+
+
+class TestVMwareApiHost(_ApiHostDriver):
+
+    COMPUTE_DRIVER = 'vmwareapi.VMwareVCDriver'
+
+    def test_stamps_vmware(self):
+        image = self.snapshot(self.server().uuid)
+        self.assertEqual(('vmware', 'hvm'),
+                         (image['hypervisor_type'], image['vm_mode']))
+        self.assertNotIn('guessed', self.logs.output)

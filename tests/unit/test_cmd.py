@@ -26,6 +26,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main
+from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.snapshot import service
@@ -180,7 +181,7 @@ class TestCLIInput(CLITestCase):
         image = {'id': 'i', 'direct_url': 'http://u:pw@h/x?sig=s',
                  'locations': [{'url': 'http://u:pw@h/x?sig=s',
                                 'metadata': {}}]}
-        shown = main.redact_image(image)
+        shown = snapshot_cmd.redact_image(image)
         self.assertEqual('http://***@h/x?***', shown['direct_url'])
         self.assertEqual('http://***@h/x?***', shown['locations'][0]['url'])
         self.assertIn('pw', image['direct_url'])
@@ -213,7 +214,7 @@ class TestDemoChoices(base.TestCase):
                           demo.location_format_for, 'zvm')
 
     def test_unknown_driver_refused_before_glance_starts(self):
-        from nova_snapshot_ext.embedded import demo
+        from nova_snapshot_ext.cmd import demo
         with mock.patch.object(demo.embedded, 'EmbeddedGlance') as glance:
             self.assertRaises(exception.DriverNotFound, demo.run,
                               driver='bogus')
@@ -457,10 +458,10 @@ class TestOwnership(base.TestCase):
                  requester={'project_id': 'p1', 'user_id': 'u1'}))
         ownership = {'identity_project': None, 'owner': None,
                      'member': None}
-        main._report_owner(ownership, {'id': 'i', 'owner': 'p1'}, req)
+        snapshot_cmd._report_owner(ownership, {'id': 'i', 'owner': 'p1'}, req)
         self.assertEqual(('p1', ''), (ownership['owner'],
                                       stderr.getvalue()))
-        main._report_owner(ownership, {'id': 'i', 'owner': 'svc'}, req)
+        snapshot_cmd._report_owner(ownership, {'id': 'i', 'owner': 'svc'}, req)
         self.assertEqual('svc', ownership['owner'])
         self.assertIn('owned by project svc', stderr.getvalue())
         self.assertIn("not by the requester's project p1",
@@ -470,7 +471,7 @@ class TestOwnership(base.TestCase):
 class TestDemoWithoutExtra(base.TestCase):
 
     def test_missing_extra_is_exit_2_and_says_what_to_install(self):
-        from nova_snapshot_ext.embedded import demo
+        from nova_snapshot_ext.cmd import demo
 
         stdout = self.useFixture(fixtures.MonkeyPatch(
             'sys.stdout', io.StringIO())).new_value
@@ -558,7 +559,7 @@ class TestPermissionCheck(base.TestCase):
         self.assertEqual(('delete',), glance.calls[-1])
 
     def test_glance_start_failure_quotes_the_log_not_its_deleted_path(self):
-        from nova_snapshot_ext.embedded import demo
+        from nova_snapshot_ext.cmd import demo
 
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
         stderr = self.useFixture(fixtures.MonkeyPatch(
@@ -592,9 +593,9 @@ class TestAfterSuccess(base.TestCase):
         fake.snapshot.return_value = result
         fake.glance.get.side_effect = exception.GlanceUnavailable(
             operation='get', reason='connection reset')
-        with mock.patch.object(main.service_mod, 'SnapshotService',
+        with mock.patch.object(snapshot_cmd.service_mod, 'SnapshotService',
                                return_value=fake):
-            image = main.run_snapshot(self.conf, mock.Mock(), 'json')
+            image = snapshot_cmd.run_snapshot(self.conf, mock.Mock(), 'json')
         self.assertIsNone(image)
         out = json.loads(stdout.getvalue())
         self.assertEqual('active', out['result']['status'])

@@ -21,8 +21,12 @@ real entry points and skips when they are not installed.
 
 from __future__ import annotations
 
+import configparser
+import importlib
 import importlib.metadata
+import io
 import logging
+import os
 
 import fixtures
 from oslo_config import cfg
@@ -34,24 +38,29 @@ import testtools
 from nova_snapshot_ext import driver
 from nova_snapshot_ext.drivers import fake
 from nova_snapshot_ext.drivers import hyperv
-from nova_snapshot_ext.drivers import ironic
 from nova_snapshot_ext.drivers import libvirt
 from nova_snapshot_ext.drivers import vmwareapi
-from nova_snapshot_ext.drivers import xenapi
 from nova_snapshot_ext.drivers import zvm
 from nova_snapshot_ext import exception
 from tests.unit.drivers import contract
 
-#: The entry points of setup.cfg, by name.
-IN_TREE = {
-    'fake': fake.FakeDriver,
-    'libvirt': libvirt.LibvirtDriver,
-    'vmwareapi': vmwareapi.VMwareAPIDriver,
-    'hyperv': hyperv.HyperVDriver,
-    'xenapi': xenapi.XenAPIDriver,
-    'ironic': ironic.IronicDriver,
-    'zvm': zvm.ZVMDriver,
-}
+
+def _setup_cfg_drivers() -> dict[str, type]:
+    """The ``nova_snapshot_ext.drivers`` entry points of setup.cfg."""
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(os.path.dirname(__file__), '..', '..',
+                             'setup.cfg'))
+    found = {}
+    for line in parser['entry_points'][driver.NAMESPACE].strip().splitlines():
+        name, _, target = (part.strip() for part in line.partition('='))
+        module, _, attr = target.partition(':')
+        found[name] = getattr(importlib.import_module(module), attr)
+    return found
+
+
+#: The entry points of setup.cfg, by name (read from it: adding a driver
+#: is its module and its entry point, nothing here).
+IN_TREE = _setup_cfg_drivers()
 
 
 def _extension(name: str, plugin: object) -> sd_extension.Extension:
@@ -323,3 +332,164 @@ class TestRealEntryPoints(_Base):
         exc = self.assertRaises(exception.DriverNotFound,
                                 driver.load_driver, self.conf, 'nope')
         self.assertEqual(sorted(IN_TREE), exc.kwargs['available'])
+
+
+class TestHVDriver(driver.SnapshotDriver):
+    """A test-only hypervisor: one module, one (test) entry point."""
+
+    name = 'testhv'
+    hypervisor_types = ('qemu',)
+    compute_drivers = ('testhv',)
+    CONFIG_OPTS = [cfg.BoolOpt('turbo', default=False, help='Test only.')]
+
+    @property
+    def disk_formats(self) -> tuple[str, ...]:
+        return ('qcow2', 'raw')
+
+    @property
+    def hypervisor_type(self) -> str | None:
+        return 'qemu'
+
+
+class TestOneModuleOneEntryPoint(_Base):
+    """Kind: adding a hypervisor needs its module and its entry point only.
+
+    The test driver is served by a test-only entry point (stevedore test
+    instances): it is inferred from ``compute_driver``, listed, in the
+    matrix, in the options reference and in the CLI's help, with no other
+    edit anywhere.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.useFixture(StevedoreDrivers(dict(IN_TREE, testhv=TestHVDriver)))
+
+    def test_inferred(self) -> None:
+        self.register_compute_driver('testhv.driver.TestHVDriver')
+        choice = driver.choose_driver(self.conf)
+        self.assertEqual(('testhv', 'inferred'),
+                         (choice.name, choice.source))
+        self.assertEqual('testhv', driver.infer_driver_name(self.conf))
+        drv = driver.load_driver(self.conf)
+        self.assertIsInstance(drv, TestHVDriver)
+        self.assertEqual({'hypervisor_type': 'qemu'},
+                         drv.image_properties())
+
+    def test_listed(self) -> None:
+        from nova_snapshot_ext import opts
+
+        self.assertIn('testhv', driver.driver_names())
+        self.assertEqual('testhv', driver.compute_driver_map()['testhv'])
+        groups = [group.name for group, _ in opts.list_opts()]
+        self.assertIn('snapshot_ext_testhv', groups)
+
+    def test_matrixed(self) -> None:
+        from nova_snapshot_ext.embedded import matrix
+
+        self.assertIn(('testhv', 'testhv', {}), matrix.driver_variants())
+        self.assertIn(('testhv', 'testhv', {}), matrix.DRIVER_VARIANTS)
+        # A driver's own variants come from its class.
+        self.assertIn(('libvirt (lxc)', 'libvirt', {'virt_type': 'lxc'}),
+                      matrix.DRIVER_VARIANTS)
+
+    def test_documented(self) -> None:
+        from nova_snapshot_ext.cmd import main
+        from nova_snapshot_ext import opts
+
+        (core, core_opts), = [item for item in opts.list_opts()
+                              if item[0].name == 'snapshot_ext']
+        (help_text,) = [o.help for o in core_opts if o.dest == 'driver']
+        self.assertIn('``testhv``', help_text)
+        self.assertIn('``libvirt``', help_text)
+        out = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.assertRaises(SystemExit, main.parse, ['demo', '--help'])
+        self.assertIn('testhv', ' '.join(out.getvalue().split()))
+
+
+class TestStampsOnlyFromKnowledge(_Base):
+    """Issue 21 point 2: a guessed driver stamps nothing, and says so."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.useFixture(StevedoreDrivers(dict(IN_TREE)))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.driver._WARNED', set()))
+        self.logger = self.useFixture(
+            fixtures.FakeLogger(level=logging.WARNING))
+
+    def test_unconfigured_host_is_a_guess_that_stamps_nothing(self) -> None:
+        for compute in (None, ''):
+            self.register_compute_driver(compute)
+            choice = driver.choose_driver(self.conf)
+            self.assertEqual(('libvirt', 'guessed', False),
+                             (choice.name, choice.source, choice.known))
+            self.assertIn('no hypervisor_type or vm_mode is stamped',
+                          choice.reason)
+            drv = driver.load_driver(self.conf)
+            self.assertIsInstance(drv, libvirt.LibvirtDriver)
+            self.assertEqual({}, drv.image_properties())
+            self.assertEqual({}, drv.capabilities()['image_properties'])
+            # Its formats still give the plan.
+            self.assertIn('qcow2', drv.disk_formats)
+
+    def test_option_absent_is_a_guess(self) -> None:
+        self.assertEqual('guessed', driver.choose_driver(self.conf).source)
+        self.assertFalse(driver.load_driver(self.conf).stamps)
+
+    def test_mistyped_compute_driver_is_a_guess_not_an_inference(self):
+        for typo in ('libvrt.LibvirtDriver', 'vmware.VMwareVCDriver',
+                     'powervm.PowerVMDriver'):
+            self.register_compute_driver(typo)
+            choice = driver.choose_driver(self.conf)
+            self.assertEqual('guessed', choice.source, typo)
+            self.assertIn('%s names no installed snapshot driver' % typo,
+                          choice.reason)
+            self.assertNotIn('inferred', choice.reason)
+            self.assertEqual({}, driver.load_driver(
+                self.conf).image_properties())
+
+    def test_warned_once_per_process(self) -> None:
+        self.register_compute_driver(None)
+        for _ in range(3):
+            driver.load_driver(self.conf)
+        self.assertEqual(1, self.logger.output.count(
+            'Snapshot driver libvirt is guessed, not known'),
+            self.logger.output)
+
+    def test_knowledge_stamps(self) -> None:
+        # Inferred from a compute_driver a driver claims.
+        self.register_compute_driver('vmwareapi.VMwareVCDriver')
+        drv = driver.load_driver(self.conf)
+        self.assertEqual({'hypervisor_type': 'vmware', 'vm_mode': 'hvm'},
+                         drv.image_properties())
+        self.assertEqual('inferred', driver.choose_driver(self.conf).source)
+        # Configured.
+        self.register_core_driver_opt('libvirt')
+        choice = driver.choose_driver(self.conf)
+        self.assertEqual(('libvirt', 'configured'),
+                         (choice.name, choice.source))
+        self.assertEqual({'hypervisor_type': 'qemu', 'vm_mode': 'hvm'},
+                         driver.load_driver(self.conf).image_properties())
+        # Named by the caller.
+        self.assertTrue(driver.load_driver(self.conf, 'hyperv').stamps)
+        self.assertNotIn('guessed', self.logger.output)
+
+    def test_probe_says_so(self) -> None:
+        from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
+
+        self.register_compute_driver(None)
+        self.assertIn('no hypervisor_type or vm_mode is stamped',
+                      snapshot_cmd.driver_source(self.conf))
+        info = {'glance': {'endpoint': 'http://g', 'disk_formats': ['raw'],
+                           'container_formats': ['bare'],
+                           'location_api': False, 'stores': None},
+                'driver': dict(driver.load_driver(self.conf).capabilities(),
+                               stamps=False),
+                'location': {'activation_method': 'upload',
+                             'api_2_17': False, 'read_only_stores': None,
+                             'legacy': 'x', 'url': None, 'usable': False,
+                             'reasons': ['upload']},
+                'plan': [], 'refused': None}
+        self.assertIn('Driver libvirt: guessed: stamps no hypervisor_type',
+                      snapshot_cmd._plan_text(info))

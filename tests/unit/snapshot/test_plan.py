@@ -13,11 +13,10 @@
 """The plan after the driver's formats: every other honest format."""
 
 import fixtures
-from oslo_config import cfg
 
 from nova_snapshot_ext import driver as driver_mod
+from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities
-from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import plan
 from tests import base
 from tests.unit import fake_glanceclient
@@ -31,9 +30,7 @@ def caps(formats):
 class TestFallbackFormats(base.TestCase):
 
     def driver(self, name, formats_only=None):
-        conf = cfg.ConfigOpts()
-        opts.register_opts(conf)
-        conf([], default_config_files=[], default_config_dirs=[])
+        conf = base.private_conf()
         if formats_only is not None:
             conf.set_override('driver_formats_only', formats_only,
                               group='snapshot_ext')
@@ -107,3 +104,54 @@ class TestFallbackFormats(base.TestCase):
                       'read', log.output)
         plan.build_plan(caps(['qcow2', 'vmdk']), self.driver('vmwareapi'))
         self.assertEqual(1, log.output.count('activated as'))
+
+
+class TestPlanPolicy(TestFallbackFormats):
+    """plan.decide: the one home of location-first, fallback, refusal."""
+
+    URL = 'http://objects.example/empty.qcow2'
+
+    def location(self):
+        return plan.location_attempt('qcow2', 1536, 'new', self.URL)
+
+    def decide(self, formats, method, location=None, why_not=(),
+               driver='libvirt', pinned=()):
+        return plan.decide(caps(formats), self.driver(driver), list(pinned),
+                           method, location, list(why_not), self.URL)
+
+    def test_usable_location_first(self):
+        decision = self.decide(['raw', 'qcow2'], 'location-first',
+                               self.location())
+        self.assertEqual(('location', [], None, None), (
+            decision.attempts[0].method, decision.notes, decision.refused,
+            decision.error))
+
+    def test_location_first_unusable_is_refused(self):
+        decision = self.decide(['raw'], 'location-first',
+                               why_not=['no read-only store'])
+        self.assertIsInstance(decision.error, exception.LocationUnusable)
+        self.assertIn('location-first and the location cannot be used: '
+                      'no read-only store', decision.refused)
+        self.assertIn('no read-only store', decision.error.format_message())
+
+    def test_fallback_unusable_is_a_note_and_uploads(self):
+        decision = self.decide(['raw'], 'location-fallback',
+                               why_not=['object is empty'])
+        self.assertIsNone(decision.error)
+        self.assertEqual(['upload'], [a.method for a in decision.attempts])
+        self.assertEqual(['location %s not used: object is empty'
+                          % self.URL], decision.notes)
+
+    def test_empty_plan_is_refused_saying_why(self):
+        decision = self.decide(['ami'], 'upload', driver='vmwareapi')
+        self.assertEqual([], decision.attempts)
+        self.assertIsInstance(decision.error, exception.FormatNotAllowed)
+        self.assertIn(decision.refused, decision.error.format_message())
+
+    def test_empty_plan_and_unusable_location_names_both(self):
+        decision = self.decide(['ami'], 'location-fallback',
+                               why_not=['object is empty'],
+                               driver='vmwareapi')
+        self.assertIsInstance(decision.error, exception.LocationUnusable)
+        self.assertIn('object is empty; and no upload is possible either',
+                      decision.refused)

@@ -225,7 +225,9 @@ class TestSchemaKeywords(base.TestCase):
                                          'enum': ['kvm', 'qemu']}})
         rec = record(hypervisor_type='vz', os_distro='x')
         rec.optional = ['hypervisor_type']
-        preflight.check_image_record(rec, capa)
+        changes = preflight.check_image_record(rec, capa)
+        self.assertIn('hypervisor_type', rec.properties)
+        changes.apply(rec)
         self.assertNotIn('hypervisor_type', rec.properties)
         self.assertIn('hypervisor_type', rec.notes[0])
 
@@ -233,7 +235,9 @@ class TestSchemaKeywords(base.TestCase):
         rec = record(**{'k%d' % i: 'v' for i in range(127)})
         rec.properties.update(image_type='snapshot', user_id='u')
         rec.optional = ['user_id', 'image_type']
-        preflight.check_image_record(rec, caps(), 128)
+        changes = preflight.check_image_record(rec, caps(), 128)
+        self.assertEqual(129, len(rec.properties))
+        changes.apply(rec)
         self.assertEqual(128, len(rec.properties))
         self.assertNotIn('user_id', rec.properties)
         self.assertEqual('snapshot', rec.properties['image_type'])
@@ -251,11 +255,33 @@ class TestSchemaKeywords(base.TestCase):
         rec = record(**{'k%d' % i: 'v' for i in range(127)})
         rec.properties.update(snapshot_ext_fingerprint='f', user_id='u')
         rec.optional = ['user_id']
-        preflight.check_image_record(rec, caps(), 128)
+        preflight.check_image_record(rec, caps(), 128).apply(rec)
         self.assertEqual('f', rec.properties['snapshot_ext_fingerprint'])
         self.assertNotIn('user_id', rec.properties)
         rec = record(**{'k%d' % i: 'v' for i in range(128)})
         rec.properties['snapshot_ext_fingerprint'] = 'f'
-        preflight.check_image_record(rec, caps(), 128)
+        preflight.check_image_record(rec, caps(), 128).apply(rec)
         self.assertNotIn('snapshot_ext_fingerprint', rec.properties)
         self.assertIn('snapshot_ext_fingerprint', rec.notes[0])
+
+
+class TestCheckDoesNotEdit(base.TestCase):
+    """check_image_record returns the changes; apply() makes them."""
+
+    def test_record_unchanged_until_applied(self):
+        rec = record(**{'k%d' % i: 'v' for i in range(128)})
+        rec.properties['snapshot_ext_fingerprint'] = 'f'
+        before = (dict(rec.properties), list(rec.optional), list(rec.notes))
+        changes = preflight.check_image_record(rec, caps(), 128)
+        self.assertEqual(before, (rec.properties, rec.optional, rec.notes))
+        self.assertEqual((('snapshot_ext_fingerprint',),
+                          ('snapshot_ext_fingerprint',)),
+                         (changes.optional, changes.left_out))
+        changes.apply(rec)
+        self.assertNotIn('snapshot_ext_fingerprint', rec.properties)
+        self.assertEqual(list(changes.notes), rec.notes)
+
+    def test_nothing_to_change(self):
+        rec = record(os_distro='ubuntu')
+        self.assertEqual(preflight.RecordChanges(),
+                         preflight.check_image_record(rec, caps()))

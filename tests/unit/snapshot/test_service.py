@@ -476,7 +476,8 @@ class TestLocationPlan(LocationTestBase):
         self.flags(activation_method=method)
         svc = self.make_service()
         caps = svc.capabilities.get(self.client)
-        return [p.describe() for p in svc.plan(caps, self.client)]
+        return [p.describe()
+                for p in svc.decide_plan(caps, self.client).attempts]
 
     def test_placement_per_option(self):
         location = 'location %s (new API, qcow2, 1536 B)' % REDACTED
@@ -856,8 +857,9 @@ class TestAdoption(ServiceTestBase):
         self.assertNotEqual(IMAGE_ID, result.image_id)
         record = svc.build_record(self.make_request())
         self.assertEqual(
-            identity.attempt_id(record, 0, svc.plan(
-                svc.capabilities.get(svc.glance))[0], generation=1),
+            identity.attempt_id(record, 0, svc.decide_plan(
+                svc.capabilities.get(svc.glance), svc.glance).attempts[0],
+                generation=1),
             result.image_id)
 
     def test_interrupt_after_create_cleans_up(self):

@@ -10,75 +10,25 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The pieces behind the Glance release axis that need no running Glance.
+"""The Glance release axis' bookkeeping that needs no running Glance.
 
-The axis itself (real Glance 28-33) is exercised by ``tox -e glanceNN``
-(functional: the shim needs SQLAlchemy, installed with glance);
-here: the SQLite transaction rewrite of the WSGI shim with real sqlite3
-connections, the virtualenv cache bookkeeping, and the table generator.
+The virtualenv cache (``embedded/glance_venv.py``, its installer patched)
+and the compatibility table generator; the axis itself (real Glance 28-33)
+is ``tox -e glanceNN``.  Moved from tests/functional: these tests patch
+internals and start nothing.
 """
 
 import json
 import os
-import sqlite3
 import sys
-import types
 from unittest import mock
 
 import fixtures
 import testtools
 
 from nova_snapshot_ext.embedded import glance_venv
-from nova_snapshot_ext.embedded import glance_wsgi
 from tests import compat_rst
 from tests.functional import glance_compat_table
-
-_SQLITE = types.SimpleNamespace(dialect=types.SimpleNamespace(name='sqlite'))
-
-
-class TestBeginImmediate(testtools.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'db')
-        self.conns = [sqlite3.connect(path, isolation_level=None,
-                                      timeout=0.1) for _ in range(2)]
-        for conn in self.conns:
-            self.addCleanup(conn.close)
-        self.conns[0].execute('CREATE TABLE t (x)')
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_snapshot_ext.embedded.glance_wsgi._thread_state',
-            glance_wsgi.threading.local()))
-
-    def begin(self, conn):
-        cursor = conn.cursor()
-        statement, _ = glance_wsgi._begin_immediate(
-            _SQLITE, cursor, 'BEGIN', (), None, False)
-        cursor.execute(statement)
-        return statement
-
-    def test_outer_immediate_nested_deferred_and_can_read(self):
-        outer, nested = self.conns
-        self.assertEqual('BEGIN IMMEDIATE', self.begin(outer))
-        outer.execute('INSERT INTO t VALUES (1)')
-        # Same thread, another connection: as BEGIN IMMEDIATE this would
-        # wait for the lock its own thread holds.
-        self.assertEqual('BEGIN', self.begin(nested))
-        self.assertEqual([], nested.execute('SELECT x FROM t').fetchall())
-        nested.execute('COMMIT')
-        outer.execute('COMMIT')
-        # Nothing open any more: the next one takes the write lock again.
-        self.assertEqual('BEGIN IMMEDIATE', self.begin(nested))
-        nested.execute('COMMIT')
-
-    def test_other_statements_and_dialects_untouched(self):
-        cursor = self.conns[0].cursor()
-        self.assertEqual(('SELECT 1', ()), glance_wsgi._begin_immediate(
-            _SQLITE, cursor, 'SELECT 1', (), None, False))
-        mysql = types.SimpleNamespace(
-            dialect=types.SimpleNamespace(name='mysql'))
-        self.assertEqual(('BEGIN', ()), glance_wsgi._begin_immediate(
-            mysql, cursor, 'BEGIN', (), None, False))
 
 
 class TestGlanceVenv(testtools.TestCase):

@@ -1,0 +1,233 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""``nova-snapshot-ext serve``: a real Glance to try the commands by hand.
+
+Starts the embedded glance-api (:mod:`nova_snapshot_ext.embedded.glance`,
+any of its profiles, on any database the launcher supports), writes a
+ready configuration file for the console script, prints how to use it
+(``probe``, ``snapshot``, ``audit`` with ``--config-file``) and serves
+until Ctrl-C or SIGTERM; then it stops Glance and removes its temporary
+directory and the configuration file it wrote.
+
+The configuration uses ``[snapshot_ext_glance] auth_type = admin_token``:
+the embedded Glance reads the token as ``user:project:roles``
+(:mod:`nova_snapshot_ext.embedded.tokenauth`).  The project defaults to
+the requester's project of the shipped sample request, so ``snapshot``
+of that request is owned where Nova would own it.
+
+With ``--format json`` the first line on stdout is one JSON object:
+``{"endpoint", "config_file", "profile", "database", "driver",
+"project_id", "roles", "log_file", "commands": [...]}``; progress goes to
+stderr.  Exit status 0 once stopped by Ctrl-C or SIGTERM; 2 for a bad
+argument; 3 when Glance cannot start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import re
+import signal
+import sys
+import time
+import typing as ty
+
+from oslo_config import cfg
+
+from nova_snapshot_ext.cmd import checks
+
+#: The database every launcher supports.
+SQLITE = 'sqlite'
+DEFAULT_ROLES = ('member', 'reader')
+DEFAULT_USER = 'serve-user'
+
+
+def _database_module() -> ty.Any:
+    """:mod:`nova_snapshot_ext.embedded.database`, when installed."""
+    try:
+        return importlib.import_module('nova_snapshot_ext.embedded.database')
+    except ImportError:
+        return None
+
+
+def databases() -> tuple[str, ...]:
+    """The databases the embedded Glance launcher can run on here.
+
+    SQLite always; the kinds of :mod:`nova_snapshot_ext.embedded.database`
+    (``KINDS``, e.g. MariaDB and PostgreSQL) when that module exists.
+    """
+    module = _database_module()
+    return (SQLITE,) + tuple(getattr(module, 'KINDS', ()) or ())
+
+
+def add_parser(subparsers: ty.Any) -> None:
+    """The ``serve`` sub-command and its arguments."""
+    from nova_snapshot_ext.embedded import glance as embedded
+
+    p = subparsers.add_parser(
+        'serve', help='run an embedded real Glance to try the commands on',
+        description='Start a real glance-api on 127.0.0.1, write a '
+        'configuration file for this command, print how to run probe, '
+        'snapshot and audit with it, and serve until Ctrl-C (then stop '
+        'Glance and remove what serve wrote). Needs the "embedded" extra '
+        '(glance, gunicorn).')
+    p.add_argument('--profile', default='default',
+                   help='embedded Glance profile: %s (default: default)'
+                   % ', '.join(sorted(embedded.PROFILES)))
+    p.add_argument('--database', default=SQLITE,
+                   help='database under Glance: %s (default: sqlite)'
+                   % ', '.join(databases()))
+    p.add_argument('--driver', default='libvirt',
+                   help='[snapshot_ext] driver of the written configuration '
+                   '(default: libvirt)')
+    p.add_argument('--project-id', metavar='PROJECT_ID',
+                   help="the identity's project (default: the requester's "
+                   'project of the shipped sample request)')
+    p.add_argument('--roles', default=','.join(DEFAULT_ROLES),
+                   help="the identity's roles, comma separated (default: "
+                   '%s; add admin to audit every project)'
+                   % ','.join(DEFAULT_ROLES))
+    p.add_argument('--config-out', metavar='FILE',
+                   help='where to write the configuration file (must not '
+                   'exist; removed at stop; default: in the temporary '
+                   'directory)')
+
+
+def _check_args(args: ty.Any) -> tuple[str, list[str]]:
+    """Refuse bad arguments before anything starts (exit 2)."""
+    from nova_snapshot_ext import driver as driver_mod
+    from nova_snapshot_ext.embedded import glance as embedded
+
+    if args.profile not in embedded.PROFILES:
+        raise checks.CLIError('--profile %s is not a profile; known: %s' % (
+            args.profile, ', '.join(sorted(embedded.PROFILES))))
+    if args.database not in databases():
+        raise checks.CLIError('--database %s is not supported here; known: '
+                              '%s' % (args.database, ', '.join(databases())))
+    if args.driver not in driver_mod.driver_names():
+        raise checks.CLIError('--driver %s is not an installed driver; '
+                              'known: %s' % (args.driver, ', '.join(
+                                  driver_mod.driver_names())))
+    roles = [r.strip() for r in args.roles.split(',') if r.strip()]
+    if not roles or any(not re.match(r'^[\w-]+$', r) for r in roles):
+        raise checks.CLIError('--roles must be role names separated by '
+                              'commas, got %r' % args.roles)
+    project = args.project_id or _sample_project()
+    if not re.match(r'^[\w-]+$', project):
+        raise checks.CLIError('--project-id must be a project id (letters, '
+                              'digits, - and _), got %r' % project)
+    if args.config_out and os.path.lexists(args.config_out):
+        raise checks.CLIError('--config-out %s exists; serve writes a new '
+                              'file and removes it at stop' % args.config_out)
+    return project, roles
+
+
+def _sample_project() -> str:
+    from nova_snapshot_ext.snapshot import request as request_mod
+
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
+        return str(json.load(f)['requester']['project_id'])
+
+
+def commands(prog: str, config_file: str, request: str) -> list[str]:
+    """The commands to try, as they are printed."""
+    return ['%s probe --config-file %s' % (prog, config_file),
+            '%s snapshot --config-file %s %s' % (prog, config_file, request),
+            '%s audit --config-file %s' % (prog, config_file)]
+
+
+def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
+        ) -> int:
+    """Serve until interrupted; returns the exit status.
+
+    :param wait: blocks until the operator stops serve (default: sleep
+        until Ctrl-C or SIGTERM, which raise ``KeyboardInterrupt``).
+    :raises CLIError: a bad argument (2), Glance failed to start (3).
+    """
+    from nova_snapshot_ext.cmd import config
+    from nova_snapshot_ext.cmd import demo as demo_cmd
+    from nova_snapshot_ext.embedded import demo
+    from nova_snapshot_ext.embedded import glance as embedded
+    from nova_snapshot_ext.snapshot import request as request_mod
+
+    args = conf.command
+    project, roles = _check_args(args)
+    demo_cmd.check_extra()
+    kwargs = dict(embedded.PROFILES[args.profile])
+    if args.database != SQLITE:
+        module = _database_module()
+        reason = module.missing(args.database)
+        if reason:
+            raise checks.CLIError('--database %s cannot run here: %s'
+                                  % (args.database, reason))
+        kwargs['database'] = module.shared_server(args.database)
+    log = sys.stderr
+    # Ctrl-C stops serve even when started with SIGINT ignored (a
+    # background job of a non-interactive shell).
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    print('Starting an embedded real Glance (profile %s, database %s)...'
+          % (args.profile, args.database), file=log, flush=True)
+    glance = embedded.EmbeddedGlance(identity='token', **kwargs)
+    written = None
+    try:
+        try:
+            glance.start()
+        except embedded.EmbeddedGlanceError as err:
+            raise checks.CLIError('the embedded Glance failed: %s' % err,
+                                  checks.EXIT_UNREACHABLE)
+        written = args.config_out or os.path.join(glance.base_dir,
+                                                  'nova-snapshot-ext.conf')
+        token = glance.token(project, DEFAULT_USER, roles=roles)
+        demo.write_config(written, glance.endpoint, token, args.driver)
+        # The console script is named after the project.
+        lines = commands(config.PROJECT, written, request_mod.SAMPLE_REQUEST)
+        if conf.format == 'json':
+            print(json.dumps({
+                'endpoint': glance.endpoint, 'config_file': written,
+                'profile': args.profile, 'database': args.database,
+                'driver': args.driver, 'project_id': project,
+                'roles': roles, 'log_file': glance.log_file,
+                'commands': lines}), flush=True)
+        else:
+            print('Glance %s is up (profile %s, database %s; its log: %s).\n'
+                  'Configuration for this command: %s\n'
+                  '(identity: project %s, roles %s; driver %s)\n'
+                  'Try, in another terminal:\n  %s\n'
+                  'Ctrl-C stops Glance and removes the configuration file '
+                  'and the temporary directory.'
+                  % (glance.endpoint, args.profile, args.database,
+                     glance.log_file, written, project, ','.join(roles),
+                     args.driver, '\n  '.join(lines)), flush=True)
+        try:
+            (wait or _sleep_forever)()
+        except KeyboardInterrupt:
+            pass
+        return checks.EXIT_OK
+    finally:
+        glance.stop()
+        if written and args.config_out:
+            try:
+                os.unlink(written)
+            except OSError:
+                pass
+        print('Glance stopped; %s and the temporary directory removed.'
+              % (written or 'nothing written'), file=log, flush=True)
+
+
+def _sleep_forever() -> None:
+    while True:
+        time.sleep(3600)

@@ -1,0 +1,452 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""``nova-snapshot-ext-status upgrade check``: can this deployment
+activate honestly, and how?
+
+Built on oslo.upgradecheck like ``nova-status`` and ``glance-status``: one
+result per check (Success, Warning, Failure), a table or ``--json``
+(``{"name", "checks": [{"check", "result": 0|1|2, "details"}]}``), and the
+highest result as the exit status: 0 every check passed, 1 at least one
+warning, 2 at least one failure (255: a check crashed, oslo.upgradecheck's
+own code).  Configuration is read as the ``nova-snapshot-ext`` command
+reads it (``--config-file``, ``--config-dir``, the default files; on a
+nova-api host, point ``--config-file`` at ``nova.conf``).
+
+The checks, in order (each decision has one home elsewhere; this module
+only asks and words the answer):
+
+* **Plugin options**: every option's value and the auth plugin
+  (:func:`nova_snapshot_ext.cmd.checks.check_configuration` without the
+  driver).
+* **Snapshot driver**: configured (``[snapshot_ext] driver``), inferred from
+  Nova's ``[DEFAULT] compute_driver``, or only guessed
+  (:func:`nova_snapshot_ext.driver.choose_driver`; a guessed driver stamps
+  no ``hypervisor_type``).
+* **Nova release**: when ``nova`` is importable here, that its major is
+  supported and its internals are the ones the hook knows
+  (:func:`nova_snapshot_ext.nova.hook.check_nova`).
+* **Paste filter**: the filter defined and placed right in nova-api's
+  ``api-paste.ini`` (``--api-paste FILE``, default
+  ``/etc/nova/api-paste.ini``; :mod:`nova_snapshot_ext.nova.paste`).
+* **Glance**: reachable with ``[snapshot_ext_glance]``
+  (:func:`nova_snapshot_ext.cmd.checks.connect`).
+* **Glance API 2.17**: the new location API, for location activation.
+* **raw allowed**: zero bytes as ``raw``; else which fallback the plan
+  uses (the plan and its reasons: ``probe``'s
+  :func:`nova_snapshot_ext.cmd.snapshot.describe_plan`).
+* **Default store**: a Cinder-backed default store makes a 1 GiB volume in
+  Glance's own project for every zero-byte upload (glance_store's cinder
+  driver); location activation avoids it.  Read from
+  ``GET /v2/info/stores/detail`` (admin) or from Glance's configuration
+  file (``--glance-api-conf FILE``).
+* **Location reads**: in location mode, the roles that
+  ``GET /v2/images/{id}/locations`` needs (``service``, on Glance 32+ also
+  ``admin``), as far as the auth plugin tells the identity's roles.
+"""
+
+from __future__ import annotations
+
+import configparser
+import sys
+import typing as ty
+
+from keystoneauth1 import exceptions as ks_exc
+from oslo_config import cfg
+from oslo_upgradecheck import upgradecheck
+
+from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import main as cmd_main
+from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
+from nova_snapshot_ext import driver as driver_mod
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.nova import paste
+from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import service as service_mod
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+PROG = 'nova-snapshot-ext-status'
+#: Where nova-api reads its paste file (``$OS_NOVA_CONFIG_DIR``).
+DEFAULT_API_PASTE = '/etc/nova/api-paste.ini'
+#: The size of the volume glance_store's cinder driver makes for an
+#: upload of unknown or zero size (``[glance_store] cinder_volume_size``
+#: is not consulted for that: it rounds up to 1 GiB).
+CINDER_ZERO_UPLOAD_GIB = 1
+#: Roles that pass Glance's ``service_api`` rule on Glance 32+ (user
+#: token); Glance 29-30 accept only ``service``, 31 only a service token.
+LOCATION_READ_ROLES = ('service', 'admin')
+
+STATUS_OPTS = [
+    cfg.StrOpt('api-paste', metavar='FILE', default=DEFAULT_API_PASTE,
+               help="nova-api's paste file, checked for the plugin's "
+               'filter (default: %s)' % DEFAULT_API_PASTE),
+    cfg.StrOpt('glance-api-conf', metavar='FILE',
+               help="Glance's glance-api.conf, read for its default store "
+               'when GET /v2/info/stores/detail does not tell (it needs '
+               'an admin)'),
+]
+
+
+def _nova_importable() -> bool:
+    try:
+        import nova  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class UpgradeChecks(upgradecheck.UpgradeCommands):
+    """The checks; each method returns one :class:`Result`.
+
+    :param conf: a ConfigOpts from :func:`new_conf`, parsed before
+        :meth:`check` runs.
+    """
+
+    display_title = 'nova-snapshot-ext upgrade check'
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self.conf = conf
+        self._glance: glance_mod.GlanceClient | None = None
+        self._glance_error: str | None = None
+        self._info: dict[str, ty.Any] | None = None
+        self._plan_error: str | None = None
+
+    def check(self) -> Code:
+        """Set up logging as the console script does, then run."""
+        cmd_main.setup_logging(self.conf)
+        return super().check()
+
+    # --- configuration ----------------------------------------------------
+
+    def _check_options(self) -> Result:
+        try:
+            service_mod.check_options(self.conf)
+            checks.check_option_values(self.conf)
+            glance_mod.load_session(self.conf)
+            checks.check_option_values(self.conf)
+        except (exception.SnapshotExtException, checks.CLIError,
+                cfg.Error) as err:
+            return Result(Code.FAILURE, _message(err))
+        found = checks.config_files(self.conf)
+        return Result(Code.SUCCESS, 'every option valid (read from %s)' % (
+            ', '.join(found) if found else 'defaults only: no file'))
+
+    def _check_driver(self) -> Result:
+        conf = self.conf
+        try:
+            driver = driver_mod.load_driver(conf)
+        except (exception.SnapshotExtException, cfg.Error) as err:
+            return Result(Code.FAILURE, _message(err))
+        choice = driver_mod.choose_driver(conf)
+        if choice.known:
+            return Result(Code.SUCCESS, 'driver %s, %s' % (driver.name,
+                                                           choice.reason))
+        return Result(Code.WARNING, 'driver only guessed (%s): %s (one of: '
+                      '%s)' % (driver.name, choice.reason,
+                               ', '.join(driver_mod.driver_names())))
+
+    def _check_nova(self) -> Result:
+        if not _nova_importable():
+            return Result(Code.SUCCESS, 'nova is not importable here: not '
+                          'a nova-api host, nothing to check')
+        from nova_snapshot_ext.nova import hook
+
+        reason = hook.check_nova()
+        if reason:
+            return Result(Code.FAILURE, '%s: the plugin steps aside inside '
+                          'this nova-api (one ERROR line at start-up)'
+                          % reason)
+        return Result(Code.SUCCESS, 'Nova %s (major %s) is supported' % (
+            hook.nova_version(), hook.nova_major()))
+
+    def _check_paste(self) -> Result:
+        path = self.conf.api_paste
+        try:
+            with open(path, encoding='utf-8') as f:
+                text = f.read()
+        except OSError as err:
+            code = Code.FAILURE if _nova_importable() else Code.WARNING
+            return Result(code, "cannot read nova-api's paste file %s (%s): "
+                          'pass --api-paste FILE on the nova-api host'
+                          % (path, err.strerror or err))
+        except UnicodeDecodeError:
+            return Result(Code.FAILURE, '%s is not UTF-8 text' % path)
+        try:
+            problems = paste.filter_problems(text)
+        except ValueError as err:
+            return Result(Code.FAILURE, '%s cannot be read as an ini file: '
+                          '%s' % (path, err))
+        if problems:
+            return Result(Code.FAILURE, '%s: %s' % (path, '; '.join(
+                problems)))
+        return Result(Code.SUCCESS, '%s: the filter is in every compute API '
+                      'pipeline, after %s' % (path, paste.CONTEXT_FILTER))
+
+    # --- Glance -------------------------------------------------------------
+
+    def _connect(self) -> glance_mod.GlanceClient | None:
+        if self._glance is None and self._glance_error is None:
+            try:
+                self._glance = checks.connect(self.conf)
+            except (exception.SnapshotExtException, checks.CLIError,
+                    cfg.Error) as err:
+                self._glance_error = _message(err)
+        return self._glance
+
+    def _plan_info(self) -> dict[str, ty.Any] | None:
+        """probe's view (capabilities, location, plan), computed once."""
+        glance = self._connect()
+        if glance is None:
+            return None
+        if self._info is None and self._plan_error is None:
+            try:
+                service = service_mod.SnapshotService(self.conf,
+                                                      glance=glance)
+                self._info = snapshot_cmd.describe_plan(service, glance)
+            except (exception.SnapshotExtException, cfg.Error) as err:
+                self._plan_error = _message(err)
+        return self._info
+
+    def _unchecked(self) -> Result:
+        if self._plan_error:
+            return Result(Code.FAILURE, 'not checked: no activation plan '
+                          'can be made: %s' % self._plan_error)
+        return Result(Code.FAILURE, 'not checked: Glance cannot be used (see '
+                      'the Glance check)')
+
+    def _check_glance(self) -> Result:
+        glance = self._connect()
+        if glance is None:
+            return Result(Code.FAILURE, self._glance_error)
+        return Result(Code.SUCCESS, 'Glance at %s answers' %
+                      checks.CONNECTED.get('endpoint', glance.endpoint))
+
+    def _method(self) -> str:
+        return str(self.conf.snapshot_ext.activation_method)
+
+    def _check_location_api(self) -> Result:
+        info = self._plan_info()
+        if info is None:
+            return self._unchecked()
+        method = self._method()
+        if info['glance']['location_api']:
+            return Result(Code.SUCCESS, 'API v2.17 listed: location '
+                          'activation is possible (activation_method = %s)'
+                          % method)
+        text = ('GET /versions lists no v2.17: this Glance (before 29 = '
+                '2024.2) has no new location API')
+        if method == 'upload':
+            return Result(Code.WARNING, '%s. Uploads still work; location '
+                          'activation (which spares a Cinder default store '
+                          'its 1 GiB volume per snapshot) needs Glance 29 or '
+                          'later' % text)
+        return Result(Code.FAILURE, '%s, and activation_method = %s. '
+                      'Upgrade Glance to 29 or later, or set [snapshot_ext] '
+                      'location_api = legacy (needs show_multiple_locations '
+                      '= true in Glance) or activation_method = upload'
+                      % (text, method))
+
+    def _check_raw(self) -> Result:
+        info = self._plan_info()
+        if info is None:
+            return self._unchecked()
+        formats = info['glance']['disk_formats']
+        uploads = [p for p in info['plan'] if p['method'] == 'upload']
+        if 'raw' in formats:
+            return Result(Code.SUCCESS, "'raw' is allowed: snapshots upload "
+                          'zero bytes as raw')
+        if info.get('refused') or not info['plan']:
+            return Result(Code.FAILURE, "'raw' is not among this Glance's "
+                          'disk_formats (%s) and snapshots would be refused: '
+                          "%s. Add raw to Glance's [image_format] "
+                          'disk_formats' % (', '.join(formats),
+                                            info.get('refused')))
+        first = (uploads or info['plan'])[0]
+        return Result(Code.WARNING, "'raw' is not among this Glance's "
+                      'disk_formats (%s): the driver falls back to %s. Add '
+                      "raw to Glance's [image_format] disk_formats for "
+                      'zero-byte activation' % (', '.join(formats),
+                                                first['describe']))
+
+    def _default_store(self) -> tuple[str | None, str]:
+        """(type of the default store or None, where that was read)."""
+        glance = self._connect()
+        if glance is not None:
+            detail = glance.stores_detail()
+            for store in detail or ():
+                if str(store.get('default', '')).lower() == 'true':
+                    return (str(store.get('type') or '') or None,
+                            'GET /v2/info/stores/detail (store %s)'
+                            % store.get('id'))
+        path = self.conf.glance_api_conf
+        if path:
+            return _store_from_glance_conf(path)
+        return None, ('neither GET /v2/info/stores/detail (admin only, and '
+                      'multi-store only) nor --glance-api-conf told it')
+
+    def _check_default_store(self) -> Result:
+        try:
+            kind, source = self._default_store()
+        except exception.GlanceError as err:
+            return Result(Code.FAILURE, _message(err))
+        except ValueError as err:
+            return Result(Code.FAILURE, str(err))
+        if kind is None:
+            return Result(Code.WARNING, 'cannot tell the default store: %s. '
+                          'Pass --glance-api-conf /etc/glance/glance-api.conf'
+                          % source)
+        if kind != 'cinder':
+            return Result(Code.SUCCESS, 'default store type %s (from %s)'
+                          % (kind, source))
+        if self._method() == 'location-first':
+            return Result(Code.SUCCESS, 'default store is Cinder (from %s); '
+                          'activation_method = location-first avoids its '
+                          'volume per upload' % source)
+        return Result(Code.WARNING, "the default store is Cinder (from %s): "
+                      "glance_store's cinder driver makes a %d GiB volume in "
+                      "Glance's own project for every zero-byte upload, one "
+                      'per snapshot. Set [snapshot_ext] activation_method = '
+                      'location-first with location_url on an http store'
+                      % (source, CINDER_ZERO_UPLOAD_GIB))
+
+    def _check_location_reads(self) -> Result:
+        method = self._method()
+        if method == 'upload':
+            return Result(Code.SUCCESS, 'not needed: activation_method = '
+                          'upload reads no locations')
+        glance = self._connect()
+        if glance is None:
+            return self._unchecked()
+        roles = _identity_roles(glance)
+        if roles is None:
+            return Result(Code.WARNING, 'cannot tell the roles of [%s] '
+                          '(auth_type %s does not say): reading an image\'s '
+                          'locations needs the service role (Glance 29-30: '
+                          'in the token; 31: in a service token, see '
+                          '[snapshot_ext_service_user]; 32+: service or '
+                          'admin)' % (opts.GLANCE_GROUP, getattr(
+                              self.conf[opts.GLANCE_GROUP], 'auth_type',
+                              None)))
+        if 'service' in roles:
+            return Result(Code.SUCCESS, "the identity has the 'service' "
+                          'role (Glance 29-30 and 32+; Glance 31 also needs '
+                          'it in a service token)')
+        if 'admin' in roles:
+            return Result(Code.WARNING, "the identity has 'admin' but not "
+                          "'service': Glance 32+ lets admin read locations "
+                          'for now (slated for removal after 2026.1), Glance '
+                          "29-31 do not. Give it the 'service' role")
+        return Result(Code.FAILURE, "the identity's roles (%s) include "
+                      "neither 'service' nor 'admin': Glance refuses it the "
+                      "image's locations (403). Give it the 'service' role"
+                      % ', '.join(sorted(roles)))
+
+    _upgrade_checks = (
+        ('Plugin options', _check_options),
+        ('Snapshot driver', _check_driver),
+        ('Nova release', _check_nova),
+        ('Paste filter', _check_paste),
+        ('Glance', _check_glance),
+        ('Glance API 2.17 (location activation)', _check_location_api),
+        ("'raw' allowed", _check_raw),
+        ('Default store', _check_default_store),
+        ('Location reads (service role)', _check_location_reads),
+    )
+
+
+def _message(err: BaseException) -> str:
+    if isinstance(err, checks.CLIError):
+        return err.message
+    if isinstance(err, exception.SnapshotExtException):
+        return checks.clean_message(err.format_message())
+    return checks.clean_message(str(err))
+
+
+def _store_from_glance_conf(path: str) -> tuple[str | None, str]:
+    """The default store's type from a ``glance-api.conf``.
+
+    Multi-store: ``[glance_store] default_backend`` names one of
+    ``[DEFAULT] enabled_backends`` (``name:type``); single store:
+    ``[glance_store] default_store`` (Glance's default ``file``).
+
+    :raises ValueError: the file cannot be read.
+    """
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        with open(path, encoding='utf-8') as f:
+            parser.read_file(f)
+    except (OSError, UnicodeDecodeError, configparser.Error) as err:
+        raise ValueError('--glance-api-conf %s cannot be read: %s' % (
+            path, ' '.join(str(err).split())))
+    backends = parser.get('DEFAULT', 'enabled_backends', fallback='')
+    if backends.strip():
+        types = {}
+        for item in backends.split(','):
+            name, _, kind = item.partition(':')
+            types[name.strip()] = kind.strip()
+        default = parser.get('glance_store', 'default_backend',
+                             fallback='').strip()
+        return (types.get(default) or None,
+                '%s: [glance_store] default_backend = %s' % (path, default))
+    default = parser.get('glance_store', 'default_store',
+                         fallback='file').strip()
+    return default, '%s: [glance_store] default_store = %s' % (path, default)
+
+
+def _identity_roles(glance: glance_mod.GlanceClient) -> list[str] | None:
+    """The roles of the configured identity's token, when known.
+
+    ``None`` for plugins without Keystone (``admin_token``, ``none``).
+    """
+    session = glance.session
+    auth = session.auth
+    if auth is None or not hasattr(auth, 'get_access'):
+        return None
+    try:
+        access = auth.get_access(session)
+    except (ks_exc.ClientException, NotImplementedError, AttributeError):
+        return None
+    roles = getattr(access, 'role_names', None)
+    return [str(r) for r in roles] if roles is not None else None
+
+
+def new_conf() -> cfg.ConfigOpts:
+    """The console script's options plus this command's own."""
+    conf = cmd_main.new_conf(cli=False)
+    conf.register_cli_opts(STATUS_OPTS)
+    return conf
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``nova-snapshot-ext-status upgrade check [--json]``.
+
+    :returns: 0, 1 or 2 (the highest check result); 255 when a check
+        crashed; 2 for a configuration file that cannot be read.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    conf = new_conf()
+    try:
+        return int(upgradecheck.main(
+            conf, project=cmd_main.PROJECT,
+            upgrade_command=UpgradeChecks(conf), argv=argv))
+    except (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError,
+            cfg.ConfigFileParseError) as err:
+        print('error: %s' % checks.clean_message(str(err)), file=sys.stderr)
+        return int(Code.FAILURE)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

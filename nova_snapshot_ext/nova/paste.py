@@ -1,0 +1,104 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Where the paste filter belongs in nova-api's ``api-paste.ini``.
+
+The one home of that rule (``doc/source/nova.rst`` shows it): a
+``[filter:<name>]`` section whose ``paste.filter_factory`` is
+:data:`FILTER_FACTORY`, and ``<name>`` in the ``keystone`` pipeline of
+every composite built by Nova's ``pipeline_factory_v21`` (the v2.1 and the
+legacy v2 compatible compute APIs), after ``keystonecontext`` (the filter
+reads the request context it builds) and before the application.
+
+Read with :mod:`configparser` only: nothing of Nova or paste is imported.
+"""
+
+from __future__ import annotations
+
+import configparser
+
+#: ``paste.filter_factory`` of the plugin's filter.
+FILTER_FACTORY = 'nova_snapshot_ext.nova.filter:filter_factory'
+#: ``use`` of the composites that build Nova's compute API pipelines.
+NOVA_PIPELINE_FACTORY = 'call:nova.api.auth:pipeline_factory_v21'
+#: The pipeline of those composites nova-api runs with
+#: ``[api] auth_strategy = keystone`` (the default; ``noauth2`` is for
+#: tests only).
+PIPELINE_KEY = 'keystone'
+#: The filter that builds ``environ['nova.context']``.
+CONTEXT_FILTER = 'keystonecontext'
+
+
+def filter_problems(text: str) -> list[str]:
+    """What is wrong with the plugin's filter in an ``api-paste.ini``.
+
+    :param text: the file's contents.
+    :returns: one sentence per problem naming the section and the fix;
+        ``[]`` when the filter is defined and placed right in every
+        compute API pipeline.
+    :raises ValueError: the text is not an ini file (the parser's reason).
+    """
+    parser = configparser.RawConfigParser(strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(text)
+    except configparser.Error as err:
+        raise ValueError(' '.join(str(err).split())) from err
+    names = {section.split(':', 1)[1].strip()
+             for section in parser.sections()
+             if section.startswith('filter:') and
+             parser.get(section, 'paste.filter_factory',
+                        fallback='').strip() == FILTER_FACTORY}
+    composites = [section for section in parser.sections()
+                  if section.startswith('composite:') and
+                  parser.get(section, 'use', fallback='').strip() ==
+                  NOVA_PIPELINE_FACTORY]
+    problems: list[str] = []
+    if not composites:
+        problems.append('no [composite:...] section with use = %s: this is '
+                        "not nova-api's paste file" % NOVA_PIPELINE_FACTORY)
+    if not names:
+        problems.append('no filter section with paste.filter_factory = %s: '
+                        'add [filter:snapshot_ext] with that line'
+                        % FILTER_FACTORY)
+    shown = ' or '.join(sorted(names)) or 'snapshot_ext'
+    for section in composites:
+        pipeline = parser.get(section, PIPELINE_KEY, fallback='').split()
+        if not pipeline:
+            problems.append('[%s] has no %s pipeline' % (section,
+                                                         PIPELINE_KEY))
+            continue
+        where = [i for i, name in enumerate(pipeline) if name in names]
+        context = (pipeline.index(CONTEXT_FILTER)
+                   if CONTEXT_FILTER in pipeline else None)
+        if not where:
+            problems.append(
+                '[%s] %s pipeline lacks %s: add it right after %s'
+                % (section, PIPELINE_KEY, shown, CONTEXT_FILTER))
+        elif context is not None and where[0] < context:
+            problems.append(
+                '[%s] %s pipeline has %s before %s: move it right after '
+                '%s (it reads the request context %s builds)'
+                % (section, PIPELINE_KEY, pipeline[where[0]], CONTEXT_FILTER,
+                   CONTEXT_FILTER, CONTEXT_FILTER))
+        elif where[-1] == len(pipeline) - 1:
+            problems.append(
+                '[%s] %s pipeline ends with %s: the last name must be the '
+                'application; put the filter right after %s'
+                % (section, PIPELINE_KEY, pipeline[-1], CONTEXT_FILTER))
+        elif len(where) > 1:
+            problems.append('[%s] %s pipeline has the filter %d times: '
+                            'keep one, right after %s'
+                            % (section, PIPELINE_KEY, len(where),
+                               CONTEXT_FILTER))
+    return problems

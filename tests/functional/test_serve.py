@@ -1,0 +1,122 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""``nova-snapshot-ext serve`` as an operator uses it.
+
+serve runs as a subprocess; probe, snapshot and audit run with the
+configuration file it wrote; then Ctrl-C (SIGINT) stops it, and nothing it
+started or wrote is left.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import fixtures
+import testtools
+
+from nova_snapshot_ext.snapshot import request as request_mod
+from tests.functional import base as fbase
+
+
+class TestServe(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        if fbase.SKIP_REASON:
+            self.skipTest(fbase.SKIP_REASON)
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def cli(self, *args):
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main'] +
+            list(args), capture_output=True, text=True, timeout=180,
+            check=False)
+
+    def start(self, *args):
+        stderr = open(os.path.join(self.tmp, 'serve.err'), 'w+')
+        self.addCleanup(stderr.close)
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'serve',
+             '--format', 'json'] + list(args),
+            stdout=subprocess.PIPE, stderr=stderr, text=True)
+
+        def kill():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+        self.addCleanup(kill)
+        line = proc.stdout.readline()
+        self.assertTrue(line, 'serve ended early: %s' % self.read(stderr))
+        return proc, json.loads(line), stderr
+
+    @staticmethod
+    def read(stream):
+        stream.flush()
+        stream.seek(0)
+        return stream.read()
+
+    def test_probe_snapshot_audit_then_ctrl_c(self):
+        out_conf = os.path.join(self.tmp, 'serve.conf')
+        proc, info, stderr = self.start('--profile', 'no-raw',
+                                        '--config-out', out_conf)
+        self.assertEqual(out_conf, info['config_file'])
+        self.assertTrue(os.path.isfile(out_conf))
+        base_dir = os.path.dirname(info['log_file'])
+        self.assertTrue(os.path.isdir(base_dir))
+
+        probe = self.cli('probe', '--config-file', out_conf)
+        self.assertEqual(0, probe.returncode, probe.stderr)
+        self.assertIn('upload qcow2', probe.stdout)
+        snap = self.cli('snapshot', '--config-file', out_conf, '--format',
+                        'json', request_mod.SAMPLE_REQUEST)
+        self.assertEqual(0, snap.returncode, snap.stderr)
+        image = json.loads(snap.stdout)['image']
+        self.assertEqual(('active', 'qcow2'),
+                         (image['status'], image['disk_format']))
+        audit = self.cli('audit', '--config-file', out_conf, '--format',
+                         'json')
+        self.assertEqual(0, audit.returncode, audit.stderr)
+        report = json.loads(audit.stdout)
+        self.assertEqual(1, report['snapshots'], report)
+        self.assertEqual([], report['findings'])
+        # The printed commands are the ones just run.
+        self.assertEqual(3, len(info['commands']))
+        self.assertIn('probe --config-file %s' % out_conf,
+                      info['commands'][0])
+
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(0, proc.wait(60), self.read(stderr))
+        self.assertFalse(os.path.exists(out_conf))
+        self.assertFalse(os.path.exists(base_dir))
+        self.assertRaises(urllib.error.URLError, urllib.request.urlopen,
+                          info['endpoint'] + '/versions', timeout=5)
+        self.assertIn('Glance stopped', self.read(stderr))
+
+    def test_bad_arguments_start_nothing(self):
+        for args, word in ((['--profile', 'nosuch'], '--profile nosuch'),
+                           (['--database', 'oracle'], '--database oracle'),
+                           (['--driver', 'vmware'], '--driver vmware')):
+            proc = self.cli('serve', *args)
+            self.assertEqual(2, proc.returncode, args)
+            self.assertIn(word, proc.stderr)
+            self.assertNotIn('Starting', proc.stderr)
+        existing = os.path.join(self.tmp, 'exists.conf')
+        open(existing, 'w').close()
+        proc = self.cli('serve', '--config-out', existing)
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('exists', proc.stderr)

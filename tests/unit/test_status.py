@@ -1,0 +1,311 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""``nova-snapshot-ext-status upgrade check``: the checks without Glance.
+
+The Glance-facing checks run against embedded real Glances in
+``tests/functional/test_status.py``; Nova's real ``api-paste.ini`` of the
+installed Nova in ``tests/nova/test_status.py``.
+"""
+
+import io
+import json
+import os
+from unittest import mock
+
+import fixtures
+from keystoneauth1 import exceptions as ks_exc
+
+from nova_snapshot_ext.cmd import status
+from nova_snapshot_ext.nova import paste
+from tests import base
+
+#: The compute API lines of Nova's own api-paste.ini (Nova 29 to 34 ship
+#: the same two composites), with the plugin's filter placed as
+#: doc/source/nova.rst says.
+NOVA_PIPELINES = """\
+[composite:openstack_compute_api_v21]
+use = call:nova.api.auth:pipeline_factory_v21
+keystone = cors http_proxy_to_wsgi compute_req_id faultwrap request_log \
+sizelimit osprofiler authtoken keystonecontext snapshot_ext \
+osapi_compute_app_v21
+
+[composite:openstack_compute_api_v21_legacy_v2_compatible]
+use = call:nova.api.auth:pipeline_factory_v21
+keystone = cors http_proxy_to_wsgi compute_req_id faultwrap request_log \
+sizelimit osprofiler authtoken keystonecontext snapshot_ext \
+legacy_v2_compatible osapi_compute_app_v21
+
+[filter:keystonecontext]
+paste.filter_factory = nova.api.auth:NovaKeystoneContext.factory
+
+[filter:snapshot_ext]
+paste.filter_factory = nova_snapshot_ext.nova.filter:filter_factory
+"""
+
+V21 = '[composite:openstack_compute_api_v21]'
+LEGACY = '[composite:openstack_compute_api_v21_legacy_v2_compatible]'
+
+
+class TestPasteFilter(base.TestCase):
+
+    def test_placed_right(self):
+        self.assertEqual([], paste.filter_problems(NOVA_PIPELINES))
+
+    def test_other_filter_name_accepted(self):
+        text = NOVA_PIPELINES.replace(
+            ' snapshot_ext ', ' snapext ').replace('[filter:snapshot_ext]',
+                                                   '[filter:snapext]')
+        self.assertEqual([], paste.filter_problems(text))
+
+    def test_filter_section_missing(self):
+        text = NOVA_PIPELINES.split('[filter:snapshot_ext]')[0]
+        problems = paste.filter_problems(text)
+        self.assertIn('add [filter:snapshot_ext]', problems[0])
+
+    def test_missing_from_one_pipeline(self):
+        head, tail = NOVA_PIPELINES.split(LEGACY)
+        text = head + LEGACY + tail.replace(' snapshot_ext ', ' ', 1)
+        problems = paste.filter_problems(text)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn(LEGACY.strip('[]'), problems[0])
+        self.assertIn('lacks snapshot_ext: add it right after '
+                      'keystonecontext', problems[0])
+
+    def test_before_keystonecontext(self):
+        text = NOVA_PIPELINES.replace(
+            'authtoken keystonecontext snapshot_ext',
+            'snapshot_ext authtoken keystonecontext')
+        problems = paste.filter_problems(text)
+        self.assertEqual(2, len(problems), problems)
+        self.assertIn('before keystonecontext', problems[0])
+
+    def test_last_in_pipeline(self):
+        text = NOVA_PIPELINES.replace(
+            'keystonecontext snapshot_ext osapi_compute_app_v21',
+            'keystonecontext osapi_compute_app_v21 snapshot_ext')
+        problems = paste.filter_problems(text)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('must be the application', problems[0])
+
+    def test_not_a_nova_paste_file(self):
+        problems = paste.filter_problems('[app:x]\npaste.app_factory = y\n')
+        self.assertIn("not nova-api's paste file", problems[0])
+
+    def test_not_ini(self):
+        self.assertRaises(ValueError, paste.filter_problems, 'keystone = x')
+
+
+class StatusCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def checks(self, text='', *argv):
+        path = os.path.join(self.tmp, 'c.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        conf = status.new_conf()
+        conf(['--config-file', path] + list(argv), project='x',
+             default_config_files=[])
+        return status.UpgradeChecks(conf)
+
+
+class TestDriverCheck(StatusCase):
+
+    def test_configured(self):
+        result = self.checks('[snapshot_ext]\ndriver = hyperv\n')\
+            ._check_driver()
+        self.assertEqual(status.Code.SUCCESS, result.code)
+        self.assertIn('[snapshot_ext] driver = hyperv', result.details)
+
+    def test_inferred(self):
+        result = self.checks('[DEFAULT]\ncompute_driver = '
+                             'vmwareapi.VMwareVCDriver\n')._check_driver()
+        self.assertEqual(status.Code.SUCCESS, result.code)
+        self.assertIn('inferred from [DEFAULT] compute_driver', result.details)
+
+    def test_guessed(self):
+        for text in ('', '[DEFAULT]\ncompute_driver = powervm.Driver\n'):
+            result = self.checks(text)._check_driver()
+            self.assertEqual(status.Code.WARNING, result.code, text)
+            self.assertIn('only guessed', result.details)
+            self.assertIn('[snapshot_ext] driver', result.details)
+
+    def test_unknown_driver_fails(self):
+        result = self.checks('[snapshot_ext]\ndriver = libvrt\n')\
+            ._check_driver()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn("'libvrt'", result.details)
+
+
+class TestOptionsCheck(StatusCase):
+
+    def test_bad_value_fails_naming_section(self):
+        result = self.checks('[snapshot_ext_glance]\ntimeout = abc\n')\
+            ._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('[snapshot_ext_glance] timeout', result.details)
+
+    def test_unknown_auth_type_fails(self):
+        result = self.checks('[snapshot_ext_glance]\nauth_type = x\n')\
+            ._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('auth_type', result.details)
+
+    def test_valid(self):
+        result = self.checks('[snapshot_ext_glance]\nauth_type = none\n')\
+            ._check_options()
+        self.assertEqual(status.Code.SUCCESS, result.code)
+
+
+class TestPasteCheck(StatusCase):
+
+    def write(self, text):
+        path = os.path.join(self.tmp, 'api-paste.ini')
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def test_good_file(self):
+        path = self.write(NOVA_PIPELINES)
+        result = self.checks('', '--api-paste', path)._check_paste()
+        self.assertEqual(status.Code.SUCCESS, result.code)
+
+    def test_bad_file_names_composite(self):
+        path = self.write(NOVA_PIPELINES.replace(' snapshot_ext ', ' '))
+        result = self.checks('', '--api-paste', path)._check_paste()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('openstack_compute_api_v21', result.details)
+
+    def test_missing_file_without_nova_warns(self):
+        with mock.patch.object(status, '_nova_importable',
+                               return_value=False):
+            result = self.checks('', '--api-paste', '/nonexistent')\
+                ._check_paste()
+        self.assertEqual(status.Code.WARNING, result.code)
+        self.assertIn('--api-paste', result.details)
+
+    def test_missing_file_with_nova_fails(self):
+        with mock.patch.object(status, '_nova_importable',
+                               return_value=True):
+            result = self.checks('', '--api-paste', '/nonexistent')\
+                ._check_paste()
+        self.assertEqual(status.Code.FAILURE, result.code)
+
+
+class TestGlanceConf(StatusCase):
+
+    def write(self, text):
+        path = os.path.join(self.tmp, 'glance-api.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def test_multi_store(self):
+        kind, source = status._store_from_glance_conf(self.write(
+            '[DEFAULT]\nenabled_backends = a:file, b:cinder\n'
+            '[glance_store]\ndefault_backend = b\n'))
+        self.assertEqual('cinder', kind)
+        self.assertIn('default_backend = b', source)
+
+    def test_single_store(self):
+        kind, _ = status._store_from_glance_conf(self.write(
+            '[glance_store]\ndefault_store = cinder\n'))
+        self.assertEqual('cinder', kind)
+        kind, _ = status._store_from_glance_conf(self.write(''))
+        self.assertEqual('file', kind)
+
+    def test_unreadable(self):
+        self.assertRaises(ValueError, status._store_from_glance_conf,
+                          '/nonexistent')
+
+    def test_cinder_default_warns_in_upload_mode_only(self):
+        path = self.write('[glance_store]\ndefault_store = cinder\n')
+        checks = self.checks('', '--glance-api-conf', path)
+        with mock.patch.object(checks, '_connect', return_value=None):
+            result = checks._check_default_store()
+            self.assertEqual(status.Code.WARNING, result.code)
+            self.assertIn('1 GiB volume', result.details)
+        checks = self.checks('[snapshot_ext]\nactivation_method = '
+                             'location-first\n', '--glance-api-conf', path)
+        with mock.patch.object(checks, '_connect', return_value=None):
+            result = checks._check_default_store()
+        self.assertEqual(status.Code.SUCCESS, result.code)
+
+
+class TestLocationReads(StatusCase):
+
+    def glance(self, roles=None, error=None):
+        access = mock.Mock(role_names=roles)
+        auth = mock.Mock()
+        if error:
+            auth.get_access.side_effect = error
+        else:
+            auth.get_access.return_value = access
+        return mock.Mock(session=mock.Mock(auth=auth))
+
+    def check(self, glance):
+        checks = self.checks('[snapshot_ext]\nactivation_method = '
+                             'location-first\n')
+        with mock.patch.object(checks, '_connect', return_value=glance):
+            return checks._check_location_reads()
+
+    def test_roles(self):
+        for roles, code in ((['member', 'service'], status.Code.SUCCESS),
+                            (['admin'], status.Code.WARNING),
+                            (['member', 'reader'], status.Code.FAILURE)):
+            result = self.check(self.glance(roles))
+            self.assertEqual(code, result.code, roles)
+        self.assertIn("'service' role", result.details)
+
+    def test_unknown_roles_warn(self):
+        result = self.check(self.glance(error=ks_exc.AuthorizationFailure()))
+        self.assertEqual(status.Code.WARNING, result.code)
+        self.assertIn('cannot tell', result.details)
+
+    def test_upload_mode_needs_none(self):
+        checks = self.checks('')
+        self.assertEqual(status.Code.SUCCESS,
+                         checks._check_location_reads().code)
+
+
+class TestMain(base.TestCase):
+
+    def test_missing_config_file(self):
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.assertEqual(2, status.main(['--config-file', '/nonexistent',
+                                         'upgrade', 'check']))
+        self.assertIn('/nonexistent', stderr.getvalue())
+
+    def test_json_and_exit_code_is_the_worst_result(self):
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'c.conf')
+        with open(path, 'w') as f:
+            f.write('[snapshot_ext_glance]\nauth_type = none\n'
+                    'endpoint_override = http://127.0.0.1:9\n'
+                    'connect_retries = 0\n')
+        code = status.main(['--config-file', path, '--api-paste',
+                            os.path.join(tmp, 'none.ini'), 'upgrade',
+                            'check', '--json'])
+        out = json.loads(stdout.getvalue())
+        results = {c['check']: c['result'] for c in out['checks']}
+        self.assertEqual(max(results.values()), code)
+        self.assertEqual(2, results['Glance'])
+        self.assertEqual(0, results['Plugin options'])
+        self.assertEqual(1, results['Snapshot driver'])
