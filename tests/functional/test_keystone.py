@@ -29,7 +29,7 @@ import uuid
 import fixtures
 import testtools
 
-from nova_snapshot_ext.cmd import main as cli_main
+from nova_snapshot_ext.cmd import config as cli_config
 from nova_snapshot_ext.embedded import keystone as embedded_keystone
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
@@ -97,7 +97,7 @@ class KeystoneCLITestCase(testtools.TestCase):
         return json.loads(proc.stdout)['error']
 
     def conf(self, path):
-        return cli_main.load_conf_files([path])
+        return cli_config.load_conf_files([path])
 
 
 class TestKeystoneAuth(KeystoneCLITestCase):
