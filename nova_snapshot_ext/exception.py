@@ -183,6 +183,22 @@ class RequiredPropertyMissing(PreflightError):
                 "carry it")
 
 
+class GlanceQuotaExceeded(PreflightError):
+    """The snapshot cannot fit the project's Glance quotas (unified limits).
+
+    Raised before anything is created; ``resource`` names the limit
+    (``image_count_total``, ``image_count_uploading``, ``image_size_total``).
+    """
+
+    code = 403
+    msg_fmt = _("Glance's quota %(resource)s of project %(project)s "
+                "refuses this snapshot (%(reason)s); nothing was created. "
+                "The limit is a Keystone unified limit of the image "
+                "service: raise it for the project (openstack limit set / "
+                "limit create --service glance --resource-limit N "
+                "%(resource)s) or free some of it first")
+
+
 class SharingNotAllowed(PreflightError):
     code = 403
     msg_fmt = _("Metadata 'instance_owner' = '%(project)s' would share the "

@@ -28,9 +28,11 @@ Every refusal is a :class:`CLIError` carrying its exit code (see
 from __future__ import annotations
 
 import configparser
+import datetime
 import difflib
 import os
 import re
+import time
 import typing as ty
 import uuid
 
@@ -214,8 +216,10 @@ def authenticate(conf: cfg.ConfigOpts, session: ty.Any) -> None:
         raise CLIError(
             'Keystone at %s refused the credentials of [%s] (auth_type %s: '
             'check username/user_id, password, the project and domain '
-            'options): %s' % (shown, opts.GLANCE_GROUP, auth_type,
-                              _reason(err)), EXIT_UNREACHABLE)
+            'options, and that the user has a role on that project: '
+            'Keystone answers a user without a role on the project like a '
+            'wrong password): %s' % (shown, opts.GLANCE_GROUP, auth_type,
+                                     _reason(err)), EXIT_UNREACHABLE)
     except ks_exc.NotFound as err:
         raise CLIError(
             '%s is not a Keystone identity endpoint (option [%s] auth_url, '
@@ -387,11 +391,68 @@ def connect(conf: cfg.ConfigOpts) -> glance_mod.GlanceClient:
     check_glance(conf, glance)
     CONNECTED['endpoint'] = redaction.redact_url(glance.endpoint)
     CONNECTED['authenticated'] = 'yes' if session.auth else ''
+    _AUTHENTICATED.clear()
+    if session.auth is not None and _group_value(conf, 'auth_url'):
+        _AUTHENTICATED.update(session=session, at=time.time(),
+                              keystone=redaction.redact_url(
+                                  _group_value(conf, 'auth_url')))
     return glance
 
 
 #: The Glance the command talks to (redacted URL), for later errors.
 CONNECTED: dict[str, str] = {}
+#: Keystone issued a token for this command: ``session``, ``at`` (epoch
+#: seconds), ``keystone`` (redacted auth_url).  Empty: no Keystone.
+_AUTHENTICATED: dict[str, ty.Any] = {}
+
+
+def _token_times(session: ty.Any) -> tuple[ty.Any, ty.Any]:
+    """The issue and expiry times of the session's latest user token.
+
+    :returns: ``(issued, expires)`` as aware datetimes, each ``None``
+        when the plugin does not know it.
+    """
+    auth = getattr(session, 'auth', None)
+    auth = getattr(auth, 'user_auth', auth)  # a service-token wrapper
+    ref = getattr(auth, 'auth_ref', None)
+    return (getattr(ref, 'issued', None), getattr(ref, 'expires', None))
+
+
+def token_refused_hint() -> str | None:
+    """Why Glance answered 401 to a token Keystone issued in this run.
+
+    Keystone accepted the credentials earlier in this run, so they are
+    not what Glance refused: the token expired (keystoneauth renews a
+    token only when less than 120 s are left before a request, so a
+    request slower than the token's whole lifetime arrives expired) or
+    was revoked, or the clocks of Keystone and Glance disagree.
+
+    :returns: the explanation, or ``None`` when no token was issued in
+        this run (then the credentials themselves are in question).
+    """
+    if not _AUTHENTICATED:
+        return None
+    issued, expires = _token_times(_AUTHENTICATED['session'])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    facts = ['Keystone at %s authenticated [%s] %.0f s ago, so the '
+             'credentials are not at fault' % (
+                 _AUTHENTICATED['keystone'], opts.GLANCE_GROUP,
+                 time.time() - _AUTHENTICATED['at'])]
+    lifetime = None
+    if issued is not None and expires is not None:
+        lifetime = (expires - issued).total_seconds()
+        facts.append('its latest token was valid for %.0f s, until %s%s' % (
+            lifetime, expires.strftime('%H:%M:%S UTC'),
+            ' (passed)' if expires <= now else ''))
+    cause = ('the token expired' if expires is not None and expires <= now
+             else 'the token expired or was revoked')
+    check = ('check Keystone\'s [token] expiration%s against how long a '
+             'request to Glance takes here (keystoneauth renews a token '
+             'only when less than 120 s are left, so a request slower than '
+             'the whole lifetime arrives with an expired token), the clocks '
+             'of Keystone and Glance (skew), and whether the token was '
+             'revoked' % (' (%.0f s)' % lifetime if lifetime else ''))
+    return '%s: %s; %s' % (cause, '; '.join(facts), check)
 
 
 def glance_error(err: exception.GlanceError) -> tuple[str, int]:
@@ -413,11 +474,17 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
 
 
 def _auth_hint() -> str:
-    """Why Glance answered 401, as far as the CLI knows."""
-    return ('the credentials of [%s] were refused' % opts.GLANCE_GROUP
-            if CONNECTED.get('authenticated') else
-            'no credentials were sent: set [%s] auth_type and its '
-            'options' % opts.GLANCE_GROUP)
+    """Why Glance answered 401, as far as the CLI knows.
+
+    A token Keystone issued in this run and Glance then refused has
+    expired or was revoked (:func:`token_refused_hint`); otherwise the
+    credentials were refused, or none were sent.
+    """
+    return token_refused_hint() or (
+        'the credentials of [%s] were refused' % opts.GLANCE_GROUP
+        if CONNECTED.get('authenticated') else
+        'no credentials were sent: set [%s] auth_type and its '
+        'options' % opts.GLANCE_GROUP)
 
 
 def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
@@ -425,15 +492,19 @@ def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
 
     By the cause of its last attempt's failure, as for any Glance error
     (:func:`glance_error`; doc/source/cli.rst "Exit status by cause"):
-    Glance unreachable or the credentials refused (a 401 on every request
-    after the create) is exit 3, everything else exit 1.
+    Glance unreachable or a 401 on the requests after the create is exit
+    3 (the 401 explained: an expired or revoked token when Keystone issued
+    one in this run), everything else exit 1.
+
+    :returns: ``(message, exit status)``.
     """
     message = err.format_message()
     cause = err.__cause__
     if not isinstance(cause, exception.GlanceError):
         return message, EXIT_FAILED
     if cause.kwargs.get('status') == 401:
-        return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
+        return ('%s (Glance refused the request with HTTP 401: %s)'
+                % (message, _auth_hint()), EXIT_UNREACHABLE)
     return message, glance_error(cause)[1]
 
 
@@ -450,6 +521,49 @@ def identity_project(glance: glance_mod.GlanceClient) -> str | None:
     except ks_exc.ClientException:
         return None
     return str(project) if project else None
+
+
+#: What each activation route (and the location read) needs from Glance's
+#: default policies (Glance 32+): (route, policy rules, roles that grant
+#: them -- any one; Keystone's implied roles included in a token).
+ROUTE_ROLES = (
+    ('upload', 'add_image, upload_image', ('member', 'admin')),
+    ('location', 'add_image, add_image_location',
+     ('member', 'service', 'admin')),
+    ('share with the server\'s project', 'add_member', ('member', 'admin')),
+    ('read locations', 'fetch_image_location (rule service_api)',
+     ('service', 'admin')),
+)
+
+
+def _roles_of(auth: ty.Any) -> list[str] | None:
+    ref = getattr(auth, 'auth_ref', None)
+    names = getattr(ref, 'role_names', None)
+    return sorted(names) if names is not None else None
+
+
+def identity_roles(glance: glance_mod.GlanceClient) -> dict[str, ty.Any]:
+    """The roles of the identity's token and what each route needs.
+
+    Glance checks the roles of the request's own token (a service token's
+    roles are listed apart: Glance 33's ``service_api`` rule does not
+    read them).
+
+    :returns: ``{'roles': [...] or None, 'service_token_roles': [...] or
+        None, 'routes': [{'route', 'rules', 'needs', 'ok'}]}``; ``roles``
+        is None (and ``ok`` None) when the plugin has no Keystone token.
+    """
+    auth = glance.auth
+    user_auth = getattr(auth, 'user_auth', auth)
+    service_auth = getattr(auth, 'service_auth', None)
+    roles = _roles_of(user_auth)
+    routes = [{'route': route, 'rules': rules, 'needs': ' or '.join(needs),
+               'ok': None if roles is None else bool(set(needs) &
+                                                     set(roles))}
+              for route, rules, needs in ROUTE_ROLES]
+    return {'roles': roles,
+            'service_token_roles': _roles_of(service_auth),
+            'routes': routes}
 
 
 def check_ownership(glance: glance_mod.GlanceClient,

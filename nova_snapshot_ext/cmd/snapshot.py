@@ -29,6 +29,7 @@ from oslo_config import cfg
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
 from nova_snapshot_ext import redaction
 from nova_snapshot_ext.snapshot import request as request_mod
@@ -115,6 +116,56 @@ def describe_plan(service: service_mod.SnapshotService,
     }
 
 
+def quota_report(glance: ty.Any, service: service_mod.SnapshotService
+                 ) -> dict[str, ty.Any] | None:
+    """Glance's quota headroom for the identity's project, per route.
+
+    :returns: ``{'headroom': {resource: {'usage', 'limit', 'left'}},
+        'create': refusal or None, 'attempts': [{'attempt', 'refused'}]}``,
+        or None when Glance enforces no unified limits.
+    """
+    usage = quotas.read_usage(glance)
+    if not usage:
+        return None
+    caps = service.capabilities.get(glance)
+    return {'headroom': quotas.headroom(usage),
+            'create': quotas.create_refusal(usage),
+            'attempts': [{'attempt': a.describe(),
+                          'refused': quotas.attempt_refusal(usage, a)}
+                         for a in service.decide_plan(caps, glance).attempts]}
+
+
+def _roles_text(roles: dict[str, ty.Any]) -> str:
+    if roles['roles'] is None:
+        return '\nRoles: unknown (no Keystone token)'
+    text = '\nRoles of the identity: %s' % (', '.join(roles['roles']) or
+                                            'none')
+    if roles['service_token_roles'] is not None:
+        text += '; service token: %s' % ', '.join(
+            roles['service_token_roles'])
+    for route in roles['routes']:
+        text += '\n  %s: %s (needs %s; Glance policy %s)' % (
+            route['route'], 'ok' if route['ok'] else 'MISSING ROLE',
+            route['needs'], route['rules'])
+    return text
+
+
+def _quota_text(report: dict[str, ty.Any] | None) -> str:
+    if report is None:
+        return '\nGlance quotas: none enforced (no unified limits)'
+    text = '\nGlance quotas (usage / limit, left):'
+    for name, entry in sorted(report['headroom'].items()):
+        text += '\n  %s: %d / %d, %d left' % (
+            name, entry['usage'], entry['limit'], entry['left'])
+    if report['create']:
+        text += '\n  a new image is refused: %s' % report['create']
+    for attempt in report['attempts']:
+        if attempt['refused']:
+            text += '\n  %s is refused: %s' % (
+                attempt['attempt'], attempt['refused'])
+    return text
+
+
 def _location_text(loc: dict[str, ty.Any]) -> list[str]:
     stores = loc['read_only_stores']
     lines = [
@@ -187,8 +238,11 @@ def cmd_probe(conf: cfg.ConfigOpts) -> int:
                                                uploads[0]['disk_format'])
     info['permissions'] = permissions
     text = _plan_text(info)
+    info['roles'] = checks.identity_roles(glance)
+    info['quotas'] = quota_report(glance, service)
     text += '\nDriver chosen by: %s' % info['driver']['source']
     text += '\n' + checks.permissions_text(permissions)
+    text += _roles_text(info['roles']) + _quota_text(info['quotas'])
     emit(info, text, conf.format)
     if not info['plan'] or info['refused']:
         return checks.EXIT_INPUT

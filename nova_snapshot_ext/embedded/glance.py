@@ -59,7 +59,7 @@ DEFAULT_CONTAINER_FORMATS = ('ami', 'ari', 'aki', 'bare', 'ovf', 'ova',
                              'docker', 'compressed')
 #: Without Keystone there are no implied roles: send the full set.
 DEFAULT_ROLES = ('admin', 'member', 'reader')
-IDENTITY_MODES = ('headers', 'token')
+IDENTITY_MODES = ('headers', 'token', 'keystone')
 
 #: Named settings for :class:`EmbeddedGlance` (keyword arguments).
 PROFILES: dict[str, dict[str, ty.Any]] = {
@@ -167,8 +167,15 @@ paste.composite_factory = glance.api:root_app_factory
 /: api
 /healthcheck: healthcheck
 
+[composite:glance-api-keystone]
+paste.composite_factory = glance.api:root_app_factory
+/: api
+/healthcheck: healthcheck
+
 [composite:api]
 paste.composite_factory = glance.api:pipeline_factory
+# identity from a real Keystone token (keystonemiddleware)
+keystone = versionnegotiation authtoken context rootapp
 # identity from X-Identity-Status / X-Roles / X-Project-Id / X-User-Id
 fakeauth = versionnegotiation context rootapp
 # identity from a fake X-Auth-Token user:project:roles[:service_roles]
@@ -198,12 +205,16 @@ paste.filter_factory = glance.api.middleware.context:ContextMiddleware.factory
 
 [filter:tokenauth]
 paste.filter_factory = nova_snapshot_ext.embedded.tokenauth:filter_factory
+
+[filter:authtoken]
+paste.filter_factory = keystonemiddleware.auth_token:filter_factory
 """
 
 _VERSION_FILTER = ('glance.api.middleware.version_negotiation:'
                    'VersionNegotiationFilter.factory')
 
-_FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth'}
+_FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth',
+            'keystone': 'keystone'}
 
 # Process-wide cache of migrated (db_sync'ed) databases, keyed by the
 # python executable that ran db_sync.
@@ -300,8 +311,15 @@ class EmbeddedGlance(object):
     :param allowed_hosts: ``[import_filtering_opts] allowed_hosts``.
     :param allowed_ports: ``[import_filtering_opts] allowed_ports``; empty
         means any port.
-    :param identity: ``'headers'`` (trust X-Roles/X-Project-Id/... headers)
-        or ``'token'`` (fake ``X-Auth-Token user:project:roles``).
+    :param identity: ``'headers'`` (trust X-Roles/X-Project-Id/... headers),
+        ``'token'`` (fake ``X-Auth-Token user:project:roles``) or
+        ``'keystone'`` (keystonemiddleware ``auth_token`` against
+        ``keystone``).
+    :param keystone: with ``identity='keystone'``, a started
+        :class:`~nova_snapshot_ext.embedded.keystone.EmbeddedKeystone`
+        (its :meth:`glance_options` are written into the config).
+    :param keystone_limits: ``[DEFAULT] use_keystone_limits`` (Glance's
+        unified limits, read from ``keystone``).
     :param python: python executable with glance and gunicorn installed;
         ``sys.executable`` if None.  Glance 28 to 33 from the package
         index, each in its own cached virtualenv:
@@ -320,7 +338,8 @@ class EmbeddedGlance(object):
     :param shared_with: another (started) :class:`EmbeddedGlance` on a
         database server whose database and image store this one shares:
         a second glance-api node of the same deployment.
-    :raises ValueError: for an unknown identity mode, fewer than one
+    :raises ValueError: for an unknown identity mode,
+        ``identity='keystone'`` without ``keystone``, fewer than one
         worker, or ``shared_with`` on SQLite.
     """
 
@@ -330,10 +349,18 @@ class EmbeddedGlance(object):
                  allowed_hosts=('127.0.0.1',), allowed_ports=(),
                  identity='headers', python=None, access_log=False,
                  custom_schema=True, image_size_cap=None, database=None,
-                 workers=1, shared_with=None):
+                 workers=1, shared_with=None, keystone=None,
+                 keystone_limits=False):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
+        if (identity == 'keystone') != (keystone is not None):
+            raise ValueError('identity=keystone needs keystone= (and only '
+                             'it does)')
+        if keystone_limits and keystone is None:
+            raise ValueError('keystone_limits needs identity=keystone')
+        self.keystone = keystone
+        self.keystone_limits = bool(keystone_limits)
         self.disk_formats = tuple(disk_formats if disk_formats is not None
                                   else DEFAULT_DISK_FORMATS)
         self.container_formats = tuple(
@@ -648,6 +675,11 @@ class EmbeddedGlance(object):
             conf = conf.replace(
                 '[DEFAULT]\n', '[DEFAULT]\nimage_size_cap = %d\n'
                 % self.image_size_cap, 1)
+        if self.keystone_limits:
+            conf = conf.replace('[DEFAULT]\n', '[DEFAULT]\n'
+                                'use_keystone_limits = true\n', 1)
+        if self.keystone is not None:
+            conf += self._keystone_config()
         with open(os.path.join(self.base_dir, _CONF_NAME), 'w') as fh:
             fh.write(conf)
         with open(os.path.join(self.base_dir, _PASTE_NAME), 'w') as fh:
@@ -656,6 +688,17 @@ class EmbeddedGlance(object):
         if self.custom_schema:
             shutil.copyfile(STOCK_SCHEMA_IMAGE,
                             os.path.join(self.base_dir, _SCHEMA_NAME))
+
+    def _keystone_config(self):
+        """The config sections of ``identity='keystone'``.
+
+        :returns: text to append to ``glance-api.conf``.
+        """
+        lines = []
+        for section, options in self.keystone.glance_options().items():
+            lines.append('\n[%s]' % section)
+            lines.extend('%s = %s' % item for item in options.items())
+        return '\n'.join(lines) + '\n'
 
     def _env(self):
         """Build the environment of the glance subprocesses.

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Real Glance releases from the package index, one cached virtualenv each.
+"""Real OpenStack services from the package index, one cached virtualenv each.
 
 :class:`~nova_snapshot_ext.embedded.glance.EmbeddedGlance` runs glance-api
 with any interpreter that has ``glance`` and ``gunicorn`` installed
@@ -21,6 +21,11 @@ on today's package index (:data:`RELEASES`), and reused as long as what it
 was built from is unchanged (recorded in ``<cache>/glance-NN/`` as
 :data:`RECORD_NAME`).  An install that did not finish leaves no record and
 is redone from scratch.
+
+The same machinery installs other services the tests run for real (a
+:class:`ServiceRelease`, e.g. Keystone for
+:mod:`nova_snapshot_ext.embedded.keystone`): :func:`ensure_release` makes
+``<cache>/<package>-NN/`` the same way.
 
 The cache directory is ``$NOVA_SNAPSHOT_EXT_GLANCE_VENVS``, by default
 ``.tox/glance-venvs`` under the current directory (the ``glanceNN`` tox
@@ -68,6 +73,56 @@ class GlanceVenvError(RuntimeError):
 
 
 @dataclasses.dataclass(frozen=True)
+class ServiceRelease:
+    """One release of an OpenStack service from the package index.
+
+    :ivar package: the distribution name, e.g. ``'keystone'``.
+    :ivar version: the exact version installed.
+    :ivar python: the ``X.Y`` Python the virtualenv is made with.
+    :ivar extras: further requirement strings installed beside it (the
+        WSGI server, pins).
+    :ivar name: a label for messages, e.g. ``'Keystone 30.0.0'``.
+    """
+
+    package: str
+    version: str
+    python: str
+    extras: tuple[str, ...] = ()
+    name: str = ''
+
+    @property
+    def major(self):
+        """The major version, e.g. ``30``.
+
+        :returns: an int.
+        """
+        return int(self.version.split('.')[0])
+
+    @property
+    def label(self):
+        """E.g. ``'Keystone 30.0.0'``.
+
+        :returns: a string.
+        """
+        return self.name or '%s %s' % (self.package, self.version)
+
+    @property
+    def dirname(self):
+        """The virtualenv's directory name in the cache, e.g. ``keystone-30``.
+
+        :returns: a string.
+        """
+        return '%s-%d' % (self.package, self.major)
+
+    def requirements(self):
+        """What pip installs into the virtualenv.
+
+        :returns: a list of requirement strings.
+        """
+        return ['%s==%s' % (self.package, self.version)] + list(self.extras)
+
+
+@dataclasses.dataclass(frozen=True)
 class GlanceRelease:
     """One Glance major from the package index.
 
@@ -95,6 +150,16 @@ class GlanceRelease:
     pins: tuple[str, ...] = ()
     location_api: bool = True
     inspects_uploads: bool = True
+    #: The distribution installed (see :class:`ServiceRelease`).
+    package = 'glance'
+
+    @property
+    def dirname(self):
+        """The virtualenv's directory name in the cache, e.g. ``glance-29``.
+
+        :returns: a string.
+        """
+        return 'glance-%d' % self.major
 
     @property
     def label(self):
@@ -184,7 +249,25 @@ def venv_dir(major):
     :param major: the Glance major.
     :returns: ``<cache>/glance-NN``.
     """
-    return os.path.join(cache_root(), 'glance-%d' % release(major).major)
+    return release_dir(release(major))
+
+
+def release_dir(rel):
+    """Where the virtualenv of a release lives.
+
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
+    :returns: ``<cache>/<package>-NN``.
+    """
+    return os.path.join(cache_root(), rel.dirname)
+
+
+def release_python(rel):
+    """The interpreter inside the virtualenv of a release.
+
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
+    :returns: ``<cache>/<package>-NN/bin/python`` (it may not exist yet).
+    """
+    return os.path.join(release_dir(rel), 'bin', 'python')
 
 
 def log_path(major):
@@ -202,13 +285,13 @@ def venv_python(major):
     :param major: the Glance major.
     :returns: ``<cache>/glance-NN/bin/python`` (it may not exist yet).
     """
-    return os.path.join(venv_dir(major), 'bin', 'python')
+    return release_python(release(major))
 
 
 def base_interpreter(rel):
     """The interpreter a release's virtualenv is made with.
 
-    :param rel: a :class:`GlanceRelease`.
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
     :returns: an executable path: ``$NOVA_SNAPSHOT_EXT_GLANCE_PYTHON``,
         else ``pythonX.Y`` on ``PATH``, else this interpreter if it is
         ``X.Y``.
@@ -252,11 +335,11 @@ def _wanted(rel, series):
     Any interpreter of the same Python ``X.Y`` will do (a tox env's
     ``pythonX.Y`` and the system one are the same for this purpose).
 
-    :param rel: a :class:`GlanceRelease`.
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
     :param series: the base interpreter's ``X.Y``.
     :returns: a dict (compared with the recorded one).
     """
-    return {'glance': rel.version, 'requirements': rel.requirements(),
+    return {rel.package: rel.version, 'requirements': rel.requirements(),
             'python_series': series}
 
 
@@ -266,8 +349,17 @@ def read_record(major):
     :param major: the Glance major.
     :returns: the recorded dict, or None (no finished install).
     """
+    return _read_release_record(release(major))
+
+
+def _read_release_record(rel):
+    """What the virtualenv of a release was built from, if it is complete.
+
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
+    :returns: the recorded dict, or None (no finished install).
+    """
     try:
-        with open(os.path.join(venv_dir(major), RECORD_NAME)) as fh:
+        with open(os.path.join(release_dir(rel), RECORD_NAME)) as fh:
             return json.load(fh)
     except (OSError, ValueError):
         return None
@@ -311,44 +403,45 @@ def _run(cmd, log, timeout):
         raise GlanceVenvError('%s exited with %d' % (' '.join(cmd), rc))
 
 
-def installed_version(python):
-    """The Glance version an interpreter imports.
+def installed_version(python, package='glance'):
+    """The version of a service an interpreter imports.
 
     :param python: an executable.
+    :param package: the distribution (and top-level module) name.
     :returns: the version string.
-    :raises GlanceVenvError: if it has no glance or gunicorn.
+    :raises GlanceVenvError: if it has no ``package`` or gunicorn.
     """
-    code = ('import importlib.metadata as m, gunicorn, glance; '
-            'print(m.version("glance"))')
+    code = ('import importlib.metadata as m, gunicorn, %s; '
+            'print(m.version("%s"))' % (package, package))
     try:
         out = subprocess.run([python, '-c', code], capture_output=True,
                              text=True, timeout=120, check=True).stdout
     except (OSError, subprocess.SubprocessError) as exc:
-        raise GlanceVenvError('%s cannot import glance and gunicorn: %s' %
-                              (python, exc))
+        raise GlanceVenvError('%s cannot import %s and gunicorn: %s' %
+                              (python, package, exc))
     return out.strip()
 
 
 def _install(rel, interpreter, log):
     """Create the virtualenv of ``rel`` from scratch.
 
-    :param rel: a :class:`GlanceRelease`.
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
     :param interpreter: the base interpreter.
     :param log: the open (binary) log file.
     :returns: the record written.
     :raises GlanceVenvError: if a step fails.
     """
-    path = venv_dir(rel.major)
+    path = release_dir(rel)
     shutil.rmtree(path, ignore_errors=True)
     started = time.monotonic()
     _run([interpreter, '-m', 'venv', path], log, 300)
-    python = venv_python(rel.major)
+    python = release_python(rel)
     _run([python, '-m', 'pip', 'install'] + rel.requirements(), log,
          INSTALL_TIMEOUT)
-    version = installed_version(python)
+    version = installed_version(python, rel.package)
     if version != rel.version:
-        raise GlanceVenvError('%s has glance %s installed, not %s' %
-                              (path, version, rel.version))
+        raise GlanceVenvError('%s has %s %s installed, not %s' %
+                              (path, rel.package, version, rel.version))
     py_version = subprocess.run(
         [python, '-c', 'import platform; print(platform.python_version())'],
         capture_output=True, text=True, check=True).stdout.strip()
@@ -373,16 +466,31 @@ def ensure(major):
     :raises GlanceVenvError: unknown major, no interpreter, or the install
         failed (the message ends with the tail of the install log).
     """
-    rel = release(major)
+    return ensure_release(release(major))
+
+
+def ensure_release(rel):
+    """Return the interpreter of a release, installing it if needed.
+
+    Same locking and record as :func:`ensure`; the log is
+    ``<cache>/<package>-NN.log``.
+
+    :param rel: a :class:`GlanceRelease` or :class:`ServiceRelease`.
+    :returns: the path of the virtualenv's ``python``.
+    :raises GlanceVenvError: no interpreter, or the install failed (the
+        message ends with the tail of the install log).
+    """
     interpreter = base_interpreter(rel)
     os.makedirs(cache_root(), exist_ok=True)
-    with open(venv_dir(rel.major) + '.lock', 'w') as lock:
+    path = release_dir(rel)
+    log_file = path + '.log'
+    with open(path + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        record = read_record(rel.major)
+        record = _read_release_record(rel)
         wanted = _wanted(rel, python_series(interpreter))
         if record is None or any(record.get(k) != v
                                  for k, v in wanted.items()):
-            with open(log_path(rel.major), 'ab') as log:
+            with open(log_file, 'ab') as log:
                 log.write(('--- %s, %s\n' % (
                     rel.label, time.strftime('%Y-%m-%d %H:%M:%S'))).encode())
                 try:
@@ -391,10 +499,9 @@ def ensure(major):
                     log.flush()
                     raise GlanceVenvError(
                         'cannot install %s into %s: %s; log %s:\n%s' % (
-                            rel.label, venv_dir(rel.major), exc,
-                            log_path(rel.major),
-                            _tail(log_path(rel.major))))
-    return venv_python(rel.major)
+                            rel.label, path, exc, log_file,
+                            _tail(log_file)))
+    return release_python(rel)
 
 
 def main(argv=None):

@@ -53,6 +53,7 @@ import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import deadline
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
 from nova_snapshot_ext import redaction
 
@@ -113,6 +114,41 @@ TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
 #: delete an image a concurrent try activated meanwhile.  The engine's
 #: cleanup and ``audit --fix`` read again before each try of their own.
 IDEMPOTENT_METHODS = frozenset(['GET', 'HEAD', 'OPTIONS'])
+
+
+#: The Glance policy rule behind each operation of this client, and the
+#: role Glance's default policies (2024.2 and later) grant it to; named in
+#: a 403's message.  Glance 32 made location reads service-only.
+POLICY_RULES: dict[str, tuple[str, str]] = {
+    'create': ('add_image', 'member'),
+    'upload': ('upload_image', 'member'),
+    'delete': ('delete_image', 'member'),
+    'get': ('get_image', 'reader'),
+    'list': ('get_images', 'reader'),
+    'download': ('download_image', 'member'),
+    'add member': ('add_member', 'member'),
+    'list members': ('get_members', 'reader'),
+    'add location': ('add_image_location', 'member (or service)'),
+    'get locations': ('fetch_image_location', 'service'),
+    'list tasks': ('get_image', 'reader'),
+    'usage': ('get_image', 'reader'),
+}
+
+
+def policy_hint(operation: str) -> str:
+    """The Glance policy rule and usual role of an operation, for a 403.
+
+    :param operation: an operation name of :data:`POLICY_RULES`.
+    :returns: e.g. ``'Glance policy "upload_image"; usually the member
+        role on the image's project'``, or ``''`` for another operation.
+    """
+    rule = POLICY_RULES.get(operation)
+    if rule is None:
+        return ''
+    where = ('in the service project' if rule[1] == 'service'
+             else "on the image's project")
+    return 'Glance policy "%s"; usually the %s role %s' % (
+        rule[0], rule[1], where)
 
 
 def _status_of(err: BaseException) -> int | None:
@@ -176,6 +212,12 @@ def translate(err: BaseException, operation: str,
     if type(err) is glance_exc.HTTPException and status == 415:
         return exception.ImageFormatRejected(disk_format=disk_format,
                                              **kwargs)
+    if status == 403 and policy_hint(operation):
+        kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
+    if status == 413:
+        quota = quotas.named_in(reason)
+        if quota:
+            kwargs['reason'] = '%s (%s)' % (reason, quotas.describe(quota))
     for client_cls, our_cls in _CLASS_MAP:
         if isinstance(err, client_cls):
             return our_cls(**kwargs)
@@ -660,6 +702,16 @@ class GlanceClient:
         return end is not None and time.monotonic() >= end
 
     @property
+    def auth(self) -> ty.Any:
+        """The auth plugin requests are sent with, or None.
+
+        A service-token wrapper around the session's plugin when
+        ``[snapshot_ext_service_user]`` is configured.
+        """
+        return (getattr(self._client.http_client, 'auth', None) or
+                self.session.auth)
+
+    @property
     def endpoint(self) -> str:
         """The Glance endpoint this client talks to (for messages)."""
         try:
@@ -918,3 +970,39 @@ class GlanceClient:
             return ty.cast(list, self._call('stores', read))
         except exception.GlanceNotFound:
             return None
+
+    def usage(self) -> dict[str, dict[str, int]] | None:
+        """``GET /v2/info/usage``: the project's quota usage and limits.
+
+        :returns: ``{resource: {'usage': int, 'limit': int}}`` (counts;
+            ``image_size_total``/``image_stage_total`` in MiB); ``{}`` when
+            Glance enforces no unified limits (``[DEFAULT]
+            use_keystone_limits`` off); ``None`` when Glance (404) or
+            glanceclient has no such call.
+        :raises GlanceError: any other failure (translated).
+        """
+        info = getattr(self._client, 'info', None)
+        if info is None:  # a glanceclient without the usage call
+            return None
+        try:
+            usage = self._call('usage', lambda: dict(info.get_usage()))
+        except exception.GlanceNotFound:
+            return None
+        return {str(name): {k: int(v) for k, v in dict(entry).items()
+                            if k in ('usage', 'limit')}
+                for name, entry in usage.items()}
+
+    def get_locations(self, image_id: str) -> list[dict[str, ty.Any]]:
+        """``GET /v2/images/{id}/locations`` (API 2.17, a service call).
+
+        :returns: the locations, ``[{'url': ..., 'metadata': {...}}]``.
+        :raises GlanceForbidden: without the service role (Glance policy
+            ``fetch_image_location``).
+        :raises GlanceNotImplemented: Glance lacks API 2.17.
+        """
+        return ty.cast(list, self._call(
+            'get locations', lambda: [dict(loc) for loc in
+                                      self._client.http_client.get(
+                                          '/v2/images/%s/locations'
+                                          % image_id)[1]],
+            image_id=image_id))

@@ -40,6 +40,7 @@ from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import attempts as attempts_mod
 from nova_snapshot_ext.snapshot import identity
@@ -293,8 +294,9 @@ class SnapshotService:
                         {'name': record.name, 'note': note})
         if decision.error is not None:
             raise decision.error
-        return PreparedSnapshot(record, decision.attempts, caps,
-                                decision.notes)
+        notes = list(decision.notes) + quotas.check_plan(
+            quotas.read_usage(glance), decision.attempts)
+        return PreparedSnapshot(record, decision.attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------
 
