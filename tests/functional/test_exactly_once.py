@@ -21,6 +21,7 @@ kinds are unit-tested member by member in
 tests/unit/snapshot/test_attempts.py.
 """
 
+import json
 import signal
 import subprocess
 import sys
@@ -33,11 +34,18 @@ from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import request as request_mod
 from nova_snapshot_ext.snapshot import service as service_mod
 from tests import base
+from tests.functional import base as fbase
 from tests.functional import test_faults
 
 IMAGE = r'^/v2/images/[^/]+$'
 IMAGES = r'^/v2/images$'
 FILE = r'^/v2/images/[^/]+/file$'
+
+
+def _default_signals():
+    """In the CLI child: SIGINT and SIGTERM at their defaults."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 class ExactlyOnceBase(test_faults.FaultTestBase):
@@ -143,15 +151,59 @@ class TestIssue9Inputs(ExactlyOnceBase):
 
         :returns: ``(process, stdout, stderr)`` after it exited.
         """
-        proc = subprocess.Popen(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
-             '--config-file', self.conf_files['upload'], '--format',
-             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
+        proc = self._start_cli(path)
         self._wait_seen(method, path_re)
         proc.send_signal(signum)
         out, errout = proc.communicate(timeout=120)
         return proc, out, errout
+
+    def _start_cli(self, path):
+        # SIGINT at its default in the child: a parent (CI shell, nohup)
+        # that ignores SIGINT would otherwise make the child ignore it and
+        # these tests pass without an interrupt.
+        return subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             '--config-file', self.conf_files['upload'], '--format',
+             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, preexec_fn=_default_signals)
+
+    def test_second_signal_during_interrupt_cleanup(self):
+        # design.md rules 3 and 10: Ctrl-C while the create's answer is
+        # held (Glance made the image), then a second SIGINT or SIGTERM
+        # while the cleanup's read-back is held.  Right value: the image
+        # is deleted or named (left/unconfirmed), and the message claims
+        # no cleanup that did not happen.
+        for second in (signal.SIGINT, signal.SIGTERM):
+            self.proxy.clear()
+            self.proxy.add_rule('POST', IMAGES, 'delay', seconds=4,
+                                when='after')
+            self.proxy.add_rule('GET', IMAGE, 'delay', seconds=4,
+                                times='always')
+            self.proxy.add_rule('DELETE', IMAGE, 'delay', seconds=4,
+                                times='always')
+            before = {i for i, _ in self.images()}
+            proc = self._start_cli(self.write_request(self.request_dict()))
+            self._wait_seen('POST', IMAGES)
+            proc.send_signal(signal.SIGINT)
+            self._wait_seen('GET', IMAGE)
+            proc.send_signal(second)
+            out, errout = proc.communicate(timeout=120)
+            self.assertNotIn('Traceback', errout)
+            self.assertEqual(130, proc.returncode, errout)
+            report = json.loads(out)
+            named = set(report['left']) | set(report['unconfirmed'])
+            self.proxy.clear()
+            held = {i for i, status in self.images()
+                    if status != 'active'} - before
+            self.assertEqual(set(), held - named,
+                             'unnamed images: %s' % report)
+            if held:
+                self.assertNotIn('was cleaned up', report['error'])
+                for image_id in held:
+                    self.assertIn(image_id, errout)
+            for image_id in held:
+                self.client_for(roles=fbase.MEMBER_ROLES).images.delete(
+                    image_id)
 
     def _wait_seen(self, method, path, timeout=60):
         # On arrival, not once answered: a request held by a ``delay``
