@@ -360,3 +360,38 @@ class TestIssue9Inputs(ExactlyOnceBase):
     @staticmethod
     def new_uuid():
         return uuidutils.generate_uuid()
+
+
+class TestLateCreateAnswer(ExactlyOnceBase):
+    """Glance made the image; its create's answer came after the timeout.
+
+    The fake driver's plan (the matrix's flaky cell, seen once under
+    load): the image Glance made must be adopted, or named, never left
+    queued beside the reported one.
+    """
+
+    DRIVER = 'fake'
+
+    def _judge(self, times):
+        self.proxy.add_rule('POST', IMAGES, 'delay',
+                            seconds=test_faults.DELAY, when='after',
+                            times=times)
+        svc = self.service()
+        data = self.request_dict()
+        try:
+            result = self.snapshot(svc, data)
+        except exception.ActivationFailed as err:
+            self.proxy.clear()
+            held = [i for i, status in self.images() if status != 'active']
+            named = err.format_message()
+            for image_id in held:
+                self.assertIn(image_id, named)
+            result = self.snapshot(svc, data)
+        self.proxy.clear()
+        self.assertOnlyActive(result.image_id)
+
+    def test_create_answer_late_once(self):
+        self._judge('once')
+
+    def test_create_answer_always_late(self):
+        self._judge('always')
