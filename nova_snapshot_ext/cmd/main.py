@@ -655,7 +655,7 @@ def _ignore_signals() -> dict[int, ty.Any]:
     :returns: signal number -> the handler it had (only those replaced;
         none outside the main thread).
     """
-    saved = {}
+    saved: dict[int, ty.Any] = {}
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ValueError, OSError):
             saved[signum] = signal.signal(signum, signal.SIG_IGN)
