@@ -28,8 +28,11 @@ UTC = datetime.timezone.utc
 
 
 def _session(issued_ago, lifetime):
-    """A session whose password plugin holds a token of ``lifetime`` s
-    issued ``issued_ago`` s ago (keystoneauth's ``auth_ref`` times)."""
+    """A session whose password plugin holds a token issued in the past.
+
+    ``lifetime`` s long, issued ``issued_ago`` s ago (keystoneauth's
+    ``auth_ref`` times).
+    """
     now = datetime.datetime.now(UTC)
     issued = now - datetime.timedelta(seconds=issued_ago)
     ref = mock.Mock(issued=issued,
