@@ -35,7 +35,9 @@ Glance's (floor of bytes / MiB for the sizes).  Before Glance 31
 ``pending_delete`` and still counts in ``image_count_total`` and
 ``image_size_total`` until ``glance-scrubber`` runs -- e.g. the images a
 failed snapshot's cleanup just deleted.  The usage document does not say
-which images it counts, so a refusal of those two limits says the
+which images it counts, and a ``pending_delete`` image is marked deleted
+in Glance's database (no image list shows it), so a refusal of those two
+limits says the
 headroom may be held by ``pending_delete`` images and that the scrubber
 frees it (:data:`PENDING_DELETE_NOTE`).
 """
