@@ -37,9 +37,8 @@ Glance's (floor of bytes / MiB for the sizes).  Before Glance 31
 failed snapshot's cleanup just deleted.  The usage document does not say
 which images it counts, and a ``pending_delete`` image is marked deleted
 in Glance's database (no image list shows it), so a refusal of those two
-limits says the
-headroom may be held by ``pending_delete`` images and that the scrubber
-frees it (:data:`PENDING_DELETE_NOTE`).
+limits says the headroom may be held by ``pending_delete`` images and
+that the scrubber frees it (:data:`PENDING_DELETE_NOTE`).
 """
 
 from __future__ import annotations
