@@ -108,3 +108,26 @@ class TestQuotaRefusal(test_paste_filter.PastePipelineMixin,
         image_id = jsonutils.loads(resp.body)['image_id']
         self.assertEqual('active',
                          self.admin_glance().images.get(image_id)['status'])
+
+    def test_hook_alone_answers_overquota(self):
+        # Without the filter's early refusal (Nova's compute API called
+        # directly), the activation hook meets the same quota once Nova has
+        # snapshotted the volumes: Nova's OverQuota (403 on createImage),
+        # and no image.  The filter is what keeps the volume snapshots
+        # from being taken (the tests above).
+        from nova.compute import api as compute_api
+        from nova import exception as nova_exc
+
+        from nova_snapshot_ext.nova import filter as filter_mod
+
+        self.assertIsNotNone(filter_mod.load_plugin())
+        self.answer_usage(image_count_total=(5, 5))
+        instance = self.create_server()
+        name = 'hook-%s' % uuid.uuid4().hex[:8]
+        err = self.assertRaises(
+            nova_exc.OverQuota, compute_api.API().snapshot_volume_backed,
+            self.context, instance, name, extra_properties={})
+        self.assertIn("Glance's quota image_count_total",
+                      err.format_message())
+        self.assertEqual([], self.images_named(name))
+        self.assertEqual(0, self.proxy.count('POST', r'^/v2/images$'))
