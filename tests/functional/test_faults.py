@@ -160,6 +160,17 @@ def _full_run():
     return os.environ.get(ALL_ENV, '').lower() in ('1', 'all', 'yes', 'true')
 
 
+def sigint_at_default():
+    """``preexec_fn`` of a CLI the test interrupts with SIGINT.
+
+    A process started by a non-interactive shell's background job (the
+    test runner, CI) inherits SIGINT ignored, and Python keeps it ignored:
+    the CLI would never see the Ctrl-C.  An operator's Ctrl-C reaches a
+    process whose SIGINT is at its default, which this restores.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def load_conf(config_files):
     """A private ConfigOpts from these files only, as the CLI reads them.
 
@@ -252,7 +263,8 @@ class FaultTestBase(fbase.FunctionalTestCase):
                'snapshot', '--config-file', self.conf_files[mode],
                '--format', 'json', request_path]
         with subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) as popen:
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=sigint_at_default) as popen:
             if interrupt is not None:
                 method, path, signum = interrupt
                 if self.proxy.wait_arrival(method, path, 1, 120):
