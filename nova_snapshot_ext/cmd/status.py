@@ -372,7 +372,8 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                       "image's locations (403). Give it the 'service' role"
                       % ', '.join(sorted(roles)))
 
-    _upgrade_checks = tuple((name, _options_guarded(check)) for name, check in (
+    _upgrade_checks = tuple((name, _options_guarded(check))
+                            for name, check in (
         ('Plugin options', _check_options),
         ('Snapshot driver', _check_driver),
         ('Nova release', _check_nova),
