@@ -27,6 +27,7 @@ import sys
 
 from oslo_utils import uuidutils
 
+from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import identity
@@ -123,14 +124,34 @@ class TestIssue9Inputs(ExactlyOnceBase):
     def test_input_2_member_ctrl_c_while_create_in_flight(self):
         # The CLI interrupted while its create is held in the proxy: any
         # image that lands is this snapshot's and the retry adopts it.
-        self.proxy.add_rule('POST', IMAGES, 'delay',
-                            seconds=test_faults.DELAY)
+        # The CLI starts with SIGINT at its default (a runner started as
+        # a background job passes it on ignored: the CLI finished and
+        # exited 0, as it should when Ctrl-C cannot reach it).  The proxy
+        # itself sends the SIGINT on the create's arrival and holds the
+        # create until the CLI has exited, so no stall of the test
+        # process lets the CLI re-send the create and finish first.
         path = self.write_request(self.request_dict())
-        proc, out, errout = self._interrupted_cli(path, 'POST', IMAGES,
-                                                  signal.SIGINT)
+        procs, held = [], []
+
+        def interrupt_and_hold():
+            procs[0].send_signal(signal.SIGINT)
+            try:
+                procs[0].wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                held.append('the CLI did not exit within 120 s of SIGINT')
+        self.proxy.add_rule('POST', IMAGES, 'hook', hook=interrupt_and_hold)
+        procs.append(self._cli_popen(path))
+        proc = procs[0]
+        out, errout = proc.communicate(timeout=240)
+        self.assertEqual([], held)
         self.assertNotIn('Traceback', errout)
         self.assertNotEqual(0, proc.returncode)
+        self.assertEqual(checks.EXIT_SIGINT, proc.returncode, errout)
         self.settle()
+        # The held create was the only one; what it made is named.
+        self.assertEqual(1, self.proxy.count('POST', IMAGES), out)
+        for image_id, _ in self.images():
+            self.assertIn(image_id, out + errout)
         self.proxy.clear()
         retry, retry_id = self.run_cli('upload', path)
         self.assertEqual(0, retry.returncode, retry.stderr)
@@ -143,15 +164,18 @@ class TestIssue9Inputs(ExactlyOnceBase):
 
         :returns: ``(process, stdout, stderr)`` after it exited.
         """
-        proc = subprocess.Popen(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
-             '--config-file', self.conf_files['upload'], '--format',
-             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
+        proc = self._cli_popen(path)
         self._wait_seen(method, path_re)
         proc.send_signal(signum)
         out, errout = proc.communicate(timeout=120)
         return proc, out, errout
+
+    def _cli_popen(self, path):
+        return subprocess.Popen(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
+             '--config-file', self.conf_files['upload'], '--format',
+             'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, preexec_fn=test_faults.sigint_at_default)
 
     def _wait_seen(self, method, path, timeout=60):
         # On arrival, not once answered: a request held by a ``delay``
