@@ -72,8 +72,8 @@ from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from nova_snapshot_ext import exception
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.snapshot import identity
