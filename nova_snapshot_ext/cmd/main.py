@@ -618,13 +618,63 @@ class _Tee(io.TextIOBase):
         self.stream.flush()
 
 
+class ReaderGone(io.TextIOBase):
+    """Standard output that outlives its reader (``... | head -1``).
+
+    Once the reader has closed the pipe, what is still written is
+    dropped: the command goes on, cleans up and exits by its own outcome
+    (an active snapshot is never exit 1 because nobody read all of its
+    report), and no ``BrokenPipeError`` traceback is printed.
+    """
+
+    def __init__(self, stream: ty.Any):
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(self.stream.encoding)
+
+    def _drop(self) -> None:
+        self.gone = True
+        # What the stream still buffers is flushed at exit: to nowhere.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+
+
 def console_main() -> int:
     """The console script: :func:`main`, then no late interrupt.
 
-    Once the command has reported, a Ctrl-C or SIGTERM that arrives while
-    the interpreter shuts down has nothing left to stop; ignoring it keeps
-    Python from printing a shutdown traceback after the report.
+    Standard output is a :class:`ReaderGone`: a reader that stops reading
+    changes nothing.  Once the command has reported, a Ctrl-C or SIGTERM
+    that arrives while the interpreter shuts down has nothing left to
+    stop; ignoring it keeps Python from printing a shutdown traceback
+    after the report.
     """
+    sys.stdout = ReaderGone(sys.stdout)
     code = main()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ValueError, OSError):

@@ -58,6 +58,7 @@ only asks and words the answer):
 from __future__ import annotations
 
 import configparser
+import functools
 import sys
 import typing as ty
 
@@ -106,6 +107,23 @@ def _nova_importable() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _options_guarded(check: ty.Callable[[ty.Any], Result]
+                     ) -> ty.Callable[[ty.Any], Result]:
+    """Run ``check``; an invalid option value it reads is its Failure.
+
+    oslo.config reads a value when it is first used, so any check can meet
+    a bad one: the check fails naming it (exit 2) instead of the command
+    crashing (exit 255) with a traceback.
+    """
+    @functools.wraps(check)
+    def run(self: ty.Any) -> Result:
+        try:
+            return check(self)
+        except cfg.Error as err:
+            return Result(Code.FAILURE, 'not checked: %s' % _message(err))
+    return run
 
 
 class UpgradeChecks(upgradecheck.UpgradeCommands):
@@ -354,7 +372,8 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                       "image's locations (403). Give it the 'service' role"
                       % ', '.join(sorted(roles)))
 
-    _upgrade_checks = (
+    _upgrade_checks = tuple((name, _options_guarded(check))
+                            for name, check in (
         ('Plugin options', _check_options),
         ('Snapshot driver', _check_driver),
         ('Nova release', _check_nova),
@@ -364,7 +383,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         ("'raw' allowed", _check_raw),
         ('Default store', _check_default_store),
         ('Location reads (service role)', _check_location_reads),
-    )
+    ))
 
 
 def _message(err: BaseException) -> str:

@@ -116,8 +116,10 @@ def missing(kind):
                     PIFPAF_MYSQL_SOCKET_ENV):
                 continue
             if importlib.util.find_spec(module) is None:
-                return '%s is not installed (pip install %s)' % (
-                    module, package)
+                return ('%s is not installed: install this package with '
+                        "its 'mysql' extra (pip install "
+                        "'nova-snapshot-ext[embedded,mysql]', or pip install "
+                        '%s)' % (module, package))
         return None
     if kind == 'postgresql':
         if _pg_bindir() is None:
@@ -129,7 +131,10 @@ def missing(kind):
             except KeyError:
                 return 'there is no %s system user to run initdb' % _PG_USER
         if importlib.util.find_spec('psycopg2') is None:
-            return 'psycopg2 is not installed (pip install psycopg2-binary)'
+            return ("psycopg2 is not installed: install this package with "
+                    "its 'postgresql' extra (pip install "
+                    "'nova-snapshot-ext[embedded,postgresql]', or pip "
+                    'install psycopg2-binary)')
         return None
     raise ValueError('database kind must be one of %s, not %r'
                      % (', '.join(KINDS), kind))

@@ -131,7 +131,8 @@ POLICY_RULES: dict[str, tuple[str, str]] = {
     'add location': ('add_image_location', 'member (or service)'),
     'get locations': ('fetch_image_location', 'service'),
     'list tasks': ('get_image', 'reader'),
-    'usage': ('get_image', 'reader'),
+    # (GET /v2/info/usage is checked against no policy rule in Glance 33:
+    # a 403 there is not a policy's, so it names none)
 }
 
 
@@ -318,8 +319,34 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
             reason='no auth plugin and no endpoint_override: set auth_type '
             '(e.g. password with auth_url, username, password, project_name, '
             'or admin_token with endpoint and token)')
+    _check_transport_numbers(conf)
     return ks_loading.load_session_from_conf_options(
         conf, opts.GLANCE_GROUP, auth=auth)
+
+
+#: keystoneauth1's session and adapter options that are numbers, with the
+#: smallest value each can take (keystoneauth registers them unbounded:
+#: urllib3 refuses a timeout <= 0 only at the first request, which then
+#: looked like an unreachable Glance).
+_TRANSPORT_MINIMUM = (('timeout', 0, 'a positive number of seconds'),
+                      ('connect_retries', -1, '0 or more'),
+                      ('status_code_retries', -1, '0 or more'),
+                      ('connect_retry_delay', -1, '0 or more seconds'),
+                      ('status_code_retry_delay', -1, '0 or more seconds'))
+
+
+def _check_transport_numbers(conf: cfg.ConfigOpts) -> None:
+    """Refuse a keystoneauth number in ``[snapshot_ext_glance]`` out of range.
+
+    :raises ConfigurationError: naming the option (exit 2).
+    """
+    group = conf[opts.GLANCE_GROUP]
+    for name, above, wanted in _TRANSPORT_MINIMUM:
+        value = getattr(group, name, None)
+        if value is not None and value <= above:
+            raise exception.ConfigurationError(
+                group=opts.GLANCE_GROUP, option=name,
+                reason='%s is not %s' % (value, wanted))
 
 
 def load_service_auth(conf: cfg.ConfigOpts) -> ty.Any:

@@ -30,9 +30,15 @@ oslo.limit refuses when usage + delta > limit):
   staging, which the plugin never uses.
 
 Adding a location (API 2.17) is checked against none of them.  Usage is
-Glance's (floor of bytes / MiB for the sizes), so an image deleted with
-``delayed_delete`` before Glance 31 may still count (until the scrubber
-runs).
+Glance's (floor of bytes / MiB for the sizes).  Before Glance 31
+(LP#2118756) an image deleted with ``[DEFAULT] delayed_delete`` stays
+``pending_delete`` and still counts in ``image_count_total`` and
+``image_size_total`` until ``glance-scrubber`` runs -- e.g. the images a
+failed snapshot's cleanup just deleted.  The usage document does not say
+which images it counts, and a ``pending_delete`` image is marked deleted
+in Glance's database (no image list shows it), so a refusal of those two
+limits says the headroom may be held by ``pending_delete`` images and
+that the scrubber frees it (:data:`PENDING_DELETE_NOTE`).
 """
 
 from __future__ import annotations
@@ -52,6 +58,14 @@ SIZE_TOTAL = 'image_size_total'
 STAGE_TOTAL = 'image_stage_total'
 #: The limits Glance enforces, in the order a snapshot meets them.
 RESOURCES = (COUNT_TOTAL, COUNT_UPLOADING, SIZE_TOTAL, STAGE_TOTAL)
+#: The limits an image in ``pending_delete`` held before Glance 31.
+HELD_BY_PENDING_DELETE = (COUNT_TOTAL, SIZE_TOTAL)
+#: Appended to a refusal of :data:`HELD_BY_PENDING_DELETE` limits.
+PENDING_DELETE_NOTE = (
+    '; with [DEFAULT] delayed_delete on a Glance older than 31, images of '
+    'the project deleted but still pending_delete (e.g. a failed '
+    "snapshot's cleanup) count here too: running glance-scrubber frees "
+    'what they hold')
 #: The unit of each resource in messages.
 UNITS = {COUNT_TOTAL: 'images', COUNT_UPLOADING: 'uploads',
          SIZE_TOTAL: 'MiB', STAGE_TOTAL: 'MiB'}
@@ -122,8 +136,9 @@ def _over(usage: ty.Mapping[str, ty.Mapping[str, int]], name: str,
     entry = usage.get(name)
     if not entry or entry['usage'] + delta <= entry['limit']:
         return None
-    return ('%s: the project uses %d of %d %s and this needs %d more' % (
-        name, entry['usage'], entry['limit'], UNITS[name], delta))
+    return ('%s: the project uses %d of %d %s and this needs %d more%s' % (
+        name, entry['usage'], entry['limit'], UNITS[name], delta,
+        PENDING_DELETE_NOTE if name in HELD_BY_PENDING_DELETE else ''))
 
 
 def create_refusal(usage: ty.Mapping[str, ty.Mapping[str, int]]

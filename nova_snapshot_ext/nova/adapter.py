@@ -350,6 +350,8 @@ def to_nova_exception(err: exception.SnapshotExtException) -> Exception:
     401, 403                ``Forbidden``
     404                     ``NotFound``
     413                     ``OverQuota``
+    GlanceQuotaExceeded     ``OverQuota`` (403; the preflight's refusal
+                            by Glance's unified limits)
     409                     ``InstanceInvalidState`` when the server
                             state is at fault, else ``NovaException``
     503, transport          ``GlanceConnectionFailed``
@@ -366,6 +368,10 @@ def to_nova_exception(err: exception.SnapshotExtException) -> Exception:
 
     message = err.format_message()
     code = getattr(err, 'code', 500)
+    if isinstance(err, exception.GlanceQuotaExceeded):
+        # Glance's quotas refuse the snapshot before anything exists: a
+        # quota, as Nova answers its own (403 on createImage).
+        return nova_exc.OverQuota(message=message)
     if isinstance(err, (exception.PreflightError, exception.InvalidRequest)):
         if code == 403:
             return nova_exc.Forbidden(message=message)

@@ -187,7 +187,11 @@ class AttemptEngine:
         below: int | None = None
         while index < len(plan):
             planned = plan[index]
-            if below is not None and planned.size >= below:
+            # A 413 refused an upload's size (image_size_cap, a storage
+            # quota, image_size_total): larger uploads would be refused
+            # too; a location is checked against none of them.
+            if (below is not None and planned.method == 'upload' and
+                    planned.size >= below):
                 index += 1
                 continue
             attempt = result_mod.Attempt(

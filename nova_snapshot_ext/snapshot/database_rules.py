@@ -132,6 +132,28 @@ def collation_key(text: str) -> str:
     return folded.rstrip(' ')
 
 
+#: Glance's own property namespace (it writes ``os_glance_import_task``,
+#: ``os_glance_hash_op_host`` ... itself during imports and location adds).
+GLANCE_NAMESPACE = 'os_glance'
+_GLANCE_NAMESPACE_KEY = collation_key(GLANCE_NAMESPACE)
+
+
+def in_glance_namespace(key: str) -> bool:
+    """Whether ``key`` is in Glance's ``os_glance`` namespace on MySQL.
+
+    Glance itself checks the prefix exactly (``OS_GLANCE_X`` is accepted
+    as a custom property), but under ``utf8mb3_general_ci`` such a key is
+    the same row as the ``os_glance_*`` property Glance writes during a
+    location add or an import: ``OS_GLANCE_IMPORT_TASK`` makes every
+    location add of its image answer 409 on a MySQL/MariaDB Glance.
+
+    :param key: a property name.
+    :returns: True when the collation folds its start to ``os_glance``.
+    """
+    return collation_key(key[:len(GLANCE_NAMESPACE) + 8]).startswith(
+        _GLANCE_NAMESPACE_KEY)
+
+
 def _check_text(what: str, key: str, text: str) -> None:
     """Refuse a character a production database cannot store."""
     if text.isascii():

@@ -45,6 +45,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import database_rules
 from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)
@@ -181,6 +182,9 @@ def never_inherited_kind(key: str,
     for prefix, kind in NEVER_INHERITED_PREFIXES:
         if key.startswith(prefix):
             return kind
+    if database_rules.in_glance_namespace(key):
+        # Glance's own namespace as a MySQL Glance compares names.
+        return 'glance-state'
     for suffix, kind in NEVER_INHERITED_SUFFIXES:
         if key.endswith(suffix):
             return kind

@@ -66,8 +66,9 @@ class Step(enum.Enum):
     #: The attempt's id is burned (deleted earlier, Glance never reuses
     #: an id): the same attempt again on its next-generation id.
     NEXT_ID = 'next id'
-    #: 413 (payload too large, storage quota): the next planned attempt
-    #: whose payload is smaller.
+    #: 413 (payload too large, storage quota, a unified limit): the next
+    #: planned upload whose payload is smaller, or the next location
+    #: (checked against none of Glance's upload limits).
     SMALLER = 'smaller payload'
     #: Final for this call: a permanent refusal, or a transient fault
     #: (a retry of the same snapshot may succeed).

@@ -94,6 +94,12 @@ def check_property_name(key: str,
     if key.startswith(RESERVED_PREFIX):
         raise exception.ReservedProperty(
             property=key, reason="the 'os_glance' namespace is Glance's own")
+    if database_rules.in_glance_namespace(key):
+        raise exception.ReservedProperty(
+            property=key, reason="on a MySQL/MariaDB Glance it is the same "
+            "name as Glance's own 'os_glance' namespace (utf8mb3_general_ci "
+            "ignores case and accents), where Glance writes its import and "
+            "location-add state")
     if key in READ_ONLY:
         raise exception.ReadOnlyProperty(property=key)
     if key in RESERVED:

@@ -27,6 +27,7 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext.snapshot.outcome import Context
 from nova_snapshot_ext.snapshot.outcome import Event
 from nova_snapshot_ext.snapshot.outcome import Outcome
@@ -44,8 +45,14 @@ IN_PROGRESS = ('saving', 'importing', 'uploading')
 
 
 def quota_reason(err: exception.SnapshotExtException) -> str:
-    """The reason of a 413, saying "storage quota" when Glance says quota."""
+    """The reason of a 413, saying "storage quota" when Glance says quota.
+
+    A unified limit's refusal already names its limit
+    (:func:`~nova_snapshot_ext.image.quotas.named_in`): left as it is.
+    """
     reason = str(err.kwargs.get('reason') or err.format_message())
+    if quotas.named_in(reason):
+        return reason
     if 'quota' in reason.lower() and 'storage quota' not in reason.lower():
         reason += ' (storage quota)'
     return reason

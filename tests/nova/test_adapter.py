@@ -97,6 +97,9 @@ class TestNovaConversions(oslotest_base.BaseTestCase):
              nova_exc.Forbidden),
             (exception.GlanceOverLimit(operation='upload', reason='r'),
              nova_exc.OverQuota),
+            (exception.GlanceQuotaExceeded(
+                project='p', resource='image_count_total', reason='r'),
+             nova_exc.OverQuota),
             (exception.GlanceNotFound(operation='get', reason='r'),
              nova_exc.NotFound),
             (exception.GlanceUnavailable(operation='create', reason='r'),

@@ -85,6 +85,9 @@ class FakeGlance:
         #: Images created so far (each gets the next second as its
         #: ``created_at``).
         self.created = 0
+        #: ``GET /v2/info/usage``'s ``usage`` document (``{}`` without
+        #: unified limits); ``None``: a glanceclient without ``info``.
+        self.usage = None
 
     def fail(self, operation, error, times=1):
         """Make the next ``times`` calls of ``operation`` raise ``error``."""
@@ -349,13 +352,30 @@ class _HTTPClient:
         raise AssertionError('unexpected GET %s' % url)
 
 
+class _Info:
+    def __init__(self, glance):
+        self.g = glance
+
+    def get_usage(self):
+        self.g._maybe_fail('usage')
+        return {name: dict(entry) for name, entry in self.g.usage.items()}
+
+
 class _Client:
     def __init__(self, glance):
+        self._glance = glance
         self.images = _Images(glance)
         self.image_members = _Members(glance)
         self.schemas = _Schemas(glance)
         self.versions = _Versions(glance)
         self.http_client = _HTTPClient(glance, self.images)
+
+    @property
+    def info(self):
+        # Like a glanceclient older than the usage call when unset.
+        if self._glance.usage is None:
+            raise AttributeError('info')
+        return _Info(self._glance)
 
 
 class FakeGlanceFixture(fixtures.Fixture):

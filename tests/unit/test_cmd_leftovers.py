@@ -74,6 +74,24 @@ class TestConfigurationBeforeNetwork(test_cmd.CLITestCase):
             self.assertIn(path, text)
             self.assertNotIn('LocationInfo', text)
 
+    def test_transport_number_out_of_range_names_the_option(self):
+        # keystoneauth registers these unbounded: urllib3 refused the
+        # timeout only at the first request, reported as Glance at fault.
+        for option, value in (('timeout', '-5'), ('timeout', '0'),
+                              ('connect_retries', '-2'),
+                              ('status_code_retry_delay', '-1')):
+            self.stderr.seek(0)
+            self.stderr.truncate()
+            path = self.write('c.conf', '[snapshot_ext_glance]\n%s = %s\n'
+                              'auth_type = none\nendpoint_override = '
+                              'http://127.0.0.1:9\n' % (option, value))
+            self.assertEqual(2, self.run_main('--config-file', path,
+                                              'probe'), option)
+            text = self.stderr.getvalue()
+            self.assertIn('[snapshot_ext_glance] %s' % option, text)
+            self.assertNotIn('Glance', text.replace(
+                'snapshot_ext_glance', ''))
+
     def test_mistyped_driver_is_exit_2_naming_the_option(self):
         for command in (['probe'], ['audit']):
             self.stderr.seek(0)
@@ -256,3 +274,38 @@ class TestDocs(base.TestCase):
         self.assertIn('nova-snapshot-ext-config-generator.conf', conf_py)
         with open(os.path.join(DOC_SOURCE, 'sample-config.rst')) as f:
             self.assertIn('literalinclude', f.read())
+
+
+class TestReaderGone(base.TestCase):
+    """A reader that stops reading (``| head -1``) changes no outcome."""
+
+    def test_writes_after_the_reader_left_are_dropped(self):
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        stream = os.fdopen(write_end, 'w')
+        self.addCleanup(stream.close)
+        out = main.ReaderGone(stream)
+        self.assertEqual(5, out.write('x' * 5))
+        out.flush()
+        self.assertTrue(out.gone)
+        self.assertEqual(3, out.write('abc'))
+        out.flush()
+
+    def test_console_script_exits_by_its_outcome(self):
+        import subprocess
+        import sys
+
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before the first line
+        try:
+            proc = subprocess.run(
+                [sys.executable, '-c', 'import sys; from nova_snapshot_ext'
+                 '.cmd import main; sys.exit(main.console_main())',
+                 '--version'],
+                stdout=write_end, stderr=subprocess.PIPE, timeout=120,
+                check=False)
+        finally:
+            os.close(write_end)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertNotIn(b'Traceback', proc.stderr)
+        self.assertNotIn(b'BrokenPipe', proc.stderr)

@@ -169,6 +169,19 @@ class TestOptionsCheck(StatusCase):
             ._check_options()
         self.assertEqual(status.Code.SUCCESS, result.code)
 
+    def test_bad_choice_fails_every_check_that_reads_it(self):
+        checks = self.checks('[snapshot_ext]\nactivation_method = uplod\n')
+        result = checks._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('activation_method', result.details)
+        # Read again by a later check: that check fails naming it too,
+        # the command does not crash (oslo.upgradecheck's 255).
+        for name, check in checks._upgrade_checks:
+            if name.startswith('Location reads'):
+                result = check(checks)
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('activation_method', result.details)
+
 
 class TestPasteCheck(StatusCase):
 

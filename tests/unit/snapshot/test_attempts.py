@@ -803,3 +803,41 @@ class TestVersionsTransient(AttemptTestBase):
         result = self.snapshot(svc=svc)
         self.assertEqual('active', result.status)
         self.assertTrue(svc.capabilities.get(self.client).location_api)
+
+
+class TestPayloadTooLargeLocation(AttemptTestBase,
+                                  test_service.LocationTestBase):
+    """A 413 on an upload still tries the planned location (issue 19).
+
+    Glance's upload limits (``image_size_cap``, a storage quota, the
+    unified limits ``image_size_total`` and ``image_count_uploading``)
+    refuse uploads; adding a location (API 2.17) is checked against none
+    of them, so a location is tried even when its object is larger.
+    """
+
+    method = 'location-fallback'
+    glance_kwargs = {'disk_formats': ['raw', 'qcow2']}
+
+    def test_413_on_upload_goes_to_the_location(self):
+        self.fake.fail('upload', gexc.HTTPOverLimit(
+            'Resource image_count_uploading is over limit of 0 due to '
+            'current usage 1 and delta 0'), times=5)
+        result = self.snapshot()
+        self.assertEqual(
+            [('upload', 'raw'), ('location', 'qcow2')],
+            [(a.method, a.disk_format) for a in result.attempts])
+        self.assertIn('image_count_uploading', result.attempts[0].reason)
+        self.assertNotIn('storage quota', result.attempts[0].reason)
+        self.assertTrue(result.attempts[0].cleaned_up)
+        self.assertEqual(('active', 'location'),
+                         (result.status, result.attempts[-1].method))
+        self.assertEqual([result.image_id], self.active_ids())
+
+    def test_413_everywhere_ends_413_with_nothing_left(self):
+        self.fake.fail('upload', gexc.HTTPOverLimit('over limit'), times=5)
+        self.fake.fail('add_image_location',
+                       gexc.HTTPOverLimit('over limit'), times=5)
+        err = self.fails()
+        self.assertEqual(['upload', 'location'],
+                         [a.method for a in err.result.attempts])
+        self.assertNothingLeft()

@@ -48,6 +48,18 @@ class TestPreflight(base.TestCase):
         self.assertIn("'os_glance_anything'", err.format_message())
         self.assertEqual(403, err.code)
 
+    def test_os_glance_namespace_as_mysql_compares_names(self):
+        # Glance accepts these (its prefix check is exact), but a MySQL
+        # Glance stores them in the row of its own os_glance_* property.
+        for name in ('OS_GLANCE_IMPORT_TASK', 'Os_Glance_hash_op_host',
+                     'ös_glance_x', 'OS_GLANCE'):
+            err = self.refuse(exception.ReservedProperty,
+                              record(**{name: 'x'}))
+            self.assertEqual(name, err.kwargs['property'])
+            self.assertIn('utf8mb3_general_ci', err.format_message())
+        for name in ('os_glancy', 'xos_glance', 'os glance', 'osglance'):
+            preflight.check_image_record(record(**{name: 'x'}), caps())
+
     def test_reserved_names(self):
         for name in ('location', 'locations', 'owner', 'deleted',
                      'deleted_at'):

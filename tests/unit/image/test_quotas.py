@@ -1,0 +1,237 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Glance's unified-limit quotas against a snapshot's plan.
+
+The usage documents are the shape of Glance 33's ``GET /v2/info/usage``
+(``{resource: {'usage', 'limit'}}``, sizes in MiB), served by the fake
+glanceclient; the plans are :class:`PlannedAttempt` values.
+"""
+
+from unittest import mock
+
+import fixtures
+from glanceclient import exc as gexc
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.image import quotas
+from nova_snapshot_ext.snapshot import plan as plan_mod
+from tests import base
+from tests.unit import fake_glanceclient
+
+MIB = 1024 * 1024
+
+
+def _upload(size, disk_format='qcow2'):
+    return plan_mod.PlannedAttempt('upload', disk_format, size=size)
+
+
+def _location(size=1536):
+    return plan_mod.PlannedAttempt('location', 'qcow2', size=size,
+                                   location_api='new',
+                                   url='http://objects/empty.qcow2')
+
+
+def _usage(**limits):
+    """A usage document: ``name=(usage, limit)`` for each limit given."""
+    return {name: {'usage': used, 'limit': limit}
+            for name, (used, limit) in limits.items()}
+
+
+#: A project with room for everything.
+ROOMY = _usage(image_count_total=(3, 100), image_count_uploading=(0, 10),
+               image_size_total=(10, 1000), image_stage_total=(0, 1000))
+
+
+class TestCheckPlan(base.TestCase):
+
+    def refused(self, usage, attempts):
+        return self.assertRaises(exception.GlanceQuotaExceeded,
+                                 quotas.check_plan, usage, attempts,
+                                 'p-1')
+
+    def test_room_for_everything(self):
+        self.assertEqual([], quotas.check_plan(
+            ROOMY, [_upload(0, 'raw'), _upload(1536), _location()]))
+
+    def test_count_total_refuses_the_create(self):
+        # The create adds one image: 5 of 5 refuses, 4 of 5 fits.
+        usage = dict(ROOMY, **_usage(image_count_total=(5, 5)))
+        err = self.refused(usage, [_location()])
+        self.assertEqual('image_count_total', err.kwargs['resource'])
+        self.assertEqual(403, err.code)
+        message = err.format_message()
+        self.assertIn('uses 5 of 5 images and this needs 1 more', message)
+        self.assertIn('p-1', message)
+        self.assertIn('nothing was created', message)
+        usage = dict(ROOMY, **_usage(image_count_total=(4, 5)))
+        self.assertEqual([], quotas.check_plan(usage, [_location()]))
+
+    def test_count_total_over_already(self):
+        usage = _usage(image_count_total=(7, 5))
+        self.assertEqual('image_count_total', self.refused(
+            usage, [_upload(0)]).kwargs['resource'])
+
+    def test_count_uploading_limit_0_always_refuses(self):
+        # Glance counts the image being uploaded (it is 'saving' when the
+        # limit is checked): a limit of 0 refuses even the first upload.
+        usage = dict(ROOMY, **_usage(image_count_uploading=(0, 0)))
+        err = self.refused(usage, [_upload(0, 'raw'), _upload(1536)])
+        self.assertEqual('image_count_uploading', err.kwargs['resource'])
+        self.assertIn('uses 0 of 0 uploads', err.format_message())
+
+    def test_count_uploading_limit_1(self):
+        # Fits while no other upload of the project runs...
+        usage = dict(ROOMY, **_usage(image_count_uploading=(0, 1)))
+        self.assertEqual([], quotas.check_plan(usage, [_upload(0)]))
+        # ... refused while another one does (usage >= 1).
+        for running in (1, 2):
+            usage = dict(ROOMY, **_usage(image_count_uploading=(running, 1)))
+            self.assertEqual('image_count_uploading', self.refused(
+                usage, [_upload(0)]).kwargs['resource'])
+
+    def test_count_uploading_leaves_the_location(self):
+        # A location add is checked against no limit: the uploads become
+        # notes and the snapshot goes on with the location.
+        usage = dict(ROOMY, **_usage(image_count_uploading=(0, 0)))
+        notes = quotas.check_plan(usage, [_upload(0, 'raw'), _location()])
+        self.assertEqual(1, len(notes))
+        self.assertIn('upload raw (0 B)', notes[0])
+        self.assertIn('image_count_uploading', notes[0])
+
+    def test_size_total_in_whole_mib(self):
+        # Glance's delta is the payload's whole MiB (size // MiB).
+        usage = dict(ROOMY, **_usage(image_size_total=(998, 1000)))
+        self.assertEqual([], quotas.check_plan(usage, [_upload(2 * MIB)]))
+        self.assertEqual([], quotas.check_plan(
+            usage, [_upload(3 * MIB - 1)]))
+        err = self.refused(usage, [_upload(3 * MIB)])
+        self.assertEqual('image_size_total', err.kwargs['resource'])
+        self.assertIn('uses 998 of 1000 MiB and this needs 3 more',
+                      err.format_message())
+
+    def test_size_total_the_plans_largest_payload(self):
+        # Only the larger upload is over the headroom: it becomes a note,
+        # the smaller one fits.
+        usage = dict(ROOMY, **_usage(image_size_total=(995, 1000)))
+        notes = quotas.check_plan(usage, [_upload(8 * MIB, 'vmdk'),
+                                          _upload(1 * MIB)])
+        self.assertEqual(1, len(notes))
+        self.assertIn('upload vmdk', notes[0])
+        self.assertIn('needs 8 more', notes[0])
+        # No headroom at all: the smallest payload of the plan decides.
+        usage = dict(ROOMY, **_usage(image_size_total=(1000, 1000)))
+        err = self.refused(usage, [_upload(8 * MIB, 'vmdk'),
+                                   _upload(1 * MIB)])
+        self.assertEqual('image_size_total', err.kwargs['resource'])
+
+    def test_size_total_small_payload_refused_only_when_over(self):
+        # A payload below 1 MiB adds 0: refused only once the project is
+        # already over its limit.
+        usage = dict(ROOMY, **_usage(image_size_total=(1000, 1000)))
+        self.assertEqual([], quotas.check_plan(usage, [_upload(1536)]))
+        usage = dict(ROOMY, **_usage(image_size_total=(1001, 1000)))
+        self.assertEqual('image_size_total', self.refused(
+            usage, [_upload(1536)]).kwargs['resource'])
+
+    def test_stage_total_is_not_an_upload_route(self):
+        # image_stage_total limits the interoperable import's staging area
+        # (PUT /v2/images/{id}/stage); the plugin uploads with PUT
+        # /v2/images/{id}/file and adds locations, neither of which stages,
+        # so a full staging area refuses nothing.
+        usage = dict(ROOMY, **_usage(image_stage_total=(50, 0)))
+        self.assertEqual([], quotas.check_plan(
+            usage, [_upload(5 * MIB), _location()]))
+
+    def test_location_meets_no_limit(self):
+        usage = dict(ROOMY, **_usage(image_count_uploading=(3, 0),
+                                     image_size_total=(2000, 1000)))
+        self.assertEqual([], quotas.check_plan(usage, [_location(10 * MIB)]))
+
+    def test_no_limits_and_no_usage_call(self):
+        for usage in ({}, None):
+            self.assertEqual([], quotas.check_plan(usage, [_upload(MIB)]))
+
+    def test_pending_delete_named_where_it_counts(self):
+        # Before Glance 31 a pending_delete image counts in the total
+        # count and size, not in the uploads running.
+        for name in ('image_count_total', 'image_size_total'):
+            usage = dict(ROOMY, **_usage(**{name: (10, 1)}))
+            message = self.refused(usage, [_upload(0)]).format_message()
+            self.assertIn('pending_delete', message)
+            self.assertIn('glance-scrubber', message)
+        usage = dict(ROOMY, **_usage(image_count_uploading=(1, 1)))
+        self.assertNotIn('pending_delete', self.refused(
+            usage, [_upload(0)]).format_message())
+
+
+class TestNamedIn(base.TestCase):
+
+    def test_names_the_limit_of_a_413(self):
+        self.assertEqual('image_count_uploading', quotas.named_in(
+            'Resource image_count_uploading is over limit of 0 due to '
+            'current usage 1 and delta 0'))
+        self.assertIsNone(quotas.named_in('Image exceeds the storage quota'))
+
+    def test_describe_says_the_image_counts_itself(self):
+        self.assertIn('counts itself', quotas.describe(
+            'image_count_uploading'))
+        self.assertNotIn('counts itself', quotas.describe(
+            'image_size_total'))
+
+    def test_headroom(self):
+        self.assertEqual(
+            {'image_count_total': {'usage': 3, 'limit': 2, 'left': -1}},
+            quotas.headroom(_usage(image_count_total=(3, 2))))
+
+
+class TestReadUsage(base.TestCase):
+    """``GET /v2/info/usage`` through the glanceclient boundary."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.client = glance_mod.GlanceClient(session=mock.Mock())
+
+    def test_reads_the_document(self):
+        self.fake.usage = _usage(image_count_total=(1, 2))
+        self.assertEqual(_usage(image_count_total=(1, 2)),
+                         quotas.read_usage(self.client))
+
+    def test_no_unified_limits(self):
+        self.fake.usage = {}
+        self.assertIsNone(quotas.read_usage(self.client))
+
+    def test_no_usage_call(self):
+        self.fake.usage = None
+        self.assertIsNone(quotas.read_usage(self.client))
+
+    def test_glance_without_the_api(self):
+        self.fake.usage = {}
+        self.fake.fail('usage', gexc.HTTPNotFound('no'))
+        self.assertIsNone(quotas.read_usage(self.client))
+
+    def test_refused_is_logged_not_fatal(self):
+        self.fake.usage = {}
+        self.fake.fail('usage', gexc.HTTPForbidden('policy'))
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_snapshot_ext.image.quotas'))
+        self.assertIsNone(quotas.read_usage(self.client))
+        self.assertIn('quotas are not checked', logs.output)
+
+    def test_unreachable_raises(self):
+        self.fake.usage = {}
+        self.fake.fail('usage', gexc.CommunicationError('reset'))
+        self.assertRaises(exception.GlanceUnavailable,
+                          quotas.read_usage, self.client)
