@@ -72,6 +72,7 @@ from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
@@ -154,7 +155,9 @@ def borrowed_kind(key: str, image: ty.Mapping[str, ty.Any]) -> str | None:
     (:func:`nova_snapshot_ext.snapshot.metadata.never_inherited_kind`);
     ``image_type=snapshot`` and, next to it, ``instance_uuid``/``user_id``
     are the snapshot's own identity (see
-    :data:`OWN_IDENTITY_WITH_SNAPSHOT_TYPE`).
+    :data:`OWN_IDENTITY_WITH_SNAPSHOT_TYPE`); on an image that is provably
+    the plugin's backup (:func:`nova_snapshot_ext.backup.mark.proof_refusal`)
+    :data:`~nova_snapshot_ext.backup.mark.OWN_PROPERTIES` are its own.
     """
     if key in GLANCE_ATTRIBUTES:
         return None
@@ -169,6 +172,10 @@ def borrowed_kind(key: str, image: ty.Mapping[str, ty.Any]) -> str | None:
     if kind is None or kind in NOT_JUDGED_KINDS:
         return None
     if kind == 'borrowed-identity':
+        if key in mark.OWN_PROPERTIES and mark.proof_refusal(image) is None:
+            # Provably the plugin's backup (the rotation's own proof):
+            # a backup must carry them, or no rotation can count it.
+            return None
         stamped = image.get('image_type') == 'snapshot'
         if key == 'image_type' and stamped:
             return None

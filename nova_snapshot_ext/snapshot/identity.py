@@ -196,7 +196,8 @@ def differences(image: ty.Mapping[str, ty.Any],
                         ('min_disk', record.min_disk)):
         if not _same(image.get(key), wanted):
             diffs.append(key)
-    for key, wanted in sorted(record.properties.items()):
+    props = record.properties_for(str(image.get('id') or record.image_id))
+    for key, wanted in sorted(props.items()):
         if not _same(image.get(key), wanted):
             diffs.append(key)
     return diffs

@@ -291,6 +291,9 @@ class ImageRecord:
         ``image_property_quota``.
     :ivar notes: what the builder changed and why (e.g. ``min_disk``
         lowered to the root volume), one sentence each.
+    :ivar id_bound: properties whose value depends on the created image's
+        id (a fallback attempt's id differs from ``image_id``): name ->
+        ``f(image_id) -> str``; :meth:`properties_for` applies them.
     """
 
     image_id: str
@@ -304,6 +307,16 @@ class ImageRecord:
         default_factory=list)
     optional: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    id_bound: dict[str, ty.Callable[[str], str]] = dataclasses.field(
+        default_factory=dict)
+
+    def properties_for(self, image_id: str) -> dict[str, str]:
+        """The properties of the image created with id ``image_id``."""
+        props = dict(self.properties)
+        for key, value_of in self.id_bound.items():
+            if key in props:
+                props[key] = value_of(image_id)
+        return props
 
     def drop_optional(self, count: int) -> list[str]:
         """Leave out up to ``count`` optional properties.
@@ -330,7 +343,8 @@ class ImageRecord:
             one, since Glance never lets an id be reused).
         :returns: base attributes plus the flattened properties.
         """
-        kwargs: dict[str, ty.Any] = dict(self.properties)
+        kwargs: dict[str, ty.Any] = self.properties_for(
+            image_id or self.image_id)
         kwargs.update(id=image_id or self.image_id, name=self.name,
                       visibility=self.visibility, min_ram=self.min_ram,
                       min_disk=self.min_disk, disk_format=disk_format,

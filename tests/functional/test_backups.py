@@ -12,6 +12,7 @@
 
 """Backups with rotation on a real Glance; faults during the rotation."""
 
+import io
 import json
 import os
 import subprocess
@@ -27,6 +28,14 @@ from tests import base
 from tests.functional import base as fbase
 from tests.functional import test_faultproxy_glance
 from tests.functional import test_snapshot
+
+
+MiB = 1024 * 1024
+
+#: What a member copies from a real backup onto a look-alike.
+COPIED_PROPERTIES = ('image_type', 'backup_type', 'instance_uuid',
+                     'block_device_mapping', 'bdm_v2', 'root_device_name',
+                     'snapshot_ext_fingerprint', 'snapshot_ext_backup')
 
 
 class RecordingCinder:
@@ -108,6 +117,38 @@ class TestBackupRotation(BackupMixin, test_snapshot.SnapshotTestBase):
         for kept in (other, weekly, foreign):
             self.assertIn(kept.snapshot.image_id, all_ids)
 
+    def test_copied_backup_properties_do_not_make_a_backup(self):
+        # The breaker's scenario: a member copies backup B1's properties
+        # onto a raw image holding 1 MiB of data (the "golden" image).
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        b1, b1_snaps = self.run_backup(service, client)
+        b1_id = b1.snapshot.image_id
+        real = client.get(b1_id)
+        time.sleep(1.1)
+        glance = self.client_for(roles=fbase.MEMBER_ROLES)
+        copied = {key: real[key] for key in COPIED_PROPERTIES}
+        golden = glance.images.create(name='golden', disk_format='raw',
+                                      container_format='bare', **copied)
+        glance.images.upload(golden['id'], io.BytesIO(b'\x5a' * MiB))
+        self.assertEqual(MiB, client.get(golden['id'])['size'])
+        b2, _ = self.run_backup(service, client)
+        # The golden image takes no slot: B1 is still one of the two.
+        self.assertEqual([], b2.rotation.deleted)
+        self.assertIn(golden['id'], b2.rotation.left)
+        self.assertIn(b1_id, b2.rotation.kept)
+        b3, _ = self.run_backup(service, client)
+        self.assertEqual([b1_id], b3.rotation.deleted)
+        self.assertIn(golden['id'], b3.rotation.left)
+        survivor = client.get(golden['id'])
+        self.assertEqual('active', survivor['status'])
+        self.assertEqual({golden['id'], b2.snapshot.image_id,
+                          b3.snapshot.image_id},
+                         {i['id'] for i in self.backups()})
+        # The golden image still names B1's volume snapshots: they stay.
+        for snap in b1_snaps:
+            self.assertNotIn(snap, self.cinder.deleted)
+
     def test_retry_rotates_nothing_twice(self):
         service = backup_mod.BackupService(self.make_service())
         client = self.plugin_client()
@@ -169,11 +210,10 @@ class TestBackupCLI(fbase.FunctionalTestCase):
 
     GLANCE_OVERRIDES = {'identity': 'token'}
 
-    def test_backup_command_rotates(self):
-        conf_file = self.write_cli_config('backup.conf', 'libvirt')
-        server_id = uuidutils.generate_uuid()
+    def cli_backups(self, conf_file, server_id, count):
+        """``nova-snapshot-ext backup --rotation 2`` ``count`` times."""
         ids, outs = [], []
-        for n in range(3):
+        for n in range(count):
             time.sleep(1.1)
             data = base.sample_request_dict()
             data['server']['uuid'] = server_id
@@ -195,6 +235,46 @@ class TestBackupCLI(fbase.FunctionalTestCase):
             out = json.loads(proc.stdout)
             outs.append(out)
             ids.append(out['image_id'])
+        return ids, outs
+
+    def run_audit(self, conf_file):
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'audit',
+             '--config-file', conf_file, '--owner', self.project_id,
+             '--format', 'json'],
+            capture_output=True, text=True, timeout=120, check=False)
+        return proc, json.loads(proc.stdout)
+
+    def test_audit_knows_the_backups_from_look_alikes(self):
+        conf_file = self.write_cli_config('backup.conf', 'libvirt')
+        server_id = uuidutils.generate_uuid()
+        ids, _ = self.cli_backups(conf_file, server_id, 3)
+        proc, report = self.run_audit(conf_file)
+        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
+        self.assertEqual([], [f for f in report['findings']
+                              if f['image_id'] in ids])
+        # A member's copy of a kept backup's properties on a data image.
+        glance = self.client_for(roles=fbase.MEMBER_ROLES)
+        real = dict(glance.images.get(ids[-1]))
+        alike = glance.images.create(
+            name='alike', disk_format='raw', container_format='bare',
+            **{key: real[key] for key in COPIED_PROPERTIES})
+        glance.images.upload(alike['id'], io.BytesIO(b'\x5a' * MiB))
+        proc, report = self.run_audit(conf_file)
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        borrowed = sorted(
+            f['evidence']['property'] for f in report['findings']
+            if f['image_id'] == alike['id'] and
+            f['kind'] == 'borrowed-property')
+        self.assertEqual(['backup_type', 'image_type', 'instance_uuid'],
+                         borrowed)
+        self.assertEqual([], [f for f in report['findings']
+                              if f['image_id'] in ids])
+
+    def test_backup_command_rotates(self):
+        conf_file = self.write_cli_config('backup.conf', 'libvirt')
+        server_id = uuidutils.generate_uuid()
+        ids, outs = self.cli_backups(conf_file, server_id, 3)
         self.assertEqual([ids[0]], outs[2]['rotation']['deleted'])
         # No [snapshot_ext_cinder] credentials: the volume snapshots are
         # named, not deleted.

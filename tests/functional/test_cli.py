@@ -29,6 +29,7 @@ from nova_snapshot_ext.embedded import demo
 from nova_snapshot_ext.snapshot import request as request_mod
 from tests import base
 from tests.functional import base as fbase
+from tests.functional import test_faults
 
 
 class TestCLI(fbase.FunctionalTestCase):
@@ -404,7 +405,8 @@ class TestSignals(testtools.TestCase):
             proc = subprocess.Popen(
                 [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'probe',
                  '--config-file', conf, '--format', 'json'],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                preexec_fn=test_faults.sigint_at_default)
             self.assertTrue(_Stall.arrived.wait(60))
             proc.send_signal(sig)
             out, err = proc.communicate(timeout=60)

@@ -23,7 +23,9 @@ PostgreSQL server (Debian packages, 4 gunicorn workers):
   the key (both keys) named.
 
 Then 16 concurrent tries of one snapshot on two glance-api nodes of one
-database, 4 workers each, make exactly one image.  ``tox -e
+database, 4 workers each, make exactly one image -- also with each node
+behind its own fault proxy injecting random faults (the exactly-once
+rounds of tests/functional/test_faults.py).  ``tox -e
 functional-mariadb`` / ``functional-postgresql`` run this module on one
 database each; elsewhere the class of each database runs when its
 packages are installed.
@@ -244,6 +246,65 @@ class TwoNodes(DatabaseTestBase):
                          detail)
 
 
+class TwoNodesFaults(test_faults.TestConcurrentTries):
+    """The exactly-once rounds on 2 nodes x 4 workers of one database.
+
+    16 concurrent tries of one snapshot, 8 through each glance-api node,
+    each node behind its own fault proxy with random faults; judged as
+    every round is (one image, every successful try names it, nothing
+    good deleted, nothing unnamed left, no traceback, the retry
+    converges).
+    """
+
+    KIND = None
+    ROUNDS = 2
+    #: A little above the one-node rounds': every node sees faults.
+    FAULT_PROBABILITY = 0.1
+
+    def setUp(self):
+        if self.KIND is None:
+            self.skipTest('base class')
+        chosen = fbase.database_kind()
+        if chosen and chosen != self.KIND:
+            self.skipTest('this run puts Glance on %s' % chosen)
+        reason = embedded_database.missing(self.KIND)
+        if reason:
+            self.skipTest('Glance on %s: %s' % (self.KIND, reason))
+        self.GLANCE_OVERRIDES = dict(
+            test_faults.FaultTestBase.GLANCE_OVERRIDES, workers=_workers(),
+            database=embedded_database.shared_server(self.KIND))
+        super().setUp()
+        first = self.glance
+        node2 = embedded_glance.EmbeddedGlance(
+            shared_with=first, workers=_workers(), identity=first.identity,
+            http_store=first.http_store, allowed_hosts=first.allowed_hosts,
+            disk_formats=first.disk_formats,
+            container_formats=first.container_formats)
+        node2.start()
+        self.addCleanup(node2.stop)
+        self.proxy2 = self.useFixture(faultproxy.FaultProxyFixture(
+            node2.endpoint)).proxy
+        self.conf_node2 = os.path.join(self.tmp, 'upload-node2.conf')
+
+    def round_nodes(self):
+        return [(self.proxy, self.conf_files['upload']),
+                (self.proxy2, self.conf_node2)]
+
+    def setUp_confs(self):
+        super().setUp_confs()
+        self.write_round_conf(self.conf_node2, self.proxy2.endpoint)
+
+    def test_concurrent_tries_random_faults(self):
+        results = self.run_rounds(self.ROUNDS, 9500, 'library',
+                                  self.one_try)
+        # (run_rounds judged every round) and the faults reached both
+        # nodes
+        by_node = [sum(faults) for faults in zip(
+            *(counts['faults_by_node'] for counts in results))]
+        self.assertEqual(2, len(by_node))
+        self.assertNotIn(0, by_node, json.dumps(results))
+
+
 class CollationTable(DatabaseTestBase):
     """The preflight's collation table is the server's own."""
 
@@ -297,11 +358,20 @@ class TwoNodesPostgreSQL(TwoNodes):
     KIND = 'postgresql'
 
 
+class TwoNodesFaultsMariaDB(TwoNodesFaults):
+    KIND = 'mariadb'
+
+
+class TwoNodesFaultsPostgreSQL(TwoNodesFaults):
+    KIND = 'postgresql'
+
+
 def load_tests(loader, standard_tests, pattern):
     """Leave out the abstract bases (they only skip)."""
     suite = unittest.TestSuite()
     for cls in (RefusalTableMariaDB, RefusalTablePostgreSQL,
-                TwoNodesMariaDB, TwoNodesPostgreSQL, CollationTable,
+                TwoNodesMariaDB, TwoNodesPostgreSQL, TwoNodesFaultsMariaDB,
+                TwoNodesFaultsPostgreSQL, CollationTable,
                 GlanceFailsOnRecordMariaDB):
         suite.addTests(loader.loadTestsFromTestCase(cls))
     return suite

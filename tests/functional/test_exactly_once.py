@@ -28,6 +28,7 @@ import sys
 
 from oslo_utils import uuidutils
 
+from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import identity
@@ -40,12 +41,6 @@ from tests.functional import test_faults
 IMAGE = r'^/v2/images/[^/]+$'
 IMAGES = r'^/v2/images$'
 FILE = r'^/v2/images/[^/]+/file$'
-
-
-def _default_signals():
-    """In the CLI child: SIGINT and SIGTERM at their defaults."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_DFL)
 
 
 class ExactlyOnceBase(test_faults.FaultTestBase):
@@ -131,14 +126,34 @@ class TestIssue9Inputs(ExactlyOnceBase):
     def test_input_2_member_ctrl_c_while_create_in_flight(self):
         # The CLI interrupted while its create is held in the proxy: any
         # image that lands is this snapshot's and the retry adopts it.
-        self.proxy.add_rule('POST', IMAGES, 'delay',
-                            seconds=test_faults.DELAY)
+        # The CLI starts with SIGINT at its default (a runner started as
+        # a background job passes it on ignored: the CLI finished and
+        # exited 0, as it should when Ctrl-C cannot reach it).  The proxy
+        # itself sends the SIGINT on the create's arrival and holds the
+        # create until the CLI has exited, so no stall of the test
+        # process lets the CLI re-send the create and finish first.
         path = self.write_request(self.request_dict())
-        proc, out, errout = self._interrupted_cli(path, 'POST', IMAGES,
-                                                  signal.SIGINT)
+        procs, held = [], []
+
+        def interrupt_and_hold():
+            procs[0].send_signal(signal.SIGINT)
+            try:
+                procs[0].wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                held.append('the CLI did not exit within 120 s of SIGINT')
+        self.proxy.add_rule('POST', IMAGES, 'hook', hook=interrupt_and_hold)
+        procs.append(self._cli_popen(path))
+        proc = procs[0]
+        out, errout = proc.communicate(timeout=240)
+        self.assertEqual([], held)
         self.assertNotIn('Traceback', errout)
         self.assertNotEqual(0, proc.returncode)
+        self.assertEqual(checks.EXIT_SIGINT, proc.returncode, errout)
         self.settle()
+        # The held create was the only one; what it made is named.
+        self.assertEqual(1, self.proxy.count('POST', IMAGES), out)
+        for image_id, _ in self.images():
+            self.assertIn(image_id, out + errout)
         self.proxy.clear()
         retry, retry_id = self.run_cli('upload', path)
         self.assertEqual(0, retry.returncode, retry.stderr)
@@ -151,21 +166,18 @@ class TestIssue9Inputs(ExactlyOnceBase):
 
         :returns: ``(process, stdout, stderr)`` after it exited.
         """
-        proc = self._start_cli(path)
+        proc = self._cli_popen(path)
         self._wait_seen(method, path_re)
         proc.send_signal(signum)
         out, errout = proc.communicate(timeout=120)
         return proc, out, errout
 
-    def _start_cli(self, path):
-        # SIGINT at its default in the child: a parent (CI shell, nohup)
-        # that ignores SIGINT would otherwise make the child ignore it and
-        # these tests pass without an interrupt.
+    def _cli_popen(self, path):
         return subprocess.Popen(
             [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'snapshot',
              '--config-file', self.conf_files['upload'], '--format',
              'json', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, preexec_fn=_default_signals)
+            text=True, preexec_fn=test_faults.sigint_at_default)
 
     def test_second_signal_during_interrupt_cleanup(self):
         # design.md rules 3 and 10: Ctrl-C while the create's answer is
@@ -182,7 +194,7 @@ class TestIssue9Inputs(ExactlyOnceBase):
             self.proxy.add_rule('DELETE', IMAGE, 'delay', seconds=4,
                                 times='always')
             before = {i for i, _ in self.images()}
-            proc = self._start_cli(self.write_request(self.request_dict()))
+            proc = self._cli_popen(self.write_request(self.request_dict()))
             self._wait_seen('POST', IMAGES)
             proc.send_signal(signal.SIGINT)
             self._wait_seen('GET', IMAGE)

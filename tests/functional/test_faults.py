@@ -160,6 +160,17 @@ def _full_run():
     return os.environ.get(ALL_ENV, '').lower() in ('1', 'all', 'yes', 'true')
 
 
+def sigint_at_default():
+    """``preexec_fn`` of a CLI the test interrupts with SIGINT.
+
+    A process started by a non-interactive shell's background job (the
+    test runner, CI) inherits SIGINT ignored, and Python keeps it ignored:
+    the CLI would never see the Ctrl-C.  An operator's Ctrl-C reaches a
+    process whose SIGINT is at its default, which this restores.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def load_conf(config_files):
     """A private ConfigOpts from these files only, as the CLI reads them.
 
@@ -252,7 +263,8 @@ class FaultTestBase(fbase.FunctionalTestCase):
                'snapshot', '--config-file', self.conf_files[mode],
                '--format', 'json', request_path]
         with subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) as popen:
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=sigint_at_default) as popen:
             if interrupt is not None:
                 method, path, signum = interrupt
                 if self.proxy.wait_arrival(method, path, 1, 120):
@@ -525,6 +537,17 @@ class _Outcome(object):
 class TestConcurrentTries(FaultTestBase):
     """16 tries of one snapshot at once, random faults, several rounds."""
 
+    #: Chance that one request through a proxy is faulted.
+    FAULT_PROBABILITY = RANDOM_PROBABILITY
+
+    def round_nodes(self):
+        """The glance-api nodes of a round: ``[(proxy, conf file)]``.
+
+        Try ``n`` goes through node ``n % len(nodes)``; the operator's
+        retry through the first.  One node here.
+        """
+        return [(self.proxy, self.conf_files['upload'])]
+
     def one_try(self, conf_file, data, outcome):
         try:
             conf = load_conf([conf_file])
@@ -557,19 +580,27 @@ class TestConcurrentTries(FaultTestBase):
         try_ = try_ or self.one_try
         data = fresh_request_dict(self.project_id, self.user_id)
         self._request_file = self.write_request(data)
-        self.proxy.random_faults(seed, RANDOM_PROBABILITY,
-                                 actions=('reset_before', 'reset_after',
-                                          'status', 'truncate'))
+        nodes = self.round_nodes()
+        for number, (proxy, _) in enumerate(nodes):
+            # node 0 keeps the seed a reported round names
+            proxy.random_faults(seed + 1000 * number, self.FAULT_PROBABILITY,
+                                actions=('reset_before', 'reset_after',
+                                         'status', 'truncate'))
         outcomes = [_Outcome() for _ in range(TRIES)]
         threads = [threading.Thread(target=try_, args=(
-            self.conf_files['upload'], data, outcome)) for outcome in outcomes]
+            nodes[n % len(nodes)][1], data, outcome))
+            for n, outcome in enumerate(outcomes)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(600)
-        self.settle()
-        faults = len(self.proxy.faults())
-        self.proxy.clear()
+        for proxy, _ in nodes:
+            self.assertTrue(proxy.wait_idle(120), 'requests still in a '
+                            'fault proxy after 120 s')
+        faults_by_node = [len(proxy.faults()) for proxy, _ in nodes]
+        faults = sum(faults_by_node)
+        for proxy, _ in nodes:
+            proxy.clear()
         # The operator's retry, without faults, must converge.
         retry = _Outcome()
         self.one_try(self.conf_files['upload'], data, retry)
@@ -581,6 +612,7 @@ class TestConcurrentTries(FaultTestBase):
         counts = {
             'seed': seed,
             'faults': faults,
+            'faults_by_node': faults_by_node,
             'ok': sum(1 for o in outcomes if o.image_id),
             'failed': sum(1 for o in outcomes if o.error),
             'duplicates': max(0, len(active) - 1),
@@ -606,15 +638,23 @@ class TestConcurrentTries(FaultTestBase):
                         'library', self.one_try)
 
     def setUp_confs(self):
+        self.write_round_conf(self.conf_files['upload'], self.proxy.endpoint)
+
+    def write_round_conf(self, path, endpoint):
+        """Write the upload-mode configuration of this round's project.
+
+        :param path: the file to (re)write.
+        :param endpoint: the Glance (or fault proxy) URL it names.
+        """
         token = self.glance.token(self.project_id, self.user_id,
                                   roles=fbase.MEMBER_ROLES)
-        path = self.conf_files['upload']
-        demo.write_config(path, self.proxy.endpoint, token, self.DRIVER)
+        demo.write_config(path, endpoint, token, self.DRIVER)
         with open(path, 'a', encoding='utf-8') as f:
             f.write('timeout = %s\n' % CLIENT_TIMEOUT)
             f.write(DEADLINES)
 
     def run_rounds(self, rounds, seed, via, try_):
+        """Run and judge ``rounds`` rounds; return their counts (dicts)."""
         seed = int(os.environ.get(SEED_ENV) or seed)
         results = []
         for n in range(rounds):
@@ -638,6 +678,7 @@ class TestConcurrentTries(FaultTestBase):
             self.assertLessEqual(counts['distinct_reported'], 1,
                                  json.dumps(results))
             self.assertTrue(counts['retry_converged'], json.dumps(results))
+        return results
 
 
 class TestConcurrentProcesses(TestConcurrentTries):

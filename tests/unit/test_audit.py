@@ -16,6 +16,7 @@ import datetime
 import json
 
 from nova_snapshot_ext import audit
+from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
@@ -150,6 +151,39 @@ class TestJudge(base.TestCase):
             self.assertTrue(all(f.fixable for f in findings))
             self.assertEqual({'borrowed-identity'},
                              {f.evidence['why'] for f in findings})
+
+    def backup(self, **changes):
+        fp = identity.fingerprint_of(['snap-1'])
+        img = image(image_type='backup', backup_type='daily',
+                    instance_uuid='x', user_id='u',
+                    **{identity.FINGERPRINT_PROPERTY: fp})
+        img[mark.MARKER_PROPERTY] = mark.marker_of(fp, 'x', 'daily',
+                                                   img['id'])
+        img.update(changes)
+        return img
+
+    def test_proven_backup_identity_is_not_borrowed(self):
+        # The plugin's own backup must carry them (rotation counts them).
+        self.assertEqual([], self.kinds(self.backup(min_disk=10)))
+
+    def test_backup_look_alikes_still_borrowed(self):
+        real = self.backup(min_disk=10)
+        fp = real[identity.FINGERPRINT_PROPERTY]
+        cases = {
+            'copied onto another id': dict(real, id='img-2'),
+            'holding data': dict(real, size=1048576),
+            'no marker': {k: v for k, v in real.items()
+                          if k != mark.MARKER_PROPERTY},
+            'marker without the id': dict(real, **{
+                mark.MARKER_PROPERTY: mark.marker_of(fp, 'x', 'daily',
+                                                     '')}),
+        }
+        for name, img in cases.items():
+            findings = [f for f in audit.judge(img, now=NOW)
+                        if f.kind == audit.BORROWED_PROPERTY]
+            self.assertEqual(
+                ['backup_type', 'image_type', 'instance_uuid', 'user_id'],
+                sorted(f.evidence['property'] for f in findings), name)
 
     def test_own_snapshot_identity_is_not_borrowed(self):
         # image_type=snapshot: the snapshot's own stamp (Nova's image-backed

@@ -12,6 +12,7 @@
 
 """Which images a rotation deletes: the rule, look-alikes, failures."""
 
+import hashlib
 import json
 from unittest import mock
 
@@ -22,6 +23,7 @@ from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.backup import rotation
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
 from tests import base
 from tests.unit import fake_glanceclient
@@ -39,12 +41,15 @@ def backup_image(n, server=SERVER, backup_type='daily', owner=OWNER,
                        'destination_type': 'volume', 'boot_index': i}
                       for i, s in enumerate(snaps)])
     fp = identity.fingerprint_of(snaps)
-    image = {'id': 'img-%02d' % n, 'status': 'active', 'owner': owner,
+    image_id = changes.get('id', 'img-%02d' % n)
+    image = {'id': image_id, 'status': 'active', 'owner': owner,
+             'size': 0, 'disk_format': 'raw',
              'created_at': '2026-12-01T00:00:%02dZ' % n,
              'image_type': 'backup', 'backup_type': backup_type,
              'instance_uuid': server, 'block_device_mapping': bdm,
              identity.FINGERPRINT_PROPERTY: fp,
-             mark.MARKER_PROPERTY: mark.marker_of(fp, server, backup_type)}
+             mark.MARKER_PROPERTY: mark.marker_of(fp, server, backup_type,
+                                                  image_id)}
     image.update(changes)
     return image
 
@@ -82,6 +87,46 @@ class TestRefusal(base.TestCase):
         }
         for name, image in cases.items():
             self.assertIsNotNone(self.refusal(image), name)
+
+    def test_copied_properties_on_another_id_refused(self):
+        # The breaker's look-alike: a real backup's properties, marker
+        # included, copied onto an image with another id.
+        real = backup_image(1)
+        for other_id in ('img-99', 'c0ffee00-0000-4000-8000-000000000001'):
+            copy = dict(real, id=other_id)
+            why = self.refusal(copy)
+            self.assertIsNotNone(why)
+            self.assertIn(mark.MARKER_PROPERTY, why)
+
+    def test_data_image_refused_even_when_marked_for_its_id(self):
+        for changes in ({'size': 1048576},
+                        {'size': 1, 'disk_format': 'raw'},
+                        {'size': None},
+                        {'disk_format': 'qcow2', 'size': 1048576},
+                        {'disk_format': 'ploop', 'size': 1048576,
+                         'checksum': 'f' * 32},
+                        {'disk_format': 'qcow2', 'size': 1536,
+                         'os_hash_value': '0' * 128},
+                        {'disk_format': 'ami', 'size': 0}):
+            why = self.refusal(backup_image(1, **changes))
+            self.assertIsNotNone(why, changes)
+
+    def test_honest_payloads_accepted(self):
+        for fmt in payloads.SUPPORTED_FORMATS:
+            data = payloads.payload(fmt)
+            image = backup_image(
+                1, disk_format=fmt, size=len(data),
+                checksum=hashlib.md5(data).hexdigest(),
+                os_hash_value=hashlib.sha512(data).hexdigest())
+            self.assertIsNone(self.refusal(image), fmt)
+
+    def test_marker_without_id_not_recognised(self):
+        image = backup_image(1)
+        fp = image[identity.FINGERPRINT_PROPERTY]
+        image[mark.MARKER_PROPERTY] = mark._legacy_marker_of(
+            fp, SERVER, 'daily')
+        why = self.refusal(image)
+        self.assertIn('does not name the image id', why)
 
     def test_refusal_names_the_check(self):
         why = self.refusal(backup_image(1, owner='project-b'))
@@ -147,6 +192,19 @@ class TestSelect(base.TestCase):
         self.assertEqual(['img-01', 'img-02'], [i['id'] for i in sel.delete])
         self.assertEqual({'img-10', 'img-11', 'img-12', 'img-13', 'img-14'},
                          set(sel.left))
+
+    def test_copied_look_alike_and_data_image_never_selected(self):
+        images = [backup_image(n) for n in range(1, 5)]
+        copy = dict(images[0], id='img-20')
+        data = backup_image(21, snaps=['snap-01'], size=1048576)
+        for alike in (copy, data):
+            alike['created_at'] = '2026-12-01T00:00:00Z'
+        sel = self.select(images + [copy, data], images[-1], 2)
+        # Neither takes a slot: the real backups rotate on time.
+        self.assertEqual(['img-04', 'img-03'], sel.keep)
+        self.assertEqual(['img-01', 'img-02'], [i['id'] for i in sel.delete])
+        self.assertIn(mark.MARKER_PROPERTY, sel.left['img-20'])
+        self.assertIn('holds data', sel.left['img-21'])
 
     def test_unfinished_backup_left(self):
         images = [backup_image(n) for n in range(1, 5)]

@@ -136,6 +136,29 @@ class TestBackupService(base.TestCase):
             self.assertIn(key, record.properties)
             self.assertNotIn(key, record.optional)
 
+    def test_marker_names_the_id_of_each_attempts_image(self):
+        # A fallback attempt creates its image under another id: the
+        # marker it carries names that id, and recognising the image
+        # later (a retry) still finds it the record's.
+        svc = self.make_service()
+        record = svc.build_record(self.make_request(1))
+        fp = record.properties[identity.FINGERPRINT_PROPERTY]
+        server, backup_type = (record.properties['instance_uuid'],
+                               record.properties['backup_type'])
+        other = str(uuid.uuid4())
+        for image_id in (record.image_id, other):
+            kwargs = record.create_kwargs('raw', 'bare', image_id=image_id)
+            self.assertEqual(image_id, kwargs['id'])
+            self.assertEqual(
+                mark.marker_of(fp, server, backup_type, image_id),
+                kwargs[mark.MARKER_PROPERTY])
+            image = dict(kwargs, status='active', size=0)
+            self.assertEqual([], identity.differences(image, record))
+        self.assertNotEqual(
+            record.create_kwargs('raw', 'bare')[mark.MARKER_PROPERTY],
+            record.create_kwargs('raw', 'bare', image_id=other)[
+                mark.MARKER_PROPERTY])
+
     def test_metadata_cannot_disguise_the_backup(self):
         svc = self.make_service()
         data = base.sample_request_dict()
