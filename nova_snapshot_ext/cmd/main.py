@@ -507,6 +507,18 @@ def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
 
 
 def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
+    # The command ends here: a further signal would only cut the report
+    # short (the engine has already stopped or finished its cleanup).
+    saved = _ignore_signals()
+    try:
+        return _report_interrupt(err, fmt)
+    finally:
+        for signum, handler in saved.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, handler)
+
+
+def _report_interrupt(err: KeyboardInterrupt, fmt: str) -> int:
     # The engine re-raises an interrupt mid-snapshot as
     # exception.SnapshotInterrupted (the original as ``interrupt``),
     # carrying what the snapshot left as ``snapshot_result``.
@@ -514,6 +526,7 @@ def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
     code = (checks.EXIT_SIGTERM if isinstance(original, Terminated)
             else checks.EXIT_SIGINT)
     result = getattr(err, 'snapshot_result', None)
+    cut_short = getattr(result, 'cleanup_cut_short', False) is True
     left = list(getattr(result, 'leftover', None) or [])
     unconfirmed = list(getattr(result, 'unconfirmed', None) or [])
     active = (getattr(result, 'image_id', None)
@@ -525,6 +538,12 @@ def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
         # success itself): never "cleaned up".
         message += ('; image %s was already active (the snapshot is done)'
                     % active)
+    elif cut_short:
+        # A second signal stopped the cleanup: never "cleaned up".
+        message += '; a second signal cut the cleanup short'
+    elif result is None:
+        # No snapshot result: nothing is known to have been made.
+        message += '; no image of this run is known'
     else:
         message += '; what this run created and did not activate was ' + (
             'cleaned up' if not left else 'cleaned up, except')
@@ -676,10 +695,21 @@ def console_main() -> int:
     """
     sys.stdout = ReaderGone(sys.stdout)
     code = main()
+    _ignore_signals()
+    return code
+
+
+def _ignore_signals() -> dict[int, ty.Any]:
+    """Ignore SIGINT and SIGTERM (the command has ended or is reporting).
+
+    :returns: signal number -> the handler it had (only those replaced;
+        none outside the main thread).
+    """
+    saved: dict[int, ty.Any] = {}
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ValueError, OSError):
-            signal.signal(signum, signal.SIG_IGN)
-    return code
+            saved[signum] = signal.signal(signum, signal.SIG_IGN)
+    return saved
 
 
 if __name__ == '__main__':

@@ -44,6 +44,7 @@ The rules it enforces:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import typing as ty
 
@@ -765,6 +766,51 @@ class AttemptEngine:
         """
         result = run.result
         creating = attempt.state is State.CREATING
+        try:
+            self._clean_after_interrupt(run, attempt, err, creating)
+        except BaseException as again:  # noqa: B902 - a further signal
+            self._cleanup_cut_short(run, attempt, again)
+        if isinstance(err, (exception.SnapshotInterrupted,
+                            exception.SnapshotExit)):
+            return err
+        if isinstance(err, KeyboardInterrupt):
+            return exception.SnapshotInterrupted(result, err)
+        if isinstance(err, SystemExit):
+            return exception.SnapshotExit(result, err)
+        return err
+
+    @staticmethod
+    def _cleanup_cut_short(run: _Run, attempt: result_mod.Attempt,
+                           again: BaseException) -> None:
+        """A second signal (or exit) stopped the interrupt's cleanup.
+
+        The operator asked twice: the run stops now rather than finish
+        requests that may each wait up to ``request_timeout``.  The
+        attempt's image, unless seen deleted or active, is named in
+        ``result.leftover`` (status not confirmed) and
+        ``result.cleanup_cut_short`` is set, so the report never says it
+        was cleaned up.
+        """
+        result = run.result
+        image_id = attempt.image_id
+        if (image_id and not attempt.cleaned_up and
+                result.status != 'active' and
+                image_id not in result.leftover):
+            # Named first: logging is the part a third signal may cut.
+            result.leftover_status[image_id] = result_mod.CUT_SHORT
+            result.leftover.append(image_id)
+            result.cleanup_cut_short = True
+            with contextlib.suppress(ValueError):
+                result.unconfirmed.remove(image_id)
+        LOG.error('Snapshot %(name)s: the cleanup after an interrupt was '
+                  'cut short (%(err)s)', {'name': run.record.name,
+                                          'err': again.__class__.__name__})
+
+    def _clean_after_interrupt(self, run: _Run,
+                               attempt: result_mod.Attempt,
+                               err: BaseException, creating: bool) -> None:
+        """Resolve and clean the attempt's image after ``err``."""
+        result = run.result
         if attempt.state is State.ACTIVE:
             # The snapshot succeeded: nothing to move or delete.
             transition = None
@@ -801,14 +847,6 @@ class AttemptEngine:
                       {'name': run.record.name,
                        'err': err.__class__.__name__,
                        'state': result.describe()})
-        if isinstance(err, (exception.SnapshotInterrupted,
-                            exception.SnapshotExit)):
-            return err
-        if isinstance(err, KeyboardInterrupt):
-            return exception.SnapshotInterrupted(result, err)
-        if isinstance(err, SystemExit):
-            return exception.SnapshotExit(result, err)
-        return err
 
     # --- location bookkeeping ---------------------------------------------
 

@@ -110,6 +110,11 @@ class Attempt:
         return text
 
 
+#: ``leftover_status`` of an image whose cleanup a second signal stopped
+#: (its status is not known).
+CUT_SHORT = 'cleanup cut short'
+
+
 @dataclasses.dataclass
 class SnapshotResult:
     """The outcome of :meth:`SnapshotService.snapshot`.
@@ -135,6 +140,9 @@ class SnapshotResult:
     :ivar unconfirmed: ids of images whose create got no answer and that
         Glance did not show afterwards: if one appears later it is this
         snapshot's, and a retry adopts it.
+    :ivar cleanup_cut_short: a second signal (or exit) stopped the
+        cleanup after an interrupt; the attempt's image, unless seen
+        deleted or active, is in ``leftover``.
     :ivar notes: plan steps dropped in preflight and why (e.g. a location
         this Glance cannot take in ``location-fallback`` mode).
     :ivar os_hash_algo: hash algorithm of the active image, when Glance
@@ -156,6 +164,7 @@ class SnapshotResult:
     leftover_status: dict[str, str | None] = dataclasses.field(
         default_factory=dict)
     unconfirmed: list[str] = dataclasses.field(default_factory=list)
+    cleanup_cut_short: bool = False
     notes: list[str] = dataclasses.field(default_factory=list)
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
@@ -168,10 +177,12 @@ class SnapshotResult:
         its way to active (``saving``, ``importing``) is never called
         undeletable.  ``''`` when nothing was left.
         """
-        stuck, moving = [], []
+        stuck, moving, cut = [], [], []
         for image_id in dict.fromkeys(self.leftover):
             status = self.leftover_status.get(image_id)
-            if status in IN_PROGRESS:
+            if status == CUT_SHORT:
+                cut.append(image_id)
+            elif status in IN_PROGRESS:
                 moving.append('%s (%s)' % (image_id, status))
             elif status is None:
                 stuck.append('%s (status unknown: it could not be read)'
@@ -185,6 +196,11 @@ class SnapshotResult:
             texts.append('image(s) %s not deleted: a payload is being '
                          'stored, they may still become active; a retry of '
                          'this snapshot adopts them' % ', '.join(moving))
+        if cut:
+            texts.append('image(s) %s NOT CONFIRMED DELETED: a second signal '
+                         'cut the cleanup short; delete what Glance still '
+                         'lists, or retry this snapshot (it adopts them)'
+                         % ', '.join(cut))
         return '; '.join(texts)
 
     @property

@@ -98,6 +98,9 @@ class TestBackupRotation(BackupMixin, test_snapshot.SnapshotTestBase):
         fake = glance.images.create(name='fake', image_type='backup',
                                     backup_type='daily',
                                     instance_uuid=self.server_id)
+        # Queued on purpose: deleted afterwards (the Glance is shared by
+        # every test of this process).
+        self.addCleanup(glance.images.delete, fake['id'])
         ids, snaps = [], []
         for _ in range(4):
             result, used = self.run_backup(service, client)

@@ -386,6 +386,32 @@ class TestConventions(CLITestCase):
         # The handler is restored afterwards.
         self.assertIsNot(signal.getsignal(signal.SIGTERM), main._on_sigterm)
 
+    def test_interrupt_with_cleanup_cut_short_claims_no_cleanup(self):
+        from nova_snapshot_ext.snapshot import result as result_mod
+
+        def ctrl_c_twice(conf):
+            err = KeyboardInterrupt()
+            result = result_mod.SnapshotResult(None, 'snap', 'failed')
+            result.leftover.append('img-7')
+            result.leftover_status['img-7'] = result_mod.CUT_SHORT
+            result.cleanup_cut_short = True
+            err.snapshot_result = result
+            raise err
+
+        conf = self.write('c.conf', '')
+        before = signal.getsignal(signal.SIGINT)
+        with mock.patch.dict(main.HANDLERS, probe=ctrl_c_twice):
+            self.assertEqual(130, main.main(['probe', '--config-file', conf,
+                                             '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual(['img-7'], out['left'])
+        self.assertNotIn('cleaned up,', out['error'])
+        self.assertNotIn('was cleaned up', out['error'])
+        self.assertIn('img-7 NOT CONFIRMED DELETED', out['error'])
+        self.assertIn('second signal cut the cleanup short', out['error'])
+        # The handlers are restored after the report.
+        self.assertIs(before, signal.getsignal(signal.SIGINT))
+
     def test_glance_errors_map_to_exit_codes(self):
         cases = [
             (exception.GlanceUnavailable(operation='get', reason='r'), 3),

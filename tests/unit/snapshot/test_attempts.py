@@ -315,6 +315,46 @@ class TestUncertainCreate(AttemptTestBase):
         self.assertEqual([IMAGE_ID], result.cleaned_up)
         self.assertEqual([], result.unconfirmed)
 
+    def test_second_interrupt_during_cleanup_names_the_image(self):
+        # Rules 3 and 10: a further signal (SIGINT or SIGTERM) while the
+        # interrupt's cleanup reads or deletes the image stops it; the
+        # image is named, never reported as cleaned up.
+        real = fake_glanceclient._Images.create
+        landed = []
+
+        def landed_then_interrupt(images, **kwargs):
+            real(images, **kwargs)
+            landed.append(kwargs['id'])
+            raise KeyboardInterrupt
+
+        for step in ('get', 'delete'):
+            real_step = getattr(fake_glanceclient._Images, step)
+            for second in (KeyboardInterrupt(), SystemExit(143)):
+
+                def cut(images, image_id, *args, _second=second,
+                        _real=real_step, **kwargs):
+                    if landed:
+                        raise _second
+                    return _real(images, image_id, *args, **kwargs)
+
+                self.fake.images.clear()
+                del landed[:]
+                with mock.patch.object(
+                        fake_glanceclient._Images, 'create',
+                        landed_then_interrupt), mock.patch.object(
+                        fake_glanceclient._Images, step, cut):
+                    err = self.assertRaises(KeyboardInterrupt,
+                                            self.snapshot)
+                result = err.snapshot_result
+                self.assertEqual(1, len(landed))
+                self.assertEqual(landed, list(self.fake.images))
+                self.assertEqual((landed, [], []),
+                                 (result.leftover, result.unconfirmed,
+                                  result.cleaned_up))
+                self.assertTrue(result.cleanup_cut_short)
+                self.assertIn('%s NOT CONFIRMED DELETED' % landed[0],
+                              result.leftover_text())
+
     def test_interrupt_before_the_create_landed_names_the_id(self):
         with mock.patch.object(fake_glanceclient._Images, 'create',
                                side_effect=KeyboardInterrupt):
