@@ -631,8 +631,9 @@ class AttemptEngine:
         delete is tried again after a doubling wait; an image still there
         after ``tries`` is named in ``result.leftover``.  With ``leave``
         (:attr:`~.outcome.Cleanup.LEFT`) nothing is deleted: the image is
-        read once (active is the success) and otherwise named in the
-        attempt's reason as left in place.
+        read once (active is the success; gone or foreign: nothing to
+        name) and otherwise named as left in place, in the attempt's
+        reason and in ``result.leftover`` / ``result.left_in_place``.
 
         :returns: the image when the re-read finds it ``active`` (the
             snapshot succeeded after all), else ``None``.
@@ -700,9 +701,11 @@ class AttemptEngine:
                 '%s; image %s is left in place: another try of this '
                 'snapshot may be finishing it, and a retry adopts it'
                 % (attempt.reason, image_id))
-            LOG.warning('Image %s of a failed snapshot attempt is left in '
-                        'place for another try or a retry to finish',
-                        image_id)
+            LOG.warning('Image %(id)s of a failed snapshot attempt is left '
+                        'in place (status %(status)s) for another try or a '
+                        'retry to finish', {'id': image_id,
+                                            'status': status or 'unknown'})
+            run.result.leave(image_id, status)
             return None
         LOG.error('Could not delete image %(id)s after a failed snapshot '
                   'attempt: %(err)s; delete it by hand',
@@ -755,8 +758,10 @@ class AttemptEngine:
         """An interrupt or a bug mid-attempt: resolve, clean, report.
 
         The attempt's image (created, being created, or adopted) is read
-        back: active -> reported as the snapshot's image; this snapshot's
-        and queued -> deleted; unreadable -> named.
+        back once: active -> reported as the snapshot's image; otherwise
+        it is left in place and named (:attr:`~.outcome.Cleanup.LEFT`: an
+        interrupt says nothing about the other tries of this snapshot,
+        one of which may be finishing the image).
 
         :returns: the exception to raise: a ``KeyboardInterrupt`` as
             :class:`~nova_snapshot_ext.exception.SnapshotInterrupted`, a
@@ -819,8 +824,10 @@ class AttemptEngine:
         attempt.reason = 'interrupted (%s)' % err.__class__.__name__
         if transition is not None and (
                 transition.cleanup is not Cleanup.NONE):
+            leave = transition.cleanup is Cleanup.LEFT
             try:
-                active = self._cleanup(run, attempt, tries=2)
+                active = self._cleanup(run, attempt, tries=1 if leave else 2,
+                                       leave=leave)
             except Exception as cleanup_err:  # noqa: B902 - keep the first
                 LOG.error('Cleanup after %s failed: %s',
                           err.__class__.__name__, cleanup_err)

@@ -80,7 +80,8 @@ def activate(ctx: Context, source: locations.LocationSource,
 
     :returns: the :class:`~.outcome.Outcome`: ``NOT_QUEUED`` (nothing
         sent), ``SEEN_ACTIVE``, ``MISMATCH``, ``LOCATION_REFUSED``,
-        ``LOCATION_FAILED``, ``UNREADABLE``, ``IMAGE_INVISIBLE``, or what
+        ``LOCATION_FAILED``, ``ACTIVATION_FAULT`` (a lost answer, the
+        image not active), ``UNREADABLE``, ``IMAGE_INVISIBLE``, or what
         :func:`wait` sees.
     """
     glance = ctx.glance
@@ -120,7 +121,8 @@ def activate(ctx: Context, source: locations.LocationSource,
             except exception.SnapshotExtException:
                 return Outcome.fail(Event.UNREADABLE, err)
             if image.get('status') != 'active':
-                return Outcome.fail(Event.LOCATION_FAILED, err)
+                # Lost, not refused: another try may be finishing it.
+                return Outcome.fail(Event.ACTIVATION_FAULT, err)
         if image.get('status') == 'active':
             failure = upload.verify(image, attempt, obj.validation_data)
             if failure:
@@ -238,7 +240,7 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
             polls += 1
             if polls >= UNCERTAIN_POLLS and not has_task(
                     ctx.glance, image_id):
-                return Outcome.fail(Event.LOCATION_FAILED, lost)
+                return Outcome.fail(Event.ACTIVATION_FAULT, lost)
         if ctx.clock() >= deadline:
             break
     if unread is not None:

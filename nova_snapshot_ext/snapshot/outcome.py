@@ -89,11 +89,14 @@ class Cleanup(enum.Enum):
     #: status but ``active``: Glance holds stray data for it (415, or a
     #: 500 on an upload into a queued image), nobody can activate it.
     POISONED = 'the image (poisoned), unless active'
-    #: Nothing, and the image is named as left queued: a transient fault
-    #: that another try of this snapshot may not meet, while it may be
-    #: finishing this very image (Glance has no conditional delete: a
-    #: delete sent after a read that found it queued can land after that
-    #: try's upload made it active).  That try, or a retry, adopts it.
+    #: Nothing, and the image is named as left in place: a transient
+    #: fault (or an interrupt) that another try of this snapshot may not
+    #: meet, while it may be finishing this very image (Glance has no
+    #: conditional delete: a delete sent after a read that found it queued
+    #: can land after that try's upload made it active).  That try, or a
+    #: retry, adopts it; ``nova-snapshot-ext audit --fix`` deletes it once
+    #: it stayed queued past its threshold.  The image is read once
+    #: first: active is the success.
     LEFT = 'nothing: the image is left in place, named (a retry adopts it)'
 
 
@@ -185,8 +188,20 @@ class Event(enum.Enum):
     UNEXPECTED_STATUS = ('unexpected status', 'the image is in a status '
                          'other than active, in progress, queued or gone '
                          'after its payload was accepted')
-    UPLOAD_FAILED = ('upload failed', 'the upload failed otherwise (5xx, '
-                     'reset, another 4xx) and the image reads queued')
+    UPLOAD_FAILED = ('upload failed', 'the upload was refused otherwise '
+                     '(another 4xx, a 5xx other than 500/502/503/504) and '
+                     'the image reads queued: every try of this snapshot '
+                     'sends the same payload to it and meets the same '
+                     'refusal')
+    ACTIVATION_FAULT = ('activation fault', 'the upload or the location '
+                        'add met a transient fault (502, 503, 504, a reset '
+                        'or refused connection, a timeout, the deadline, a '
+                        'cut or unreadable answer) and the image reads '
+                        'queued (a location: no task after 3 polls): left '
+                        'in place, named, for the try of this snapshot '
+                        'that may be finishing it, or a retry (a delete '
+                        'could not be told from one that removes the image '
+                        'another try just activated)')
     UPLOAD_TIMEOUT = ('upload timeout', 'the image is still in progress at '
                       '``activation_timeout``')
     LOCATION_REFUSED = ('location refused', '400/403/409/501 on the '
@@ -194,9 +209,8 @@ class Event(enum.Enum):
                         'next)')
     TASK_FAILED = ('task failed', "the image's ``location_import`` task "
                    'failed, or the image left the pending statuses')
-    LOCATION_FAILED = ('location failed', 'legacy 409; another 4xx; a lost '
-                       'legacy PATCH with the image not active; a lost '
-                       'POST with no task after 3 polls')
+    LOCATION_FAILED = ('location failed', 'legacy 409; another 4xx that '
+                       'every try of this snapshot meets')
     IMAGE_INVISIBLE = ('image invisible', '404 on the location add or a '
                        'read after it (deleted meanwhile, or an identity '
                        "with only the 'service' role)")

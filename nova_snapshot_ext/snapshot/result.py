@@ -19,6 +19,7 @@ redacted form (:func:`nova_snapshot_ext.image.locations.redact_url`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import typing as ty
 
@@ -140,6 +141,11 @@ class SnapshotResult:
     :ivar unconfirmed: ids of images whose create got no answer and that
         Glance did not show afterwards: if one appears later it is this
         snapshot's, and a retry adopts it.
+    :ivar left_in_place: the ids in ``leftover`` left on purpose after a
+        transient fault or an interrupt (:attr:`~.outcome.Cleanup.LEFT`):
+        another try of this snapshot may be finishing each; a retry of
+        the snapshot adopts it, ``nova-snapshot-ext audit --fix --yes``
+        deletes it once it stayed ``queued`` past ``--queued-older-than``.
     :ivar cleanup_cut_short: a second signal (or exit) stopped the
         cleanup after an interrupt; the attempt's image, unless seen
         deleted or active, is in ``leftover``.
@@ -164,10 +170,22 @@ class SnapshotResult:
     leftover_status: dict[str, str | None] = dataclasses.field(
         default_factory=dict)
     unconfirmed: list[str] = dataclasses.field(default_factory=list)
+    left_in_place: list[str] = dataclasses.field(default_factory=list)
     cleanup_cut_short: bool = False
     notes: list[str] = dataclasses.field(default_factory=list)
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
+
+    def leave(self, image_id: str, status: str | None) -> None:
+        """Name ``image_id`` as left in place on purpose (last read
+        ``status``; ``None``: it could not be read)."""
+        if image_id not in self.leftover:
+            self.leftover.append(image_id)
+        self.leftover_status[image_id] = status
+        if image_id not in self.left_in_place:
+            self.left_in_place.append(image_id)
+        with contextlib.suppress(ValueError):
+            self.unconfirmed.remove(image_id)
 
     def leftover_text(self) -> str:
         """The images left behind, each named by what was read of it.
@@ -175,12 +193,18 @@ class SnapshotResult:
         ``COULD NOT DELETE`` lists an image read as deletable (e.g.
         ``queued``) or one that could not be read (said so); an image on
         its way to active (``saving``, ``importing``) is never called
-        undeletable.  ``''`` when nothing was left.
+        undeletable; an image left on purpose (``left_in_place``) is said
+        to be, with why and what removes it.  ``''`` when nothing was
+        left.
         """
-        stuck, moving, cut = [], [], []
+        stuck, moving, cut, kept = [], [], [], []
         for image_id in dict.fromkeys(self.leftover):
             status = self.leftover_status.get(image_id)
-            if status == CUT_SHORT:
+            if image_id in self.left_in_place:
+                kept.append('%s (%s)' % (
+                    image_id, 'status %s' % status if status else
+                    'status unknown: it could not be read'))
+            elif status == CUT_SHORT:
                 cut.append(image_id)
             elif status in IN_PROGRESS:
                 moving.append('%s (%s)' % (image_id, status))
@@ -190,6 +214,16 @@ class SnapshotResult:
             else:
                 stuck.append('%s (status %s)' % (image_id, status))
         texts = []
+        if kept:
+            texts.append(
+                'image(s) %s left in place, not deleted: another try of '
+                'this snapshot may be finishing it (a transient fault or '
+                'an interrupt says nothing about the other tries, and '
+                'Glance has no conditional delete); a retry of this '
+                'snapshot adopts it, and `nova-snapshot-ext audit --fix '
+                '--yes` deletes it if nothing claims it (once it stayed '
+                'queued longer than --queued-older-than, a day by default)'
+                % ', '.join(kept))
         if stuck:
             texts.append('COULD NOT DELETE image(s) %s' % ', '.join(stuck))
         if moving:

@@ -48,6 +48,7 @@ from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
 from nova_snapshot_ext.snapshot.outcome import Cleanup
 from nova_snapshot_ext.snapshot.outcome import Event
+from nova_snapshot_ext.snapshot.outcome import State
 from nova_snapshot_ext.snapshot import plan as plan_mod
 from nova_snapshot_ext.snapshot import preflight as preflight_mod
 from nova_snapshot_ext.snapshot import request as request_mod
@@ -357,7 +358,9 @@ class SnapshotService:
         read once more: ``active`` (or on its way, ``saving``/
         ``importing``) is returned as read; ``queued`` again means it is
         not active -- this snapshot's image (its id is the result's) is
-        deleted, its status re-read right before, and the snapshot fails.
+        left in place and named, as the table's ``contradicted`` row says
+        (another try, or the intermediary, may still finish it), and the
+        snapshot fails.
 
         :param result: the success being contradicted.
         :param seen: the image as the later read returned it.
@@ -381,10 +384,19 @@ class SnapshotService:
         result.status = 'failed'
         attempt = next((a for a in reversed(result.attempts)
                         if a.image_id == image_id), None)
-        cleanup = Cleanup.IF_QUEUED
+        cleanup = transitions.TRANSITIONS[
+            (State.ACTIVE, Event.CONTRADICTED)].cleanup
         if attempt is not None:
             cleanup = transitions.move(attempt, Event.CONTRADICTED).cleanup
             attempt.reason = reason
+        if cleanup is Cleanup.LEFT:
+            # The intermediary may still forward the upload, another try
+            # may be finishing the image: it is named, not deleted.
+            result.leave(image_id, 'queued')
+            reason += '; ' + result.leftover_text()
+            if attempt is not None:
+                attempt.reason = reason
+            cleanup = Cleanup.NONE
         try:
             # The table's cleanup: this snapshot's image, if still queued
             # (its status re-read right before the delete).

@@ -116,22 +116,26 @@ _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
         _CD: (_E.NOT_QUEUED,),
         _FD: (_E.MEMBER_REFUSED, _E.UNFINISHABLE),
         _A: (_E.UNEXPECTED_STATUS, _E.UPLOAD_TIMEOUT, _E.MISMATCH)}),
-    # --- stop, leaving the image queued for the try that may be finishing
-    # it (a transient fault; Glance has no conditional delete) ---
+    # --- stop, leaving the image in place, named, for the try that may be
+    # finishing it: a transient fault or an interrupt says nothing about
+    # the other tries of this snapshot, and Glance has no conditional
+    # delete (design rule 3's exception: Glance could not be reached) ---
     (_end(Step.STOP, Cleanup.LEFT), {
-        _CD: (_E.MEMBER_FAILED,), _FD: (_E.MEMBER_FAILED,)}),
-    # --- stop, deleting the image if this snapshot's and queued ---
-    (_end(Step.STOP, Cleanup.IF_QUEUED), {
         _C: (_E.UNREADABLE, _E.INTERRUPTED),
-        _CD: (_E.MEMBER_REFUSED, _E.INTERRUPTED),
-        _FD: (_E.INTERRUPTED,),
-        _A: (_E.UPLOAD_FAILED, _E.UNREADABLE, _E.LOCATION_FAILED,
-             _E.IMAGE_INVISIBLE, _E.IMPORT_TIMEOUT, _E.INTERRUPTED,
-             _E.DEADLINE),
-        # (after the success, two reads show the image queued)
+        _CD: (_E.MEMBER_FAILED, _E.INTERRUPTED),
+        _FD: (_E.MEMBER_FAILED, _E.INTERRUPTED),
+        _A: (_E.ACTIVATION_FAULT, _E.UNREADABLE, _E.DEADLINE, _E.INTERRUPTED),
+        # (after the success, two reads show the image queued: the
+        # intermediary may still forward the upload, another try finish it)
         _ACT: (_E.CONTRADICTED,),
-        # (an interrupt during the cleanup: tried again, briefly)
+        # (an interrupt during the cleanup: nothing more is deleted)
         _F: (_E.INTERRUPTED,)}),
+    # --- stop, deleting the image if this snapshot's and queued: a
+    # refusal every try of this snapshot meets on this image ---
+    (_end(Step.STOP, Cleanup.IF_QUEUED), {
+        _CD: (_E.MEMBER_REFUSED,),
+        _A: (_E.UPLOAD_FAILED, _E.LOCATION_FAILED, _E.IMAGE_INVISIBLE,
+             _E.IMPORT_TIMEOUT)}),
 )
 
 

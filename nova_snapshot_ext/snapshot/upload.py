@@ -144,7 +144,32 @@ def after_lost_answer(ctx: Context, image_id: str,
         # Glance lost the image under the upload: another try of this
         # snapshot is deleting it; its id is burned.
         return Outcome.fail(Event.IMAGE_LOST, err)
+    if is_transient(err):
+        # Says nothing about the other tries of this snapshot: one may be
+        # uploading into this very image now, and a delete sent after
+        # this read could land after its upload made the image active.
+        return Outcome.fail(Event.ACTIVATION_FAULT, err)
     return Outcome.fail(Event.UPLOAD_FAILED, err)
+
+
+def is_transient(err: exception.SnapshotExtException) -> bool:
+    """Is ``err`` a fault another try of this snapshot may not meet?
+
+    A gateway's or an overloaded Glance's 502/503/504, a transport
+    failure (connection refused or reset, a timeout, the request's or
+    the snapshot's deadline), a cut or unreadable answer, an answer about
+    another image: :class:`~nova_snapshot_ext.exception.GlanceUnavailable`
+    (deadlines included) and
+    :class:`~nova_snapshot_ext.exception.GlanceMalformedAnswer`, or an
+    error with no HTTP status.  Any other answer with a status is
+    Glance's verdict on this request, which every try of this snapshot
+    (same image, same payload, same credentials) meets.
+    """
+    if isinstance(err, (exception.GlanceUnavailable,
+                        exception.GlanceMalformedAnswer)):
+        return True
+    status = getattr(err, 'status', None)
+    return status is None or status in (502, 503, 504)
 
 
 def wait_active(ctx: Context, image_id: str, attempt: result_mod.Attempt,
