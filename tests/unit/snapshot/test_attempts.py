@@ -300,7 +300,10 @@ class TestUncertainCreate(AttemptTestBase):
         self.assertEqual((IMAGE_ID, True), (result.image_id, result.reused))
         self.assertEqual([IMAGE_ID], self.active_ids())
 
-    def test_interrupt_during_create_deletes_what_landed(self):
+    def test_interrupt_during_create_names_what_landed(self):
+        # What landed may already be adopted by another try of this
+        # snapshot (its create met 409): left in place, named, never
+        # called unconfirmed or cleaned up.
         real = fake_glanceclient._Images.create
 
         def landed_then_interrupt(images, **kwargs):
@@ -310,10 +313,17 @@ class TestUncertainCreate(AttemptTestBase):
         with mock.patch.object(fake_glanceclient._Images, 'create',
                                landed_then_interrupt):
             err = self.assertRaises(KeyboardInterrupt, self.snapshot)
-        self.assertNothingLeft()
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
+        self.assertNotIn('delete', self.fake.calls)
         result = err.snapshot_result
-        self.assertEqual([IMAGE_ID], result.cleaned_up)
-        self.assertEqual([], result.unconfirmed)
+        self.assertEqual(([], [], [IMAGE_ID], [IMAGE_ID]),
+                         (result.cleaned_up, result.unconfirmed,
+                          result.leftover, result.left_in_place))
+        self.assertIn('%s (status queued) left in place' % IMAGE_ID,
+                      result.leftover_text())
+        # and a retry adopts it
+        again = self.snapshot()
+        self.assertEqual((IMAGE_ID, True), (again.image_id, again.reused))
 
     def test_second_interrupt_during_cleanup_names_the_image(self):
         # Rules 3 and 10: a further signal (SIGINT or SIGTERM) while the
@@ -327,7 +337,8 @@ class TestUncertainCreate(AttemptTestBase):
             landed.append(kwargs['id'])
             raise KeyboardInterrupt
 
-        for step in ('get', 'delete'):
+        # (the interrupt's cleanup only reads: it never deletes)
+        for step in ('get',):
             real_step = getattr(fake_glanceclient._Images, step)
             for second in (KeyboardInterrupt(), SystemExit(143)):
 
@@ -354,6 +365,7 @@ class TestUncertainCreate(AttemptTestBase):
                 self.assertTrue(result.cleanup_cut_short)
                 self.assertIn('%s NOT CONFIRMED DELETED' % landed[0],
                               result.leftover_text())
+                self.assertNotIn('delete', self.fake.calls)
 
     def test_interrupt_before_the_create_landed_names_the_id(self):
         with mock.patch.object(fake_glanceclient._Images, 'create',
@@ -415,10 +427,15 @@ class TestTranslatedEverywhere(AttemptTestBase):
 
 
 class TestCleanupRetried(AttemptTestBase):
-    """Input 4 kind: a failed cleanup delete is tried again."""
+    """Input 4 kind: a failed cleanup delete is tried again.
 
-    def test_upload_503_then_delete_503_once(self):
-        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+    The cleanup that deletes follows a refusal every try of this snapshot
+    meets (a 400 on the upload here); a transient fault leaves the image
+    in place, named (:class:`TestTransientUploadFaultLeaves`).
+    """
+
+    def test_upload_refused_then_delete_503_once(self):
+        self.fake.fail('upload', gexc.HTTPBadRequest('refused'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'))
         err = self.fails()
         self.assertNothingLeft()
@@ -427,7 +444,7 @@ class TestCleanupRetried(AttemptTestBase):
         self.assertEqual(2, self.fake.calls.count('delete'))
 
     def test_status_read_before_each_delete(self):
-        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('upload', gexc.HTTPBadRequest('refused'))
         self.fake.fail('delete', gexc.CommunicationError('reset'), times=2)
         self.fails()
         calls = self.fake.calls[self.fake.calls.index('upload') + 1:]
@@ -437,12 +454,142 @@ class TestCleanupRetried(AttemptTestBase):
         self.assertNothingLeft()
 
     def test_waits_double(self):
-        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('upload', gexc.HTTPBadRequest('refused'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
                        times=attempts.CLEANUP_TRIES)
         err = self.fails()
         self.assertEqual([0.5, 1.0, 2.0], self.sleeps)
         self.assertEqual([IMAGE_ID], err.result.leftover)
+        self.assertEqual([], err.result.left_in_place)
+        self.assertIn('COULD NOT DELETE image(s) %s' % IMAGE_ID,
+                      err.format_message())
+
+    def test_upload_503_leaves_the_image_without_a_delete(self):
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        err = self.fails()
+        calls = self.fake.calls[self.fake.calls.index('upload') + 1:]
+        # One read after the failed upload, one before leaving it.
+        self.assertEqual(['get', 'get'], calls)
+        self.assertEqual([], self.sleeps)
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        self.assertEqual(([IMAGE_ID], [IMAGE_ID], []),
+                         (err.result.leftover, err.result.left_in_place,
+                          err.result.cleaned_up))
+
+
+class TestTransientUploadFaultLeaves(AttemptTestBase):
+    """Kind: a transient fault on this try's upload (the cleanup race).
+
+    Another try of this snapshot may be uploading into the same image
+    (it met 409 on its create and adopted it); Glance has no conditional
+    delete, so a delete after a read that found the image queued can land
+    after that try made it active.  The image is left in place, named in
+    the result and the error, which say why, that a retry adopts it and
+    that ``audit --fix`` removes it if nothing claims it.
+    """
+
+    FAULTS = (gexc.HTTPServiceUnavailable('busy'),
+              gexc.HTTPBadGateway('proxy'),
+              gexc.HTTPException('504 Gateway Timeout'),
+              gexc.CommunicationError('reset mid-upload'),
+              requests.exceptions.ConnectionError('refused'),
+              requests.exceptions.ReadTimeout('read timed out'),
+              requests.exceptions.ChunkedEncodingError('cut'))
+
+    def reset(self):
+        self.fake.images.clear()
+        self.fake.used_ids.clear()
+        self.fake.calls.clear()
+
+    def test_other_try_activates_between_read_and_delete(self):
+        real_get = fake_glanceclient._Images.get
+        reads = []
+
+        def then_activated(images, image_id):
+            # The second read (the one a cleanup makes before its delete)
+            # answers queued, and then the other try's upload lands.
+            image = real_get(images, image_id)
+            reads.append(image_id)
+            if len(reads) == 2:
+                images.g.images[image_id].update(status='active', size=0)
+            return image
+
+        for fault in self.FAULTS:
+            with self.subTest(fault=repr(fault)):
+                self.reset()
+                reads.clear()
+                self.fake.fail('upload', fault)
+                with mock.patch.object(fake_glanceclient._Images, 'get',
+                                       then_activated):
+                    err = self.fails()
+                self.assertNotIn('delete', self.fake.calls)
+                # the image the other try reported is still active
+                self.assertEqual([IMAGE_ID], self.active_ids())
+                self.assertEqual([], err.result.cleaned_up)
+                self.assertEqual([IMAGE_ID], err.result.left_in_place)
+
+    def test_left_image_is_named_truthfully(self):
+        for fault in self.FAULTS:
+            with self.subTest(fault=repr(fault)):
+                self.reset()
+                self.fake.fail('upload', fault)
+                err = self.fails()
+                self.assertEqual('queued',
+                                 self.fake.images[IMAGE_ID]['status'])
+                self.assertEqual([IMAGE_ID], err.result.leftover)
+                self.assertEqual({IMAGE_ID: 'queued'},
+                                 err.result.leftover_status)
+                self.assertEqual([], err.result.unconfirmed)
+                message = err.format_message()
+                self.assertIn('image(s) %s (status queued) left in place, '
+                              'not deleted: another try of this snapshot '
+                              'may be finishing it' % IMAGE_ID, message)
+                self.assertIn('a retry of this snapshot adopts it',
+                              message)
+                self.assertIn('nova-snapshot-ext audit --fix --yes',
+                              message)
+                self.assertNotIn('COULD NOT DELETE', message)
+                self.assertNotIn('deleted image', message)
+                data = err.result.to_dict()
+                self.assertEqual([IMAGE_ID], data['left_in_place'])
+                self.assertIn('LEFT BEHIND: image(s) %s' % IMAGE_ID,
+                              err.result.describe())
+
+    def test_exit_status_by_cause(self):
+        from nova_snapshot_ext.cmd import checks
+        for fault in self.FAULTS:
+            with self.subTest(fault=repr(fault)):
+                self.reset()
+                self.fake.fail('upload', fault)
+                err = self.fails()
+                # Glance could not be reached (or answered 502/503/504).
+                self.assertEqual(checks.EXIT_UNREACHABLE,
+                                 checks.activation_failure(err)[1])
+
+    def test_retry_adopts_the_left_image(self):
+        for fault in self.FAULTS:
+            with self.subTest(fault=repr(fault)):
+                self.reset()
+                self.fake.fail('upload', fault)
+                self.fails()
+                result = self.snapshot()
+                self.assertEqual((IMAGE_ID, True, 'active'),
+                                 (result.image_id, result.reused,
+                                  result.status))
+                self.assertEqual([IMAGE_ID], list(self.fake.images))
+
+    def test_refusals_every_try_meets_still_delete(self):
+        for fault in (gexc.HTTPBadRequest('size'),
+                      gexc.HTTPForbidden('upload_image policy'),
+                      gexc.HTTPException('501 Not Implemented'),
+                      gexc.HTTPException('507 Insufficient Storage')):
+            with self.subTest(fault=repr(fault)):
+                self.reset()
+                self.fake.fail('upload', fault)
+                err = self.fails()
+                self.assertNothingLeft()
+                self.assertEqual([IMAGE_ID], err.result.cleaned_up)
+                self.assertEqual([], err.result.left_in_place)
 
 
 class TestRetryAfterUndeletableLeftover(AttemptTestBase):
@@ -469,9 +616,14 @@ class TestRetryAfterUndeletableLeftover(AttemptTestBase):
 
 
 class TestInterruptDuringUpload(AttemptTestBase):
-    """Input 5 kind: SIGTERM (the CLI raises SystemExit) / Ctrl-C."""
+    """Input 5 kind: SIGTERM (the CLI raises SystemExit) / Ctrl-C.
 
-    def test_interrupt_during_upload_cleans_and_reports(self):
+    An interrupt says nothing about the other tries of this snapshot (one
+    may be finishing the image, and this try's own upload may still land):
+    the image is read once and left in place, named.
+    """
+
+    def test_interrupt_during_upload_leaves_and_reports(self):
         for error in (KeyboardInterrupt, SystemExit(143)):
             self.fake.images.clear()
             with mock.patch.object(fake_glanceclient._Images, 'upload',
@@ -479,11 +631,35 @@ class TestInterruptDuringUpload(AttemptTestBase):
                 err = self.assertRaises(BaseException, self.snapshot,
                                         self.other_snapshot(
                                             str(error), image_id=None))
-            self.assertNothingLeft()
             result = err.snapshot_result
             self.assertEqual('failed', result.status)
-            self.assertEqual(1, len(result.cleaned_up))
+            self.assertEqual([], result.cleaned_up)
+            (left,) = list(self.fake.images)
+            self.assertEqual('queued', self.fake.images[left]['status'])
+            self.assertEqual(([left], [left]),
+                             (result.leftover, result.left_in_place))
             self.assertIn('interrupted', result.attempts[0].reason)
+            self.assertIn('image %s is left in place' % left,
+                          result.attempts[0].reason)
+            self.assertIn('left in place, not deleted',
+                          result.leftover_text())
+
+    def test_interrupt_when_the_other_try_finished_is_the_success(self):
+        real_get = fake_glanceclient._Images.get
+
+        def activated(images, image_id):
+            images.g.images[image_id].update(status='active', size=0)
+            return real_get(images, image_id)
+
+        with mock.patch.object(fake_glanceclient._Images, 'upload',
+                               side_effect=KeyboardInterrupt), \
+                mock.patch.object(fake_glanceclient._Images, 'get',
+                                  activated):
+            err = self.assertRaises(BaseException, self.snapshot)
+        result = err.snapshot_result
+        self.assertEqual(('active', IMAGE_ID), (result.status,
+                                                result.image_id))
+        self.assertEqual([], result.leftover)
 
 
 class TestCleanupRacingAnotherTry(AttemptTestBase):
@@ -559,10 +735,16 @@ class TestTransientThenRetry(AttemptTestBase):
         self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
         err = self.fails()
         self.assertEqual(503, err.code)
-        self.assertNothingLeft()
+        # left in place, named, for the retry to adopt
+        self.assertEqual({IMAGE_ID: 'queued'},
+                         {i: v['status'] for i, v in
+                          self.fake.images.items()})
+        self.assertEqual([IMAGE_ID], err.result.left_in_place)
         result = self.snapshot()
-        self.assertEqual('active', result.status)
+        self.assertEqual(('active', IMAGE_ID, True),
+                         (result.status, result.image_id, result.reused))
         self.assertEqual([result.image_id], self.active_ids())
+        self.assertEqual([IMAGE_ID], list(self.fake.images))
 
     def test_many_transient_failures_then_retry(self):
         svc = self.make_service()
@@ -819,13 +1001,21 @@ class TestLocationAnswerLost(AttemptTestBase, test_service.LocationTestBase):
                          (result.status, result.attempts[0].method))
         self.assertEqual([IMAGE_ID], self.active_ids())
 
-    def test_post_never_landed_stops_and_cleans(self):
+    def test_post_never_landed_stops_and_leaves_the_image(self):
+        # The lost POST says nothing about another try of this snapshot,
+        # which may be finishing the image: left in place, named.
         self.fake.fail('add_image_location',
                        gexc.CommunicationError('reset before'))
         err = self.fails()
         self.assertEqual(1, len(err.result.attempts))
         self.assertEqual(503, err.code)
-        self.assertNothingLeft()
+        (left,) = list(self.fake.images)
+        self.assertEqual('queued', self.fake.images[left]['status'])
+        self.assertNotIn('delete', self.fake.calls)
+        self.assertEqual(([left], []), (err.result.left_in_place,
+                                        err.result.cleaned_up))
+        self.assertIn('%s (status queued) left in place' % left,
+                      err.format_message())
 
 
 class TestVersionsTransient(AttemptTestBase):

@@ -270,11 +270,26 @@ class TestCleanup(ServiceTestBase):
         self.assertEqual([IMAGE_ID], err.result.cleaned_up)
 
     def test_upload_unavailable(self):
-        err = self._fails('upload', gexc.HTTPServiceUnavailable('busy'))
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertEqual(([IMAGE_ID], [IMAGE_ID]),
+                         (err.result.leftover, err.result.left_in_place))
+        # Left in place, named: another try may be finishing it.
+        self.assertEqual([], err.result.cleaned_up)
+        self.assertNotIn('deleted image', err.format_message())
+        self.assertIn('image(s) %s (status queued) left in place'
+                      % IMAGE_ID, err.format_message())
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
+        # A non-format failure does not try the other formats.
+        self.assertEqual(1, len(err.result.attempts))
+
+    def test_upload_refused_is_deleted(self):
+        err = self._fails('upload', gexc.HTTPBadRequest('refused'))
         self.assertEqual([IMAGE_ID], err.result.cleaned_up)
         self.assertIn('deleted image(s) %s' % IMAGE_ID,
                       err.format_message())
-        # A non-format failure does not try the other formats.
         self.assertEqual(1, len(err.result.attempts))
 
     def test_upload_500_on_queued_image_is_a_poisoned_image(self):
@@ -319,13 +334,21 @@ class TestCleanup(ServiceTestBase):
         self.assertEqual([IMAGE_ID], list(self.fake.images))
         self.assertEqual([], err.result.cleaned_up)
 
-    def test_unexpected_error_after_create_still_cleans_up(self):
+    def test_unexpected_error_after_create_names_the_image(self):
+        # A bug says nothing about the other tries of this snapshot: the
+        # image is left in place and named where the bug is reported.
         svc = self.make_service()
         with mock.patch.object(attempts.upload, 'activate',
                                side_effect=RuntimeError('bug')):
-            self.assertRaises(RuntimeError, svc.snapshot,
-                              self.make_request())
-        self.assertNothingLeft()
+            with self.assertLogs('nova_snapshot_ext.snapshot.attempts',
+                                 'ERROR') as logs:
+                self.assertRaises(RuntimeError, svc.snapshot,
+                                  self.make_request())
+        self.assertEqual(['queued'], [v['status'] for v in
+                                      self.fake.images.values()])
+        self.assertNotIn('delete', self.fake.calls)
+        self.assertIn('%s (status queued) left in place' % IMAGE_ID,
+                      '\n'.join(logs.output))
 
     def test_reused_image_becomes_active_while_waiting(self):
         svc = self.make_service()
@@ -350,8 +373,9 @@ class TestCleanup(ServiceTestBase):
 
     def test_delete_failure_reported_as_leftover(self):
         # Every try of the cleanup delete fails (issue 9 input 4 is the
-        # single failure: tests.unit.snapshot.test_attempts).
-        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        # single failure: tests.unit.snapshot.test_attempts).  A refusal
+        # every try meets: the cleanup deletes (a 503 leaves the image).
+        self.fake.fail('upload', gexc.HTTPBadRequest('refused'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
                        times=attempts.CLEANUP_TRIES)
         err = self.assertRaises(exception.ActivationFailed,
@@ -862,13 +886,19 @@ class TestAdoption(ServiceTestBase):
                 generation=1),
             result.image_id)
 
-    def test_interrupt_after_create_cleans_up(self):
+    def test_interrupt_after_create_leaves_the_image_named(self):
+        # Another try of this snapshot may have adopted the image (409 on
+        # its create) and be uploading: an interrupt never deletes it.
         svc = self.make_service()
         with mock.patch.object(attempts.upload, 'activate',
                                side_effect=KeyboardInterrupt):
-            self.assertRaises(KeyboardInterrupt, svc.snapshot,
-                              self.make_request())
-        self.assertNothingLeft()
+            err = self.assertRaises(KeyboardInterrupt, svc.snapshot,
+                                    self.make_request())
+        self.assertEqual({IMAGE_ID: 'queued'},
+                         {i: v['status'] for i, v in
+                          self.fake.images.items()})
+        self.assertNotIn('delete', self.fake.calls)
+        self.assertEqual([IMAGE_ID], err.snapshot_result.left_in_place)
 
     def test_leftover_in_format_not_allowed_is_refused_not_uploaded(self):
         self.flags(driver_formats_only=True)
@@ -923,9 +953,16 @@ class TestRecheck(ServiceTestBase):
         self.assertEqual(('failed', None), (err.result.status,
                                             err.result.image_id))
         self.assertIn('queued', err.format_message())
-        self.assertIn('deleted image %s' % IMAGE_ID, err.format_message())
-        self.assertEqual([IMAGE_ID], err.result.cleaned_up)
-        self.assertNothingLeft()
+        # The intermediary may still forward the upload, another try may
+        # be finishing the image: left in place, named, not deleted.
+        self.assertNotIn('delete', self.fake.calls)
+        self.assertNotIn('deleted image', err.format_message())
+        self.assertIn('%s (status queued) left in place' % IMAGE_ID,
+                      err.format_message())
+        self.assertEqual(([], [IMAGE_ID], [IMAGE_ID]),
+                         (err.result.cleaned_up, err.result.leftover,
+                          err.result.left_in_place))
+        self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])
 
     def test_active_on_the_second_read_is_kept(self):
         svc = self.make_service()
@@ -937,13 +974,14 @@ class TestRecheck(ServiceTestBase):
                                                 result.image_id))
         self.assertIn(IMAGE_ID, self.fake.images)
 
-    def test_undeletable_is_named_with_its_status(self):
+    def test_left_image_is_named_with_its_status(self):
         svc = self.make_service()
         result = svc.snapshot(self.make_request())
         self.fake.images[IMAGE_ID]['status'] = 'queued'
-        self.fake.fail('delete', gexc.HTTPServiceUnavailable('busy'))
         err = self.assertRaises(exception.ActivationFailed, svc.recheck,
                                 result, dict(self.fake.images[IMAGE_ID]))
-        self.assertEqual([IMAGE_ID], err.result.leftover)
-        self.assertIn('COULD NOT DELETE %s (status queued' % IMAGE_ID,
-                      err.format_message())
+        self.assertEqual(([IMAGE_ID], {IMAGE_ID: 'queued'}),
+                         (err.result.leftover, err.result.leftover_status))
+        self.assertIn('image(s) %s (status queued) left in place, not '
+                      'deleted' % IMAGE_ID, err.format_message())
+        self.assertNotIn('COULD NOT DELETE', err.format_message())

@@ -237,8 +237,10 @@ def _contradicted(t):
     err = t.assertRaises(exception.ActivationFailed, svc.recheck, result,
                          t.image('queued'), glance)
     t.assertIs(result, err.result)
-    t.assertEqual((State.FAILED, True), (attempt.state, attempt.cleaned_up))
-    t.assertIn(('delete', IMAGE_ID), glance.calls)
+    # left in place, named: the intermediary may still forward the upload
+    t.assertEqual((State.FAILED, False), (attempt.state, attempt.cleaned_up))
+    t.assertNotIn(('delete', IMAGE_ID), glance.calls)
+    t.assertEqual([IMAGE_ID], result.left_in_place)
 
 
 CHANGED_NAME = {'name': 'renamed'}
@@ -310,6 +312,8 @@ SCENARIOS = {
         t, upload=[_err(exception.GlanceConflict, 409)],
         get=[t.image('deactivated')]),
     (State.ACTIVATING, Event.UPLOAD_FAILED): lambda t: _upload(
+        t, upload=[_err(exception.GlanceBadRequest, 400)], get=[t.image()]),
+    (State.ACTIVATING, Event.ACTIVATION_FAULT): lambda t: _upload(
         t, upload=[_err()], get=[t.image()]),
     (State.ACTIVATING, Event.UNREADABLE): lambda t: _upload(
         t, upload=[_err()], get=[_err()]),
@@ -468,7 +472,9 @@ class TestCleanup(TransitionTestBase):
                                  (step, attempt.state, attempt.outcome))
                 self.assertNotIn(('delete', IMAGE_ID), glance.calls)
 
-    def test_interrupt_deletes_only_after_a_send(self):
+    def test_interrupt_never_deletes(self):
+        # An interrupt says nothing about the other tries of this
+        # snapshot: the image is read once and left in place, named.
         for state in (State.PLANNED, State.CREATING, State.CREATED,
                       State.FOUND, State.ACTIVATING):
             with self.subTest(state=state):
@@ -479,9 +485,33 @@ class TestCleanup(TransitionTestBase):
                                              KeyboardInterrupt())
                 self.assertIsInstance(raised, exception.SnapshotInterrupted)
                 self.assertIs(run.result, raised.snapshot_result)
-                self.assertEqual(state is not State.PLANNED,
-                                 ('delete', IMAGE_ID) in glance.calls)
+                self.assertNotIn(('delete', IMAGE_ID), glance.calls)
+                named = [] if state is State.PLANNED else [IMAGE_ID]
+                self.assertEqual((named, named, []),
+                                 (run.result.leftover,
+                                  run.result.left_in_place,
+                                  run.result.unconfirmed))
                 self.assertEqual(State.FAILED, attempt.state)
+
+    def test_left_rows_read_once_and_name_the_image(self):
+        for (state, event), move in transitions.TRANSITIONS.items():
+            if move.cleanup is not Cleanup.LEFT or (
+                    event is Event.INTERRUPTED):
+                continue
+            for status in ('queued', 'saving', None):
+                with self.subTest(state=state, event=event, status=status):
+                    glance = ScriptedGlance(get=[
+                        self.image(status) if status else _err()])
+                    engine, run = self.engine(glance)
+                    attempt = self.attempt(state)
+                    step, _ = engine._end(run, attempt,
+                                          Outcome(event, error=_err()))
+                    self.assertEqual([('get', IMAGE_ID)], glance.calls)
+                    self.assertEqual((Step.STOP, [IMAGE_ID], {
+                        IMAGE_ID: status}), (step, run.result.left_in_place,
+                                             run.result.leftover_status))
+                    self.assertIn('image %s is left in place' % IMAGE_ID,
+                                  attempt.reason)
 
     def test_system_exit_keeps_its_code(self):
         engine, run = self.engine(ScriptedGlance(get=[_not_found()]))
