@@ -15,12 +15,15 @@
 import datetime
 import json
 
+from glanceclient import exc as gexc
+
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
 from tests import base
+from tests.unit.snapshot import test_service
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
 
@@ -334,3 +337,49 @@ class TestRepair(base.TestCase):
                           'min-disk-above-root', 'borrowed-property',
                           'malformed-mapping', 'backup-snapshot-gone',
                           'unnamed-volume-snapshot'}, set(audit.KINDS))
+
+
+class TestImageLeftInPlace(test_service.ServiceTestBase):
+    """What an error says of an image left in place is what audit does.
+
+    A transient upload fault leaves the snapshot's image queued, named
+    (doc/source/faults.rst); the error says ``audit --fix --yes``
+    deletes it if nothing claims it, once it stayed queued longer than
+    ``--queued-older-than``.
+    """
+
+    def left_image(self):
+        self.fake.fail('upload', gexc.HTTPServiceUnavailable('busy'))
+        err = self.assertRaises(exception.ActivationFailed,
+                                self.make_service().snapshot,
+                                self.make_request())
+        self.assertEqual([test_service.IMAGE_ID], err.result.left_in_place)
+        self.assertIn('audit --fix --yes', err.format_message())
+        self.assertIn('--queued-older-than', err.format_message())
+        return dict(self.fake.images[test_service.IMAGE_ID])
+
+    def test_audit_fix_deletes_it_past_the_threshold(self):
+        left = dict(self.left_image(), updated_at='2026-11-29T11:00:00Z')
+        self.assertTrue(audit.is_volume_snapshot(left))
+        findings = audit.judge(left, now=NOW)
+        self.assertEqual([(audit.QUEUED_LEFTOVER, True)],
+                         [(f.kind, f.fixable) for f in findings])
+        report = audit.Report()
+        report.findings += findings
+        auditor = FakeAuditor([left])
+        actions = audit.repair(auditor, report, act=True)
+        self.assertEqual(['done'], [a.outcome for a in actions])
+        self.assertEqual([('delete', left['id'])], auditor.calls)
+
+    def test_audit_leaves_it_before_the_threshold_or_once_claimed(self):
+        left = self.left_image()
+        young = dict(left, updated_at='2026-11-30T11:30:00Z')
+        self.assertEqual([], audit.judge(young, now=NOW))
+        old = dict(left, updated_at='2026-11-29T11:00:00Z')
+        report = audit.Report()
+        report.findings += audit.judge(old, now=NOW)
+        # a retry adopted and activated it after the scan
+        auditor = FakeAuditor([dict(old, status='active', size=0)])
+        actions = audit.repair(auditor, report, act=True)
+        self.assertEqual(['skipped'], [a.outcome for a in actions])
+        self.assertEqual([], auditor.calls)
