@@ -518,6 +518,11 @@ def _interrupted(err: KeyboardInterrupt, fmt: str) -> int:
                 signal.signal(signum, handler)
 
 
+def _listed(result: ty.Any, name: str) -> list[str]:
+    value = getattr(result, name, None)
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
 def _report_interrupt(err: KeyboardInterrupt, fmt: str) -> int:
     # The engine re-raises an interrupt mid-snapshot as
     # exception.SnapshotInterrupted (the original as ``interrupt``),
@@ -544,6 +549,10 @@ def _report_interrupt(err: KeyboardInterrupt, fmt: str) -> int:
     elif result is None:
         # No snapshot result: nothing is known to have been made.
         message += '; no image of this run is known'
+    elif left and set(left) <= set(_listed(result, 'left_in_place')):
+        # Left on purpose (another try may be finishing it): nothing
+        # was deleted, and the text below says why.
+        message += '; nothing was deleted'
     else:
         message += '; what this run created and did not activate was ' + (
             'cleaned up' if not left else 'cleaned up, except')

@@ -251,19 +251,42 @@ class TestIssue9Inputs(ExactlyOnceBase):
         self.assertIn(proc.returncode, (1, 3))
 
     def test_input_4_upload_503_then_delete_503(self):
-        # Right value: the failure leaves nothing (the delete is tried
-        # again); the retry makes the one image.
+        # Right value (issue 9 input 4, revised by the cleanup race fix):
+        # a 503 on the upload says nothing about the other tries of this
+        # snapshot, one of which may be finishing the image; it is left
+        # in place and named, no DELETE is sent, and the retry adopts it.
         self.proxy.add_rule('PUT', FILE, 'status', status=503)
         self.proxy.add_rule('DELETE', IMAGE, 'status', status=503)
         svc = self.service()
         data = self.request_dict()
         err = self.assertRaises(exception.ActivationFailed, self.snapshot,
                                 svc, data)
-        self.assertEqual([], err.result.leftover)
+        left = err.result.left_in_place
+        self.assertEqual(1, len(left), err.format_message())
+        self.assertEqual(left, err.result.leftover)
+        self.assertEqual([(left[0], 'queued')], self.images())
+        self.assertEqual(0, self.proxy.count('DELETE', IMAGE))
+        self.assertIn('%s (status queued) left in place' % left[0],
+                      err.format_message())
+        self.assertEqual(checks.EXIT_UNREACHABLE,
+                         checks.activation_failure(err)[1])
+        result = self.snapshot(svc, data)
+        self.assertEqual((left[0], True), (result.image_id, result.reused))
+        self.assertOnlyActive(result.image_id)
+
+    def test_input_4_refused_upload_then_delete_503(self):
+        # A refusal every try meets (400 on the upload) is still cleaned
+        # up, and the failed delete is tried again.
+        self.proxy.add_rule('PUT', FILE, 'status', status=400)
+        self.proxy.add_rule('DELETE', IMAGE, 'status', status=503)
+        svc = self.service()
+        data = self.request_dict()
+        err = self.assertRaises(exception.ActivationFailed, self.snapshot,
+                                svc, data)
+        self.assertEqual(([], []), (err.result.leftover,
+                                    err.result.left_in_place))
         self.assertEqual([], self.images())
         self.assertEqual(2, self.proxy.count('DELETE', IMAGE))
-        result = self.snapshot(svc, data)
-        self.assertOnlyActive(result.image_id)
 
     def test_input_5_sigterm_during_upload(self):
         # Right value: no exit -15; the image is cleaned (or active and
@@ -286,13 +309,15 @@ class TestIssue9Inputs(ExactlyOnceBase):
                                  if s == 'active']))
 
     def test_input_6_image_id_upload_503_once_then_retry(self):
-        # Right value: the retry succeeds (on the attempt's next id).
+        # Right value: the retry succeeds (it adopts the image left).
         self.proxy.add_rule('PUT', FILE, 'status', status=503)
         svc = self.service()
         data = self.request_dict(image_id=self.new_uuid())
-        self.assertRaises(exception.ActivationFailed, self.snapshot, svc,
-                          data)
-        self.assertEqual([], self.images())
+        err = self.assertRaises(exception.ActivationFailed, self.snapshot,
+                                svc, data)
+        # left in place, named, for the retry to adopt
+        self.assertEqual([(data['image_id'], 'queued')], self.images())
+        self.assertEqual([data['image_id']], err.result.left_in_place)
         for _ in range(2):
             result = self.snapshot(svc, data)
             self.assertOnlyActive(result.image_id)

@@ -124,18 +124,42 @@ class TestRawActivation(SnapshotTestBase):
         ours = glance_mod.translate(err, 'upload', image['id'], 'qcow2')
         self.assertIsInstance(ours, exception.ImageFormatRejected)
 
-    def test_failure_after_create_leaves_no_image(self):
+    def test_refusal_after_create_leaves_no_image(self):
         req = self.make_request()
         self.useFixture(fixtures.MockPatchObject(
             glance_mod.GlanceClient, 'upload', side_effect=(
-                exception.GlanceUnavailable(operation='upload',
-                                            reason='injected'))))
+                exception.GlanceBadRequest(operation='upload', status=400,
+                                           reason='injected'))))
         err = self.assertRaises(exception.ActivationFailed,
                                 self.make_service().snapshot, req,
                                 glance=self.plugin_client())
         self.assertEqual([req.image_id or err.result.attempts[0].image_id],
                          err.result.cleaned_up)
         self.assertEqual([], self.images_named(req.name))
+
+    def test_transient_failure_after_create_leaves_the_image_named(self):
+        # Another try of this snapshot may be finishing the image: it is
+        # left in place, named, and a retry adopts it.
+        req = self.make_request()
+        with fixtures.MockPatchObject(
+                glance_mod.GlanceClient, 'upload', side_effect=(
+                    exception.GlanceUnavailable(operation='upload',
+                                                reason='injected'))):
+            err = self.assertRaises(exception.ActivationFailed,
+                                    self.make_service().snapshot, req,
+                                    glance=self.plugin_client())
+        image_id = req.image_id or err.result.attempts[0].image_id
+        self.assertEqual(([], [image_id]), (err.result.cleaned_up,
+                                            err.result.left_in_place))
+        self.assertEqual([(image_id, 'queued')],
+                         [(i['id'], i['status'])
+                          for i in self.images_named(req.name)])
+        self.assertIn('%s (status queued) left in place' % image_id,
+                      err.format_message())
+        result = self.make_service().snapshot(req,
+                                              glance=self.plugin_client())
+        self.assertEqual(('active', image_id, True),
+                         (result.status, result.image_id, result.reused))
 
     def test_retried_create_leaves_one_image(self):
         req = self.make_request(image_id=uuidutils.generate_uuid())

@@ -412,6 +412,30 @@ class TestConventions(CLITestCase):
         # The handlers are restored after the report.
         self.assertIs(before, signal.getsignal(signal.SIGINT))
 
+    def test_interrupt_leaving_the_image_claims_no_cleanup(self):
+        from nova_snapshot_ext.snapshot import result as result_mod
+
+        def ctrl_c(conf):
+            err = KeyboardInterrupt()
+            result = result_mod.SnapshotResult(None, 'snap', 'failed')
+            result.leave('img-8', 'queued')
+            err.snapshot_result = result
+            raise err
+
+        conf = self.write('c.conf', '')
+        with mock.patch.dict(main.HANDLERS, probe=ctrl_c):
+            self.assertEqual(130, main.main(['probe', '--config-file', conf,
+                                             '--format', 'json']))
+        out = json.loads(self.stdout.getvalue())
+        self.assertEqual(['img-8'], out['left'])
+        self.assertNotIn('cleaned up', out['error'])
+        self.assertNotIn('COULD NOT DELETE', out['error'])
+        self.assertIn('nothing was deleted', out['error'])
+        self.assertIn('img-8 (status queued) left in place, not deleted: '
+                      'another try of this snapshot may be finishing it',
+                      out['error'])
+        self.assertIn('a retry of this snapshot adopts it', out['error'])
+
     def test_glance_errors_map_to_exit_codes(self):
         cases = [
             (exception.GlanceUnavailable(operation='get', reason='r'), 3),
