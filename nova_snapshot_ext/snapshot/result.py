@@ -177,8 +177,11 @@ class SnapshotResult:
     os_hash_value: str | None = None
 
     def leave(self, image_id: str, status: str | None) -> None:
-        """Name ``image_id`` as left in place on purpose (last read
-        ``status``; ``None``: it could not be read)."""
+        """Name ``image_id`` as left in place on purpose.
+
+        :param status: its status when last read (``None``: it could not
+            be read).
+        """
         if image_id not in self.leftover:
             self.leftover.append(image_id)
         self.leftover_status[image_id] = status
