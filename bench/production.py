@@ -147,8 +147,10 @@ class Shape:
         return [r for log in self.logs for r in log.take()]
 
     def cpu_s(self) -> dict[str, float | None]:
-        """CPU seconds so far of the glance-api processes and the
-        database server (``None`` where ``/proc`` cannot tell)."""
+        """CPU seconds so far of the glance-api processes and the database.
+
+        ``None`` where ``/proc`` cannot tell.
+        """
         glance: float | None = 0.0
         for g in self.glances:
             value = bench_run.process_tree_cpu_s(g.pid)
@@ -339,8 +341,7 @@ def verdicts(doc: ty.Mapping[str, ty.Any],
 
 def markdown(doc: ty.Mapping[str, ty.Any],
              cells: ty.Mapping[str, ty.Mapping[str, ty.Any]]) -> str:
-    """The tables: one row per (shape, concurrency), one block per path,
-    then the targets."""
+    """The table (a row per shape, concurrency and path), then the targets."""
     m = doc['machine']
     lines = [
         '# Production shape, %s' % doc['date'], '',
@@ -368,17 +369,18 @@ def markdown(doc: ty.Mapping[str, ty.Any],
                         cell['cpu_ms'], cell['glance_cpu_ms'],
                         cell['database_cpu_ms'], cell['errors']))
     lines += ['', '| target | met | value |', '|---|---|---|']
-    lines += ['| %s | %s | %s |' % (v['target'], 'yes' if v['met'] else
-                                     'NO', v['value'])
-              for v in doc['verdicts']]
+    lines += ['| %s | %s | %s |' % (
+        v['target'], 'yes' if v['met'] else 'NO', v['value'])
+        for v in doc['verdicts']]
     return '\n'.join(lines) + '\n'
 
 
 def chart(doc: ty.Mapping[str, ty.Any],
           cells: ty.Mapping[str, ty.Mapping[str, ty.Any]],
           path: str) -> str | None:
-    """Throughput against shape, one panel per concurrency, one line per
-    path (matplotlib, Agg) into ``path``.
+    """Throughput against shape into ``path`` (matplotlib, Agg).
+
+    One panel per concurrency, one line per path.
 
     :returns: ``path``, or ``None`` without matplotlib.
     """
@@ -499,8 +501,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run, write ``bench-production-<date>.{json,md,png}``, print the
-    tables.
+    """Run, write ``bench-production-<date>.{json,md,png}``, print them.
 
     :returns: 0, or 1 when a target was not met (the files are written
         either way).

@@ -207,8 +207,10 @@ class WorkerProcess:
 
     @staticmethod
     def batch_command(count: int, concurrency: int) -> dict[str, ty.Any]:
-        """The command running ``count`` snapshots on ``concurrency``
-        threads (answered by :meth:`bench.worker.Worker.batch`)."""
+        """The command running ``count`` snapshots on ``concurrency`` threads.
+
+        Answered by :meth:`bench.worker.Worker.batch`.
+        """
         return {'op': 'batch', 'count': count, 'concurrency': concurrency}
 
     def batch(self, count: int, concurrency: int) -> dict[str, ty.Any]:

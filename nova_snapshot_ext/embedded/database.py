@@ -305,8 +305,11 @@ class MariaDBServer(_Server):
 
     @property
     def pid(self):
-        """The mysqld process id, from its pid file; None if not started
-        here (an external ``pifpaf run`` server) or not running."""
+        """The mysqld process id, from its pid file.
+
+        None if not started here (an external ``pifpaf run`` server) or
+        not running.
+        """
         if self._driver is None:
             return None
         for path in glob.glob(os.path.join(self._driver.tempdir, '**',
@@ -436,8 +439,10 @@ class PostgreSQLServer(_Server):
 
     @property
     def pid(self):
-        """The postmaster's process id (its backends are its children);
-        None when not running."""
+        """The postmaster's process id (its backends are its children).
+
+        None when not running.
+        """
         process = self._process
         if process is None or process.poll() is not None:
             return None

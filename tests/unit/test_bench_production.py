@@ -77,9 +77,9 @@ class TestVerdicts(base.TestCase):
                       [v['target'] for v in verdicts])
 
     def test_each_miss_is_reported(self):
-        cells = self.cells(**{'1x1/plugin/c16': _cell(7.0, requests=3.0,
-                                                       errors=1),
-                              '1x2/plugin/c16': _cell(6.0)})
+        cells = self.cells(**{
+            '1x1/plugin/c16': _cell(7.0, requests=3.0, errors=1),
+            '1x2/plugin/c16': _cell(6.0)})
         images = {'1x1/plugin': {'active': 9, 'queued': 1}}
         missed = {v['target'] for v in production.verdicts(
             self.doc(images), cells) if not v['met']}
