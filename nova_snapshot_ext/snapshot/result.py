@@ -220,9 +220,10 @@ class SnapshotResult:
         if kept:
             texts.append(
                 'image(s) %s left in place, not deleted: another try of '
-                'this snapshot may be finishing it (a transient fault or '
-                'an interrupt says nothing about the other tries, and '
-                'Glance has no conditional delete); a retry of this '
+                'this snapshot may be finishing it, or this run\'s own '
+                'request still in flight (a transient fault or an '
+                'interrupt says nothing about either, and Glance has no '
+                'conditional delete); a retry of this '
                 'snapshot adopts it, and `nova-snapshot-ext audit --fix '
                 '--yes` deletes it if nothing claims it (once it stayed '
                 'queued longer than --queued-older-than, a day by default)'
