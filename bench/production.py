@@ -411,12 +411,13 @@ def chart(doc: ty.Mapping[str, ty.Any],
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
     axes[0][0].legend()
-    fig.suptitle('Snapshots/s, Glance %s on %s, %s UTC\n%d cores, '
-                 'load average %.1f to %.1f' % (
-        doc['machine']['versions'].get('glance'), doc['database'],
-        doc['date'][:16].replace('T', ' '), doc['machine']['cores'],
-        doc['machine']['loadavg_start'][0],
-        doc['machine']['loadavg_end'][0]), fontsize=10)
+    machine = doc['machine']
+    fig.suptitle('Snapshots/s, Glance %s on %s, %s UTC\n%d cores, load '
+                 'average %.1f to %.1f' % (
+                     machine['versions'].get('glance'), doc['database'],
+                     doc['date'][:16].replace('T', ' '), machine['cores'],
+                     machine['loadavg_start'][0], machine['loadavg_end'][0]),
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     pyplot.close(fig)
