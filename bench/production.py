@@ -392,9 +392,9 @@ def chart(doc: ty.Mapping[str, ty.Any],
     from matplotlib import pyplot
 
     shapes = list(doc['shapes'])
-    fig, axes = pyplot.subplots(1, len(doc['concurrency']),
-                                figsize=(4.2 * len(doc['concurrency']), 3.8),
-                                squeeze=False)
+    fig, axes = pyplot.subplots(
+        1, len(doc['concurrency']), squeeze=False,
+        figsize=(max(6.0, 4.2 * len(doc['concurrency'])), 4.2))
     for ax, c in zip(axes[0], doc['concurrency']):
         for p in doc['paths']:
             ax.plot(range(len(shapes)),
@@ -411,10 +411,13 @@ def chart(doc: ty.Mapping[str, ty.Any],
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
     axes[0][0].legend()
-    fig.suptitle('Glance on %s, %s, %d cores, load %.1f-%.1f' % (
-        doc['database'], doc['date'][:16], doc['machine']['cores'],
-        doc['machine']['loadavg_start'][0],
-        doc['machine']['loadavg_end'][0]), fontsize=10)
+    machine = doc['machine']
+    fig.suptitle('Snapshots/s, Glance %s on %s, %s UTC\n%d cores, load '
+                 'average %.1f to %.1f' % (
+                     machine['versions'].get('glance'), doc['database'],
+                     doc['date'][:16].replace('T', ' '), machine['cores'],
+                     machine['loadavg_start'][0], machine['loadavg_end'][0]),
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     pyplot.close(fig)

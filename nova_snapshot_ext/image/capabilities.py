@@ -22,13 +22,6 @@ Sources (Glance 33, ``glance/api/v2/images.py`` and ``versions.py``):
   (``POST /v2/images/{id}/locations``) exists.
 * ``GET /v2/info/stores``: 404 unless multi-store; the http store is
   reported ``read-only`` (``{"id": "web", "read-only": "true"}``).
-* ``GET /v2/info/usage``: ``{"usage": {}}`` unless ``[DEFAULT]
-  use_keystone_limits`` is on (``glance/quota/keystone.py`` answers no
-  usage at all then, for every project): whether Glance enforces Keystone
-  unified limits is a deployment's setting, cached like the rest; the
-  usage itself changes with every image and is read for each snapshot
-  only where limits are enforced
-  (:mod:`~nova_snapshot_ext.image.quotas`).
 
 What cannot be discovered: ``require_image_format_match`` (a 415 at run
 time tells), ``image_property_quota`` (an option of ours mirrors it),
@@ -78,10 +71,6 @@ class GlanceCapabilities:
         (e.g. ``'v2.17'``), any status.
     :ivar stores: ``/v2/info/stores`` entries, or ``None`` when Glance is
         not multi-store.
-    :ivar unified_limits: True when Glance enforces Keystone unified
-        limits (its usage document lists them), False when it does not
-        (an empty document, or no usage API), None when that could not be
-        read (each snapshot then reads the usage itself).
     :ivar fetched_at: ``time.monotonic()`` of discovery.
     :ivar unread: documents that could not be read (``'versions'``,
         ``'stores'``) -> the error, after one retry and with no earlier
@@ -96,7 +85,6 @@ class GlanceCapabilities:
     required: tuple[str, ...] = ()
     api_versions: tuple[str, ...] = ()
     stores: tuple[ty.Mapping[str, str], ...] | None = None
-    unified_limits: bool | None = None
     fetched_at: float = 0.0
     unread: ty.Mapping[str, exception.GlanceError] = dataclasses.field(
         default_factory=dict)
@@ -159,7 +147,6 @@ class GlanceCapabilities:
             'read_only_stores': self.read_only_stores,
             'stores': None if self.stores is None else [
                 dict(s) for s in self.stores],
-            'unified_limits': self.unified_limits,
             'unread': {name: err.format_message()
                        for name, err in self.unread.items()},
         }
@@ -193,30 +180,10 @@ def _read(what: str, func: ty.Callable[[], ty.Any]) -> ty.Any:
     return func()
 
 
-def _unified_limits(client: glance_mod.GlanceClient,
-                    previous: GlanceCapabilities | None) -> bool | None:
-    """Whether ``client``'s Glance enforces Keystone unified limits.
-
-    :returns: True (a usage document with limits), False (an empty one,
-        404, or a glanceclient without the call), None when it could not
-        be read (a refusal or a failure, after one more try; or
-        ``previous``'s answer for a transient one).
-    """
-    try:
-        usage = _read('quota usage', client.usage)
-    except exception.GlanceError as err:
-        if _transient(err) and previous is not None:
-            return previous.unified_limits
-        LOG.info('Glance quota usage could not be read (%s); each snapshot '
-                 'reads it', err)
-        return None
-    return bool(usage)
-
-
 def discover(client: glance_mod.GlanceClient,
              previous: GlanceCapabilities | None = None
              ) -> GlanceCapabilities:
-    """Ask ``client``'s Glance for its capabilities (4 GET requests).
+    """Ask ``client``'s Glance for its capabilities (3 GET requests).
 
     Each read is asked once more after a transient failure (transport,
     5xx, unreadable answer; :func:`_read`).
@@ -260,9 +227,7 @@ def discover(client: glance_mod.GlanceClient,
         else:
             LOG.warning('Could not list Glance stores: %s', err)
             stores = None
-    caps = dataclasses.replace(
-        GlanceCapabilities.from_documents(schema, versions, stores),
-        unified_limits=_unified_limits(client, previous))
+    caps = GlanceCapabilities.from_documents(schema, versions, stores)
     if unread:
         LOG.warning('Glance %s could not be read: %s; uploads do not need '
                     'them, a location attempt is not planned', ' and '.join(

@@ -295,12 +295,8 @@ class SnapshotService:
                         {'name': record.name, 'note': note})
         if decision.error is not None:
             raise decision.error
-        # The usage is read only from a Glance that enforces limits (or
-        # could not say whether it does): elsewhere it is always empty.
-        usage = (None if caps.unified_limits is False
-                 else quotas.read_usage(glance))
         notes = list(decision.notes) + quotas.check_plan(
-            usage, decision.attempts)
+            quotas.read_usage(glance), decision.attempts)
         return PreparedSnapshot(record, decision.attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------

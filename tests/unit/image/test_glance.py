@@ -323,33 +323,6 @@ class TestCapabilities(base.TestCase):
         self.assertIsNone(caps.stores)
         self.assertIn('visibility', caps.base_attributes)
 
-    def test_unified_limits_discovered(self):
-        # Glance answers an empty usage document for every project unless
-        # [DEFAULT] use_keystone_limits is on.
-        for usage, expected in (({}, False), (None, False), (
-                {'image_count_total': {'usage': 1, 'limit': 9}}, True)):
-            self.fake.usage = usage
-            self.assertIs(expected,
-                          capabilities.discover(self.client).unified_limits)
-
-    def test_unified_limits_unknown_when_refused(self):
-        self.fake.usage = {}
-        self.fake.fail('usage', gexc.HTTPForbidden('policy'))
-        caps = capabilities.discover(self.client)
-        self.assertIsNone(caps.unified_limits)
-        self.assertIsNone(caps.to_dict()['unified_limits'])
-
-    def test_unified_limits_blip_answered_from_the_last_discovery(self):
-        self.fake.usage = {'image_count_total': {'usage': 1, 'limit': 9}}
-        first = capabilities.discover(self.client)
-        self.fake.fail('usage', gexc.HTTPServiceUnavailable('blip'),
-                       times=2)
-        self.assertTrue(capabilities.discover(
-            self.client, first).unified_limits)
-        self.fake.fail('usage', gexc.HTTPServiceUnavailable('blip'),
-                       times=2)
-        self.assertIsNone(capabilities.discover(self.client).unified_limits)
-
     def test_no_location_api_before_2_17(self):
         self.fake.versions = [{'id': 'v2.16'}, {'id': 'v2.9'}]
         self.assertFalse(capabilities.discover(self.client).location_api)

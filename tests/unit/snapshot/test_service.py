@@ -234,20 +234,6 @@ class TestPreflightRefusals(ServiceTestBase):
                           self.make_service().snapshot, self.make_request())
         self.assertNotIn('create', self.fake.calls)
 
-    def test_usage_read_per_snapshot_only_where_limits_are_enforced(self):
-        svc = self.make_service()
-        self.fake.usage = {}
-        svc.snapshot(self.make_request())
-        svc.snapshot(self.other_snapshot('second', image_id=None))
-        # Discovery asked once; no snapshot reads an always-empty document.
-        self.assertEqual(1, self.fake.calls.count('usage'))
-        self.fake.usage = {'image_count_total': {'usage': 1, 'limit': 100}}
-        svc.capabilities.invalidate()
-        svc.snapshot(self.other_snapshot('third', image_id=None))
-        svc.snapshot(self.other_snapshot('fourth', image_id=None))
-        # Discovery once more, then each snapshot reads its usage.
-        self.assertEqual(1 + 1 + 2, self.fake.calls.count('usage'))
-
     def test_no_bare_container(self):
         self.fake.container_formats = ['ovf']
         err = self.assertRaises(exception.FormatNotAllowed,
