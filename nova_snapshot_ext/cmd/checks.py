@@ -317,6 +317,14 @@ def check_glance(conf: cfg.ConfigOpts,
     option = endpoint_source(conf, glance)
     try:
         versions = _versions_asked_twice(glance)
+    except exception.GlanceDeadlineExceeded as err:
+        if exception.unreachable(err):
+            raise CLIError('Glance at %s (%s) could not be reached: %s'
+                           % (where, option, err.format_message()),
+                           EXIT_UNREACHABLE)
+        raise CLIError('Glance at %s (%s) was reached but failed to answer '
+                       'GET /versions in time: %s'
+                       % (where, option, err.format_message()), EXIT_FAILED)
     except exception.GlanceUnavailable as err:
         raise CLIError('Glance at %s (%s) could not be reached: %s'
                        % (where, option, err.kwargs.get('reason')),
@@ -466,8 +474,11 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
     where = CONNECTED.get('endpoint')
     if where and where not in message:
         message = 'Glance at %s: %s' % (where, message)
-    if isinstance(err, exception.GlanceUnavailable):
+    if exception.unreachable(err):
         return message, EXIT_UNREACHABLE
+    if isinstance(err, exception.GlanceUnavailable):
+        # A deadline on a Glance that was reached: Glance failed (1).
+        return message, EXIT_FAILED
     if status == 401:
         return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
     return message, EXIT_FAILED
@@ -502,6 +513,11 @@ def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
     cause = err.__cause__
     if not isinstance(cause, exception.GlanceError):
         return message, EXIT_FAILED
+    if isinstance(cause, exception.SnapshotImageConflict):
+        # The request names an image that is not this record's (its
+        # image_id, or volume snapshot ids another record already holds):
+        # bad input, met the same way on every retry of this request.
+        return message, EXIT_INPUT
     if cause.kwargs.get('status') == 401:
         return ('%s (Glance refused the request with HTTP 401: %s)'
                 % (message, _auth_hint()), EXIT_UNREACHABLE)

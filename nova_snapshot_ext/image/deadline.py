@@ -60,11 +60,15 @@ class Deadline:
 
     :ivar expired: whether the deadline passed before the block ended (the
         request's socket was then shut down).
+    :ivar connected: whether, when the deadline passed, a connection of the
+        request was open (Glance was reached and answered too slowly, as
+        opposed to a connection that was never made).
     """
 
     def __init__(self, seconds: float):
         self.seconds = max(0.0, float(seconds))
         self.expired = False
+        self.connected = False
         self._done = False
         self._lock = threading.Lock()
         self._connections: list[ty.Any] = []
@@ -92,6 +96,8 @@ class Deadline:
                 return
             self.expired = True
             connections = list(self._connections)
+            self.connected = any(getattr(c, 'sock', None) is not None
+                                 for c in connections)
         for conn in connections:
             _shut(conn)
 

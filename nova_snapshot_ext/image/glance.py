@@ -571,7 +571,7 @@ class _Guard:
                     deadline=self.snapshot_timeout,
                     which='[%s] snapshot_timeout' % opts.CORE_GROUP,
                     reason='the snapshot ran out of time before this '
-                    'request; it was not sent', sent=False)
+                    'request; it was not sent', sent=False, reached=True)
             # Cleaning up and reporting: each read or delete on its own.
             return seconds, which
         if seconds is None or remaining < seconds:
@@ -599,9 +599,10 @@ class _Guard:
                     if not watch.expired:
                         raise
                     raise self._expired(method, url, seconds, which,
-                                        err) from err
+                                        err, watch.connected) from err
             if watch.expired:
-                raise self._expired(method, url, seconds, which, None)
+                raise self._expired(method, url, seconds, which, None,
+                                    watch.connected)
         if isinstance(answer, tuple) and len(answer) == 2:
             # glanceclient's (response, decoded body)
             check_answer(method, url, kwargs.get('data'), answer[1])
@@ -609,12 +610,21 @@ class _Guard:
 
     @staticmethod
     def _expired(method: str, url: str, seconds: float, which: str,
-                 err: BaseException | None
+                 err: BaseException | None, connected: bool
                  ) -> exception.GlanceDeadlineExceeded:
+        if not connected:
+            return exception.GlanceDeadlineExceeded(
+                operation=operation_of(method, url), status=None,
+                deadline=round(seconds, 1), which=which, sent=True,
+                reached=False,
+                reason='no connection to Glance was made in that time%s' % (
+                    ' (%s)' % err.__class__.__name__ if err else ''))
         return exception.GlanceDeadlineExceeded(
             operation=operation_of(method, url), status=None,
             deadline=round(seconds, 1), which=which, sent=True,
-            reason='the connection was closed; the answer is lost%s' % (
+            reached=True,
+            reason='Glance was reached but its answer was not complete; '
+            'the connection was closed, the answer is lost%s' % (
                 ' (%s)' % err.__class__.__name__ if err else ''))
 
 

@@ -275,6 +275,32 @@ class TestDeadlines(AnswersTestBase):
                           disk_format='raw', container_format='bare')
         self.assertEqual(mine, self.client.get(mine)['id'])
 
+    def test_a_trickled_answer_to_any_step_is_glance_failing(self):
+        # Glance was reached and answered too slowly: exit 1 with words
+        # that say so, whichever step met the deadline (rule 10).
+        from nova_snapshot_ext.cmd import checks
+
+        mine = self.client.create(id=str(uuid.uuid4()), name='mine',
+                                  disk_format='raw',
+                                  container_format='bare')['id']
+        steps = (
+            ('POST', r'/members$', lambda: self.client.add_member(
+                mine, 'other-project')),
+            ('GET', r'^/v2/images/%s$' % mine,
+             lambda: self.client.get(mine)),
+            ('PUT', r'/file$', lambda: self.client.upload(mine, b'')))
+        for method, path, call in steps:
+            with self.subTest(method=method):
+                self.proxy.add_rule(method, path, 'trickle', seconds=0.05)
+                err = self.assertRaises(exception.GlanceDeadlineExceeded,
+                                        call)
+                self.assertTrue(err.kwargs['reached'])
+                self.assertFalse(exception.unreachable(err))
+                message, code = checks.glance_error(err)
+                self.assertEqual(checks.EXIT_FAILED, code)
+                self.assertIn('Glance was reached', message)
+                self.assertNotIn('could not be reached', message)
+
     def test_snapshot_deadline(self):
         mine = self.client.create(id=str(uuid.uuid4()), name='mine',
                                   disk_format='raw',
