@@ -32,8 +32,9 @@ With ``--format json`` the first line on stdout is one JSON object:
 "status_command"}``; progress goes to stderr.  ``glance_api_conf`` is the
 ``glance-api.conf`` the embedded Glance runs with (removed at stop), for
 ``nova-snapshot-ext-status upgrade check --glance-api-conf``
-(``status_command`` is that command, ready to run).  Exit status 0 once stopped by Ctrl-C or SIGTERM; 2 for a bad
-argument; 3 when Glance cannot start.
+(``status_command`` is that command, ready to run).  Exit status 0 once
+stopped by Ctrl-C or SIGTERM; 2 for a bad argument; 3 when Glance cannot
+start.
 """
 
 from __future__ import annotations
