@@ -255,6 +255,28 @@ class TestBadOptionValues(NovaStartupMixin, base.NovaServerTestCase):
         self.assertEqual([], self.middlewares(app))
         self.assertFalse(hook.installed())
 
+    def test_own_glance_connection_with_unusable_auth_steps_aside(self):
+        # glance_connection = snapshot_ext_glance: the group's auth plugin
+        # is loaded at start-up; one it cannot load is a bad option.
+        from nova_snapshot_ext.nova import hook
+
+        for extra, words in (
+                ('auth_type = nosuchplugin\n'
+                 'endpoint_override = http://127.0.0.1:9\n',
+                 '[snapshot_ext_glance] auth_type'),
+                ('', 'no auth plugin and no endpoint_override')):
+            with self.subTest(words=words):
+                from nova_snapshot_ext.nova import filter as filter_mod
+                filter_mod.unload_plugin()
+                app = self.load_nova_api(
+                    '[snapshot_ext_nova]\nglance_connection = '
+                    'snapshot_ext_glance\n[snapshot_ext_glance]\n' + extra)
+                errors = [line for line in self.error_lines()
+                          if words in line]
+                self.assertEqual(1, len(errors), self.stdlog.logger.output)
+                self.assertEqual([], self.middlewares(app))
+                self.assertFalse(hook.installed())
+
     def test_every_bad_value_is_named_in_one_line(self):
         self.load_nova_api('[snapshot_ext_nova]\nactivation = maybe\n'
                            'glance_connection = bogus\n')
