@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import urllib.parse
+import uuid
 
 import fixtures
 import testtools
@@ -79,7 +80,7 @@ class TestCLI(fbase.FunctionalTestCase):
         ids = []
         for bdm in data['block_device_mappings']:
             if bdm.get('snapshot_id'):
-                bdm['snapshot_id'] = self.getUniqueString('snap')
+                bdm['snapshot_id'] = str(uuid.uuid4())
                 ids.append(bdm['snapshot_id'])
         mappings = data['block_device_mappings']
         path, name = self.write_request(block_device_mappings=mappings)
@@ -99,7 +100,7 @@ class TestCLI(fbase.FunctionalTestCase):
                       proc.stderr)
         for snapshot_id in ids:
             self.assertIn(snapshot_id, proc.stderr)
-        self.assertIn('name differs', proc.stderr)
+        self.assertIn('(name, instance_uuid differ)', proc.stderr)
         self.assertNotIn('upload vhdx:', proc.stderr)
         self.assertNoImagesLeft(name_or_filter=other)
         self.assertEqual('active', self.admin_client().images.get(
