@@ -628,13 +628,18 @@ def check_permissions(glance: glance_mod.GlanceClient,
     own valid empty image of ``disk_format``; the member added is a random
     project id. It is deleted whatever happens.
 
-    :returns: ``{'ok': bool, 'steps': [{'step', 'ok', 'detail'}],
-        'missing': [...], 'left': image id or None, 'created': bool}``
-        (``created`` False: Glance refused the create, no image exists).
+    :returns: ``{'ok': bool, 'steps': [{'step', 'ok', 'refused',
+        'detail'}], 'missing': [...], 'failed': [...], 'left': image id or
+        None, 'created': bool}`` (``created`` False: the create did not
+        make the image).  ``missing`` lists what Glance refused (a 4xx:
+        the identity may not do it); ``failed`` the steps Glance failed
+        otherwise (5xx, an unreadable answer): whether the identity may
+        take them is not known.
     """
     image_id = str(uuid.uuid4())
     steps: list[dict[str, ty.Any]] = []
     missing: list[str] = []
+    failed: list[str] = []
     created = False
 
     def run(step: str, needs: str, func: ty.Callable[[], ty.Any]) -> bool:
@@ -643,15 +648,22 @@ def check_permissions(glance: glance_mod.GlanceClient,
         except exception.GlanceUnavailable:
             raise
         except exception.GlanceError as err:
-            steps.append({'step': step, 'ok': False,
+            status = err.kwargs.get('status')
+            refused = isinstance(status, int) and 400 <= status < 500
+            steps.append({'step': step, 'ok': False, 'refused': refused,
                           'detail': err.format_message()})
             if isinstance(err, exception.GlanceForbidden):
                 missing.append(needs)
-            else:
+            elif refused:
                 missing.append('%s: Glance refused with HTTP %s'
-                               % (needs, err.kwargs.get('status')))
+                               % (needs, status))
+            else:
+                failed.append('%s: Glance failed (%s); whether the '
+                              'identity may do it is not known'
+                              % (step, err.format_message()))
             return False
-        steps.append({'step': step, 'ok': True, 'detail': ''})
+        steps.append({'step': step, 'ok': True, 'refused': False,
+                      'detail': ''})
         return True
 
     try:
@@ -678,8 +690,9 @@ def check_permissions(glance: glance_mod.GlanceClient,
                               'detail': err.format_message()})
                 missing.append('delete its own images (policy '
                                'delete_image); image %s is left' % image_id)
-    return {'ok': not missing, 'image_id': image_id, 'steps': steps,
-            'missing': missing, 'left': left, 'created': created}
+    return {'ok': not missing and not failed, 'image_id': image_id,
+            'steps': steps, 'missing': missing, 'failed': failed,
+            'left': left, 'created': created}
 
 
 def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
@@ -694,10 +707,13 @@ def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
         permissions['image_id'],
         'not created' if not permissions.get('created', True) else
         'deleted' if not permissions['left'] else 'COULD NOT DELETE',
-        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
+        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED'
+                             if s.get('refused', True) else 'FAILED')
                   for s in permissions['steps']))
     for need in permissions['missing']:
         text += '\n  missing: the identity cannot %s' % need
+    for step in permissions.get('failed', ()):
+        text += '\n  failed: %s' % step
     return text
 
 
