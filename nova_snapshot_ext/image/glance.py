@@ -213,6 +213,17 @@ def translate(err: BaseException, operation: str,
     if type(err) is glance_exc.HTTPException and status == 415:
         return exception.ImageFormatRejected(disk_format=disk_format,
                                              **kwargs)
+    read_timeout = _read_timeout(err)
+    if read_timeout is not None:
+        # keystoneauth1 calls every timeout a ConnectTimeout (and
+        # glanceclient an InvalidEndpoint); a read timeout comes after
+        # the connection was made: Glance was reached and went silent.
+        kwargs.update(status=None, deadline=read_timeout, sent=True,
+                      reached=True,
+                      which='[%s] timeout, per read' % opts.GLANCE_GROUP,
+                      reason='Glance was reached but sent nothing more for '
+                      'that long; the answer is lost')
+        return exception.GlanceDeadlineExceeded(**kwargs)
     if status == 403 and policy_hint(operation):
         kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
     if status == 413:
@@ -226,6 +237,27 @@ def translate(err: BaseException, operation: str,
         # e.g. 504, which glanceclient raises as its bare HTTPException.
         return exception.GlanceUnavailable(**kwargs)
     return exception.GlanceError(**kwargs)
+
+
+def _read_timeout(err: BaseException) -> str | None:
+    """The seconds of a per-read timeout behind ``err``, if it is one.
+
+    Looks through the chain of exceptions ``err`` was raised from
+    (glanceclient's ``InvalidEndpoint`` from keystoneauth1's
+    ``ConnectTimeout`` from requests' ``ReadTimeout``).
+
+    :returns: the seconds as requests' message gives them (``'?'`` when
+        it does not), or ``None`` when no read timed out.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, requests.exceptions.ReadTimeout):
+            found = re.search(r'read timeout=([0-9.]+)', str(current))
+            return found.group(1) if found else '?'
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def schema_refusal(kwargs: ty.Mapping[str, ty.Any]

@@ -301,6 +301,27 @@ class TestDeadlines(AnswersTestBase):
                 self.assertIn('Glance was reached', message)
                 self.assertNotIn('could not be reached', message)
 
+    def test_a_silent_reached_glance_is_a_deadline_not_unreachable(self):
+        # keystoneauth1's per-read timeout on a connected Glance: reached,
+        # too slow -- the same cause and exit as the total deadline.
+        from nova_snapshot_ext.cmd import checks
+
+        session = ks_session.Session(timeout=0.5)
+        self.addCleanup(session.session.close)
+        client = glance.GlanceClient(
+            session, endpoint_override=self.proxy.endpoint,
+            request_timeout=30.0, connect_retries=0, status_code_retries=0)
+        self.proxy.add_rule('GET', r'^/v2/schemas/image$', 'delay',
+                            seconds=3.0)
+        err = self.assertRaises(exception.GlanceDeadlineExceeded,
+                                client.image_schema)
+        self.assertTrue(err.kwargs['reached'])
+        self.assertIn('timeout, per read', err.format_message())
+        self.assertIn('0.5', err.format_message())
+        message, code = checks.glance_error(err)
+        self.assertEqual(checks.EXIT_FAILED, code)
+        self.assertNotIn('could not be reached', message)
+
     def test_snapshot_deadline(self):
         mine = self.client.create(id=str(uuid.uuid4()), name='mine',
                                   disk_format='raw',
