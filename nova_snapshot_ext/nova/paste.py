@@ -146,6 +146,22 @@ def filter_problems(text: str) -> list[str]:
         where = [i for i, name in enumerate(pipeline) if name in names]
         context = (pipeline.index(CONTEXT_FILTER)
                    if CONTEXT_FILTER in pipeline else None)
+        # A name meant for the plugin with no section of its own (paste
+        # cannot load the pipeline): a mistyped or renamed filter name.
+        dangling = [name for name in pipeline
+                    if 'snapshot' in name.lower() and name not in names
+                    and not parser.has_section('filter:%s' % name)
+                    and not parser.has_section('app:%s' % name)]
+        for name in dangling:
+            problems.append(
+                '[%s] %s pipeline names %s, which has no [filter:%s] '
+                'section: %s' % (
+                    section, PIPELINE_KEY, name, name,
+                    'name the plugin\'s filter %s there' % shown
+                    if names else 'add [filter:%s] with %s = %s'
+                    % (name, FACTORY_KEY, FILTER_FACTORY)))
+        if not where and dangling:
+            continue
         if not where:
             problems.append(
                 '[%s] %s pipeline lacks %s: add it right after %s'

@@ -125,6 +125,25 @@ class TestPasteFilter(base.TestCase):
         self.assertIn('nova.filtr:filter_factory', problems[0])
         self.assertIn('before keystonecontext', problems[1])
 
+    def test_pipeline_name_without_a_section_is_named(self):
+        # The section renamed (or the pipeline's name mistyped): paste
+        # cannot load the pipeline; say which name has no section.
+        text = NOVA_PIPELINES.replace('[filter:snapshot_ext]',
+                                      '[filter:snapshot-ext]')
+        problems = paste.filter_problems(text)
+        self.assertEqual(2, len(problems), problems)
+        for problem in problems:
+            self.assertIn('names snapshot_ext, which has no '
+                          '[filter:snapshot_ext] section', problem)
+            self.assertIn('snapshot-ext', problem.split(':', 1)[1])
+            self.assertNotIn('lacks', problem)
+        # No filter section at all: add one under the pipeline's name.
+        text = NOVA_PIPELINES.split('[filter:snapshot_ext]')[0].replace(
+            ' snapshot_ext ', ' snapshotext ')
+        problems = paste.filter_problems(text)
+        self.assertIn('add [filter:snapshotext] with paste.filter_factory '
+                      '= %s' % paste.FILTER_FACTORY, problems[-1])
+
     def test_stray_unused_section_beside_the_right_one_is_ignored(self):
         text = NOVA_PIPELINES + (
             '\n[filter:snapshot_ext_old]\npaste.filter_factory = '
