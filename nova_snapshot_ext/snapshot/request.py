@@ -561,10 +561,26 @@ class SnapshotRequest:
                   'without one cannot boot (Nova refuses its boot '
                   'sequence); give the root volume\'s mapping boot_index 0')
         seen: dict[str, int] = {}
+        volumes: dict[str, int] = {}
         for i, bdm in enumerate(self.block_device_mappings):
-            if not bdm.is_volume or bdm.no_device or not bdm.snapshot_id:
+            if not bdm.is_volume or bdm.no_device:
                 continue
-            if bdm.snapshot_id in seen:
+            # Cinder ids are UUIDs: the same id in another case (or with
+            # blanks around it) names the same snapshot or volume.
+            volume = (bdm.volume_id or '').strip().lower()
+            if volume and volume in volumes:
+                # A volume is attached to a server once: two mappings of
+                # one volume are one disk counted twice.
+                _fail('block_device_mappings[%d].volume_id' % i,
+                      'volume %s is already the volume of mapping %d; a '
+                      'server\'s mappings name each volume once'
+                      % (bdm.volume_id, volumes[volume]))
+            if volume:
+                volumes[volume] = i
+            snapshot = (bdm.snapshot_id or '').strip().lower()
+            if not snapshot:
+                continue
+            if snapshot in seen:
                 # A Cinder snapshot is of one volume: two mappings naming
                 # it would boot a copy of one disk in place of another
                 # (and the snapshot's fingerprint would not tell them
@@ -572,8 +588,8 @@ class SnapshotRequest:
                 _fail('block_device_mappings[%d].snapshot_id' % i,
                       'snapshot %s is already the snapshot of mapping %d; '
                       'each volume mapping carries the snapshot of its own '
-                      'volume' % (bdm.snapshot_id, seen[bdm.snapshot_id]))
-            seen[bdm.snapshot_id] = i
+                      'volume' % (bdm.snapshot_id, seen[snapshot]))
+            seen[snapshot] = i
         if not any(b.is_volume and not b.no_device
                    for b in self.block_device_mappings):
             _fail('block_device_mappings',
