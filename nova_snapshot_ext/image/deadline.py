@@ -25,10 +25,11 @@ at once and requests raises a connection error that the caller
 translates.  Every deadline of a process is watched by one daemon thread
 (:class:`_Watchdog`, started on first use, again in a forked child): a
 request starts no thread of its own, and the thread wakes only when a
-deadline falls due or an earlier one is added.  The socket is found through urllib3's
-connection class: :func:`watch_session` gives the keystoneauth1 session's
-connection pools a connection class that, as it sends a request, attaches
-itself to the deadline of the calling thread (:func:`current`).
+deadline falls due or an earlier one is added.  The socket is found
+through urllib3's connection class: :func:`watch_session` gives the
+keystoneauth1 session's connection pools a connection class that, as it
+sends a request, attaches itself to the deadline of the calling thread
+(:func:`current`).
 
 A deadline that fires after the answer was read changes nothing: the
 connection is back in urllib3's pool, which finds it dropped before
