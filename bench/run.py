@@ -53,7 +53,7 @@ _UUID_RE = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
 _MARK = 'bench-mark='
 _SETTLE_S = 0.05
 _MARK_TIMEOUT_S = 30.0
-_ROLES = ('member', 'reader')
+ROLES = ('member', 'reader')
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -183,19 +183,38 @@ class WorkerProcess:
             text=True, bufsize=1)
         self.ready = self._ask(spec)
 
-    def _ask(self, obj: ty.Mapping[str, ty.Any]) -> dict[str, ty.Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+    def send(self, obj: ty.Mapping[str, ty.Any]) -> None:
+        """Send one command; :meth:`receive` reads its answer."""
+        assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(obj) + '\n')
         self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, ty.Any]:
+        """The answer to the last command sent.
+
+        :raises RuntimeError: the worker died (its log is named).
+        """
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError('worker %s died; see %s' % (
                 self.spec['prefix'], self.log_path))
         return dict(json.loads(line))
 
+    def _ask(self, obj: ty.Mapping[str, ty.Any]) -> dict[str, ty.Any]:
+        self.send(obj)
+        return self.receive()
+
+    @staticmethod
+    def batch_command(count: int, concurrency: int) -> dict[str, ty.Any]:
+        """The command running ``count`` snapshots on ``concurrency`` threads.
+
+        Answered by :meth:`bench.worker.Worker.batch`.
+        """
+        return {'op': 'batch', 'count': count, 'concurrency': concurrency}
+
     def batch(self, count: int, concurrency: int) -> dict[str, ty.Any]:
-        return self._ask({'op': 'batch', 'count': count,
-                          'concurrency': concurrency})
+        return self._ask(self.batch_command(count, concurrency))
 
     def quit(self) -> dict[str, ty.Any]:
         final = self._ask({'op': 'quit'})
@@ -434,9 +453,9 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     for key in ('server', 'requester'):
         request[key]['project_id'] = project
         request[key]['user_id'] = user
-    request['requester']['roles'] = list(_ROLES)
+    request['requester']['roles'] = list(ROLES)
     template = build_template(request)
-    token = tokenauth.make_token(user, project, _ROLES)
+    token = tokenauth.make_token(user, project, ROLES)
     names = list(args.paths)
     # (name, base path, concurrency, scale): the sample request on every
     # path and concurrency, then the workloads on --scale-paths.
@@ -488,7 +507,7 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
                 prefix = 'bench-%s-c%d-' % (name.replace('@', '-'), c)
                 spec = {'path': p, 'endpoint': glance.endpoint,
                         'token': token, 'project_id': project,
-                        'user_id': user, 'roles': list(_ROLES),
+                        'user_id': user, 'roles': list(ROLES),
                         'template': scales[scale]['template'] if scale
                         else template,
                         'request': scales[scale]['request'] if scale

@@ -64,10 +64,17 @@ class Worker:
     def __init__(self, path: paths.BenchPath, concurrency: int):
         self.path = path
         self.seq = 0
-        self.executor = None
-        if concurrency > 1:
-            self.executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=concurrency, thread_name_prefix='bench')
+        self.limit = concurrency
+        #: One thread pool per concurrency a batch asked for, kept.
+        self.executors: dict[
+            int, concurrent.futures.ThreadPoolExecutor] = {}
+
+    def _executor(self, threads: int
+                  ) -> concurrent.futures.ThreadPoolExecutor:
+        if threads not in self.executors:
+            self.executors[threads] = concurrent.futures.ThreadPoolExecutor(
+                max_workers=threads, thread_name_prefix='bench')
+        return self.executors[threads]
 
     def _one(self, prepared: ty.Any) -> tuple[float, str | None]:
         start = time.perf_counter()
@@ -90,8 +97,9 @@ class Worker:
         self.seq += count
         cpu0 = time.process_time()
         wall0 = time.perf_counter()
-        if concurrency > 1 and self.executor is not None:
-            results = list(self.executor.map(self._one, inputs))
+        if concurrency > 1:
+            results = list(self._executor(min(concurrency, self.limit)).map(
+                self._one, inputs))
         else:
             results = [self._one(p) for p in inputs]
         wall = time.perf_counter() - wall0
@@ -102,8 +110,8 @@ class Worker:
                 'maxrss_kib': _maxrss_kib()}
 
     def close(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(wait=True)
+        for executor in self.executors.values():
+            executor.shutdown(wait=True)
 
 
 def main() -> int:

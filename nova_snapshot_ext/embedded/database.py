@@ -44,6 +44,7 @@ run here (tests skip with that reason).
 """
 
 import atexit
+import glob
 import os
 import pwd
 import shutil
@@ -302,6 +303,24 @@ class MariaDBServer(_Server):
         self.sql('', 'SET GLOBAL max_connections = 1000')
         return self
 
+    @property
+    def pid(self):
+        """The mysqld process id, from its pid file.
+
+        None if not started here (an external ``pifpaf run`` server) or
+        not running.
+        """
+        if self._driver is None:
+            return None
+        for path in glob.glob(os.path.join(self._driver.tempdir, '**',
+                                           '*.pid'), recursive=True):
+            try:
+                with open(path, encoding='ascii') as f:
+                    return int(f.readline().strip())
+            except (OSError, ValueError):
+                continue
+        return None
+
     def stop(self):
         """Stop the server and remove its directory (idempotent)."""
         driver, self._driver = self._driver, None
@@ -417,6 +436,17 @@ class PostgreSQLServer(_Server):
                     self.stop()
                     raise
                 time.sleep(0.2)
+
+    @property
+    def pid(self):
+        """The postmaster's process id (its backends are its children).
+
+        None when not running.
+        """
+        process = self._process
+        if process is None or process.poll() is not None:
+            return None
+        return process.pid
 
     def stop(self):
         """Stop the cluster (fast shutdown) and remove its directory."""
