@@ -55,6 +55,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot.outcome import Cleanup
@@ -315,8 +316,11 @@ class AttemptEngine:
         attempt.reason = err.format_message()
         attempt.status = getattr(err, 'status', None) or getattr(
             err, 'code', None)
-        if isinstance(err, exception.GlanceSchemaRefusal):
-            # The operator changed Glance's formats since discovery.
+        if isinstance(err, exception.GlanceSchemaRefusal) or (
+                isinstance(err, exception.GlanceOverLimit) and
+                quotas.named_in(attempt.reason)):
+            # The operator changed Glance's formats since discovery, or
+            # turned its unified limits on since a preflight saw none.
             self.capabilities.invalidate(run.ctx.glance)
         if transition.cleanup is not Cleanup.NONE:
             active = self._cleanup(

@@ -418,6 +418,12 @@ class TestDirectlyBuiltRequest(base.TestCase):
             ('server.system_metadata.image_min_ram',
              lambda q: q.server.system_metadata.update(image_min_ram=1)),
             ('requester.roles', lambda q: q.requester.roles.append(7)),
+            # A container where a mapping holds only scalars.
+            ('block_device_mappings[0].tag',
+             lambda q: setattr(q.block_device_mappings[0], 'tag', ['x'])),
+            ('block_device_mappings[1].volume_size',
+             lambda q: setattr(q.block_device_mappings[1], 'volume_size',
+                               {'GiB': 1})),
             ('block_device_mappings[%d]' % len(
                 base.sample_request_dict()['block_device_mappings']),
              lambda q: q.block_device_mappings.append('vda')),
