@@ -306,12 +306,33 @@ class GlanceDeadlineExceeded(GlanceUnavailable):
     total deadline does.  ``deadline`` is in seconds; ``which`` says whose
     it is (``[snapshot_ext] request_timeout`` or ``snapshot_timeout``);
     ``sent`` is false when the request was not sent at all because the
-    snapshot's deadline had passed.
+    snapshot's deadline had passed.  ``reached`` is true when a
+    connection to Glance was open when the deadline passed (Glance was
+    reached and answered too slowly), or when the snapshot ran out of
+    time after its earlier requests reached Glance: then Glance failed
+    (:func:`unreachable` is false).  Without it (no connection was made,
+    or nobody knows), Glance was not reached, as for any
+    :class:`GlanceUnavailable`.
     """
 
     code = 504
     msg_fmt = _("Glance %(operation)s got no complete answer within "
                 "%(deadline)s seconds (%(which)s): %(reason)s")
+
+
+def unreachable(err: BaseException) -> bool:
+    """Whether ``err`` says Glance was not reached (the CLI's exit 3).
+
+    Every :class:`GlanceUnavailable` (connection refused or reset, DNS,
+    TLS, 502/503/504) except a :class:`GlanceDeadlineExceeded` on a
+    Glance that was reached (a trickled or stalled answer) or on a
+    snapshot that ran out of time: Glance answered too slowly, so it
+    failed, whichever request (read, create, member add, upload, location
+    add) met the deadline.
+    """
+    if isinstance(err, GlanceDeadlineExceeded):
+        return err.kwargs.get('reached') is not True
+    return isinstance(err, GlanceUnavailable)
 
 
 class GlanceOverLimit(GlanceError):

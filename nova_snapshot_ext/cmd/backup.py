@@ -63,8 +63,8 @@ def add_parser(subparsers: ty.Any) -> None:
 def _exit_code(failures: list[exception.SnapshotExtException]) -> int:
     if not failures:
         return checks.EXIT_OK
-    if all(isinstance(err, (exception.GlanceUnavailable,
-                            exception.CinderUnavailable,
+    if all(exception.unreachable(err) or
+           isinstance(err, (exception.CinderUnavailable,
                             exception.CinderForbidden))
            or err.kwargs.get('status') == 401 for err in failures):
         return checks.EXIT_UNREACHABLE

@@ -317,6 +317,14 @@ def check_glance(conf: cfg.ConfigOpts,
     option = endpoint_source(conf, glance)
     try:
         versions = _versions_asked_twice(glance)
+    except exception.GlanceDeadlineExceeded as err:
+        if exception.unreachable(err):
+            raise CLIError('Glance at %s (%s) could not be reached: %s'
+                           % (where, option, err.format_message()),
+                           EXIT_UNREACHABLE)
+        raise CLIError('Glance at %s (%s) was reached but failed to answer '
+                       'GET /versions in time: %s'
+                       % (where, option, err.format_message()), EXIT_FAILED)
     except exception.GlanceUnavailable as err:
         raise CLIError('Glance at %s (%s) could not be reached: %s'
                        % (where, option, err.kwargs.get('reason')),
@@ -466,8 +474,11 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
     where = CONNECTED.get('endpoint')
     if where and where not in message:
         message = 'Glance at %s: %s' % (where, message)
-    if isinstance(err, exception.GlanceUnavailable):
+    if exception.unreachable(err):
         return message, EXIT_UNREACHABLE
+    if isinstance(err, exception.GlanceUnavailable):
+        # A deadline on a Glance that was reached: Glance failed (1).
+        return message, EXIT_FAILED
     if status == 401:
         return '%s (%s)' % (message, _auth_hint()), EXIT_UNREACHABLE
     return message, EXIT_FAILED
@@ -502,6 +513,11 @@ def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
     cause = err.__cause__
     if not isinstance(cause, exception.GlanceError):
         return message, EXIT_FAILED
+    if isinstance(cause, exception.SnapshotImageConflict):
+        # The request names an image that is not this record's (its
+        # image_id, or volume snapshot ids another record already holds):
+        # bad input, met the same way on every retry of this request.
+        return message, EXIT_INPUT
     if cause.kwargs.get('status') == 401:
         return ('%s (Glance refused the request with HTTP 401: %s)'
                 % (message, _auth_hint()), EXIT_UNREACHABLE)
@@ -612,13 +628,18 @@ def check_permissions(glance: glance_mod.GlanceClient,
     own valid empty image of ``disk_format``; the member added is a random
     project id. It is deleted whatever happens.
 
-    :returns: ``{'ok': bool, 'steps': [{'step', 'ok', 'detail'}],
-        'missing': [...], 'left': image id or None, 'created': bool}``
-        (``created`` False: Glance refused the create, no image exists).
+    :returns: ``{'ok': bool, 'steps': [{'step', 'ok', 'refused',
+        'detail'}], 'missing': [...], 'failed': [...], 'left': image id or
+        None, 'created': bool}`` (``created`` False: the create did not
+        make the image).  ``missing`` lists what Glance refused (a 4xx:
+        the identity may not do it); ``failed`` the steps Glance failed
+        otherwise (5xx, an unreadable answer): whether the identity may
+        take them is not known.
     """
     image_id = str(uuid.uuid4())
     steps: list[dict[str, ty.Any]] = []
     missing: list[str] = []
+    failed: list[str] = []
     created = False
 
     def run(step: str, needs: str, func: ty.Callable[[], ty.Any]) -> bool:
@@ -627,15 +648,22 @@ def check_permissions(glance: glance_mod.GlanceClient,
         except exception.GlanceUnavailable:
             raise
         except exception.GlanceError as err:
-            steps.append({'step': step, 'ok': False,
+            status = err.kwargs.get('status')
+            refused = isinstance(status, int) and 400 <= status < 500
+            steps.append({'step': step, 'ok': False, 'refused': refused,
                           'detail': err.format_message()})
             if isinstance(err, exception.GlanceForbidden):
                 missing.append(needs)
-            else:
+            elif refused:
                 missing.append('%s: Glance refused with HTTP %s'
-                               % (needs, err.kwargs.get('status')))
+                               % (needs, status))
+            else:
+                failed.append('%s: Glance failed (%s); whether the '
+                              'identity may do it is not known'
+                              % (step, err.format_message()))
             return False
-        steps.append({'step': step, 'ok': True, 'detail': ''})
+        steps.append({'step': step, 'ok': True, 'refused': False,
+                      'detail': ''})
         return True
 
     try:
@@ -662,8 +690,9 @@ def check_permissions(glance: glance_mod.GlanceClient,
                               'detail': err.format_message()})
                 missing.append('delete its own images (policy '
                                'delete_image); image %s is left' % image_id)
-    return {'ok': not missing, 'image_id': image_id, 'steps': steps,
-            'missing': missing, 'left': left, 'created': created}
+    return {'ok': not missing and not failed, 'image_id': image_id,
+            'steps': steps, 'missing': missing, 'failed': failed,
+            'left': left, 'created': created}
 
 
 def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
@@ -678,10 +707,13 @@ def permissions_text(permissions: dict[str, ty.Any] | None) -> str:
         permissions['image_id'],
         'not created' if not permissions.get('created', True) else
         'deleted' if not permissions['left'] else 'COULD NOT DELETE',
-        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED')
+        ', '.join('%s %s' % (s['step'], 'ok' if s['ok'] else 'REFUSED'
+                             if s.get('refused', True) else 'FAILED')
                   for s in permissions['steps']))
     for need in permissions['missing']:
         text += '\n  missing: the identity cannot %s' % need
+    for step in permissions.get('failed', ()):
+        text += '\n  failed: %s' % step
     return text
 
 

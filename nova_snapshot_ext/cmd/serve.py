@@ -27,10 +27,14 @@ the requester's project of the shipped sample request, so ``snapshot``
 of that request is owned where Nova would own it.
 
 With ``--format json`` the first line on stdout is one JSON object:
-``{"endpoint", "config_file", "profile", "database", "driver",
-"project_id", "roles", "log_file", "commands": [...]}``; progress goes to
-stderr.  Exit status 0 once stopped by Ctrl-C or SIGTERM; 2 for a bad
-argument; 3 when Glance cannot start.
+``{"endpoint", "config_file", "glance_api_conf", "profile", "database",
+"driver", "project_id", "roles", "log_file", "commands": [...],
+"status_command"}``; progress goes to stderr.  ``glance_api_conf`` is the
+``glance-api.conf`` the embedded Glance runs with (removed at stop), for
+``nova-snapshot-ext-status upgrade check --glance-api-conf``
+(``status_command`` is that command, ready to run).  Exit status 0 once
+stopped by Ctrl-C or SIGTERM; 2 for a bad argument; 3 when Glance cannot
+start.
 """
 
 from __future__ import annotations
@@ -149,6 +153,17 @@ def commands(prog: str, config_file: str, request: str) -> list[str]:
             '%s audit --config-file %s' % (prog, config_file)]
 
 
+def status_command(prog: str, config_file: str,
+                   glance_api_conf: str) -> str:
+    """The upgrade check against this Glance, as it is printed.
+
+    ``--glance-api-conf`` tells it Glance's default store, which only an
+    admin may read from Glance itself.
+    """
+    return '%s-status --config-file %s --glance-api-conf %s upgrade check' % (
+        prog, config_file, glance_api_conf)
+
+
 def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
         ) -> int:
     """Serve until interrupted; returns the exit status.
@@ -195,23 +210,28 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
         demo.write_config(written, glance.endpoint, token, args.driver)
         # The console script is named after the project.
         lines = commands(config.PROJECT, written, request_mod.SAMPLE_REQUEST)
+        status = status_command(config.PROJECT, written,
+                                glance.glance_api_conf)
         if conf.format == 'json':
             print(json.dumps({
                 'endpoint': glance.endpoint, 'config_file': written,
+                'glance_api_conf': glance.glance_api_conf,
                 'profile': args.profile, 'database': args.database,
                 'driver': args.driver, 'project_id': project,
                 'roles': roles, 'log_file': glance.log_file,
-                'commands': lines}), flush=True)
+                'commands': lines, 'status_command': status}), flush=True)
         else:
             print('Glance %s is up (profile %s, database %s; its log: %s).\n'
                   'Configuration for this command: %s\n'
+                  "Glance's configuration (for --glance-api-conf): %s\n"
                   '(identity: project %s, roles %s; driver %s)\n'
-                  'Try, in another terminal:\n  %s\n'
+                  'Try, in another terminal:\n  %s\n  %s\n'
                   'Ctrl-C stops Glance and removes the configuration file '
                   'and the temporary directory.'
                   % (glance.endpoint, args.profile, args.database,
-                     glance.log_file, written, project, ','.join(roles),
-                     args.driver, '\n  '.join(lines)), flush=True)
+                     glance.log_file, written, glance.glance_api_conf,
+                     project, ','.join(roles), args.driver,
+                     '\n  '.join(lines), status), flush=True)
         try:
             (wait or _sleep_forever)()
         except KeyboardInterrupt:

@@ -434,6 +434,21 @@ class EmbeddedGlance(object):
         return 'http://127.0.0.1:%d' % self.port
 
     @property
+    def glance_api_conf(self):
+        """The path of the ``glance-api.conf`` this server runs with.
+
+        What ``nova-snapshot-ext-status upgrade check --glance-api-conf``
+        reads for Glance's default store.
+
+        :returns: an absolute path.
+        :raises EmbeddedGlanceError: if no base directory exists yet (the
+            server was never started).
+        """
+        if not self.base_dir:
+            raise EmbeddedGlanceError('embedded glance is not started')
+        return os.path.join(self.base_dir, _CONF_NAME)
+
+    @property
     def pid(self):
         """The gunicorn master process id, or None when not running.
 

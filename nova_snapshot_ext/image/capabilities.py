@@ -76,6 +76,12 @@ class GlanceCapabilities:
         ``'stores'``) -> the error, after one retry and with no earlier
         answer to fall back on: what they tell is unknown (an upload
         needs neither; a location attempt needs both).
+    :ivar unified_limits: ``False`` once ``GET /v2/info/usage`` showed
+        that this Glance enforces no Keystone unified limits (an empty
+        document, or no usage API): then no snapshot asks again while
+        the entry is fresh.  ``None``: not known (ask every snapshot;
+        the usage is the project's and changes).  Learned by the
+        preflight (:meth:`CapabilityCache.learned`), not by discovery.
     """
 
     disk_formats: tuple[str, ...]
@@ -88,6 +94,7 @@ class GlanceCapabilities:
     fetched_at: float = 0.0
     unread: ty.Mapping[str, exception.GlanceError] = dataclasses.field(
         default_factory=dict)
+    unified_limits: bool | None = None
 
     @classmethod
     def from_documents(cls, schema: ty.Mapping[str, ty.Any],
@@ -293,6 +300,23 @@ class CapabilityCache:
             with self._lock:
                 self._entries[key] = caps
         return caps
+
+    def learned(self, client: glance_mod.GlanceClient,
+                **facts: ty.Any) -> None:
+        """Keep what a later read told about ``client``'s Glance.
+
+        E.g. ``unified_limits=False``: the fact lives in the entry, and
+        goes with it when the entry expires or is invalidated.  Nothing
+        is kept when there is no entry (a discovery with ``unread``
+        documents, which is never cached).
+
+        :param facts: :class:`GlanceCapabilities` fields and values.
+        """
+        with self._lock:
+            caps = self._entries.get(client.endpoint)
+            if caps is not None:
+                self._entries[client.endpoint] = dataclasses.replace(
+                    caps, **facts)
 
     def invalidate(self, client: glance_mod.GlanceClient | None = None
                    ) -> None:

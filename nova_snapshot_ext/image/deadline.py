@@ -19,13 +19,17 @@ requests nor urllib3 has a total deadline for reading an answer
 (urllib3's ``Timeout(total=...)`` only shortens the per-read timeout once,
 when the request is sent).
 
-:class:`Deadline` is a watchdog: a ``threading.Timer`` that, when it
-fires before the request is done, shuts the request's socket down; the
-read blocked in it returns at once and requests raises a connection error
-that the caller translates.  The socket is found through urllib3's
-connection class: :func:`watch_session` gives the keystoneauth1 session's
-connection pools a connection class that, as it sends a request, attaches
-itself to the deadline of the calling thread (:func:`current`).
+:class:`Deadline` is a watchdog: when it fires before the request is
+done, it shuts the request's socket down; the read blocked in it returns
+at once and requests raises a connection error that the caller
+translates.  Every deadline of a process is watched by one daemon thread
+(:class:`_Watchdog`, started on first use, again in a forked child): a
+request starts no thread of its own, and the thread wakes only when a
+deadline falls due or an earlier one is added.  The socket is found
+through urllib3's connection class: :func:`watch_session` gives the
+keystoneauth1 session's connection pools a connection class that, as it
+sends a request, attaches itself to the deadline of the calling thread
+(:func:`current`).
 
 A deadline that fires after the answer was read changes nothing: the
 connection is back in urllib3's pool, which finds it dropped before
@@ -34,8 +38,13 @@ reusing it and opens a new one.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
+import os
 import socket
 import threading
+import time
 import typing as ty
 
 from urllib3 import connection as u3_connection
@@ -60,16 +69,18 @@ class Deadline:
 
     :ivar expired: whether the deadline passed before the block ended (the
         request's socket was then shut down).
+    :ivar connected: whether, when the deadline passed, a connection of the
+        request was open (Glance was reached and answered too slowly, as
+        opposed to a connection that was never made).
     """
 
     def __init__(self, seconds: float):
         self.seconds = max(0.0, float(seconds))
         self.expired = False
+        self.connected = False
         self._done = False
         self._lock = threading.Lock()
         self._connections: list[ty.Any] = []
-        self._timer = threading.Timer(self.seconds, self._expire)
-        self._timer.daemon = True
         self._outer: Deadline | None = None
 
     def attach(self, conn: ty.Any) -> None:
@@ -92,21 +103,117 @@ class Deadline:
                 return
             self.expired = True
             connections = list(self._connections)
+            self.connected = any(getattr(c, 'sock', None) is not None
+                                 for c in connections)
         for conn in connections:
             _shut(conn)
+
+    @property
+    def done(self) -> bool:
+        """Whether the ``with`` block has ended (nothing left to cut)."""
+        return self._done
 
     def __enter__(self) -> Deadline:
         self._outer = getattr(_LOCAL, 'deadline', None)
         _LOCAL.deadline = self
-        self._timer.start()
+        _WATCHDOG.watch(self)
         return self
 
     def __exit__(self, *exc: ty.Any) -> None:
         with self._lock:
             self._done = True
             self._connections = []
-        self._timer.cancel()
+        _WATCHDOG.finished()
         _LOCAL.deadline = self._outer
+
+
+class _Watchdog:
+    """The one thread that fires every :class:`Deadline` of the process.
+
+    Deadlines wait in a heap by the time they fall due.  The thread sleeps
+    until the earliest one; adding a deadline wakes it only when that one
+    falls due sooner than the thread is set to wake.  A deadline whose
+    block ended stays in the heap until it comes up (or until finished
+    ones are more than half the heap, which is then rebuilt without
+    them): its end costs a counter, not a search.
+    """
+
+    #: Finished deadlines tolerated in the heap before it is rebuilt.
+    COMPACT_AFTER = 256
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, Deadline]] = []
+        self._order = itertools.count()
+        self._finished = 0
+        # When the thread wakes next: -inf while it is not waiting (it
+        # looks at the heap before it waits again), inf while the heap
+        # is empty.
+        self._wakes_at = -math.inf
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def watch(self, watch: Deadline) -> None:
+        """Fire ``watch`` ``watch.seconds`` from now unless it is done."""
+        end = time.monotonic() + watch.seconds
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name='snapshot-ext-deadlines',
+                    daemon=True)
+                self._thread.start()
+            heapq.heappush(self._heap, (end, next(self._order), watch))
+            if end < self._wakes_at:
+                self._cond.notify()
+
+    def finished(self) -> None:
+        """One watched deadline's block ended."""
+        with self._cond:
+            self._finished += 1
+            if (self._finished > self.COMPACT_AFTER and
+                    2 * self._finished > len(self._heap)):
+                self._heap = [e for e in self._heap if not e[2].done]
+                heapq.heapify(self._heap)
+                self._finished = 0
+
+    def _run(self) -> None:
+        cond = self._cond
+        with cond:
+            while True:
+                heap = self._heap  # finished() may have rebuilt it
+                while heap and heap[0][2].done:
+                    heapq.heappop(heap)
+                    self._finished = max(0, self._finished - 1)
+                if not heap:
+                    self._wakes_at = math.inf
+                    cond.wait()
+                    self._wakes_at = -math.inf
+                    continue
+                end, _, watch = heap[0]
+                wait = end - time.monotonic()
+                if wait > 0:
+                    self._wakes_at = end
+                    cond.wait(wait)
+                    self._wakes_at = -math.inf
+                    continue
+                heapq.heappop(heap)
+                cond.release()
+                try:
+                    watch._expire()
+                except Exception:  # noqa: B902 - must outlive any one
+                    # A watchdog that died would leave every later
+                    # request of the process unwatched.
+                    pass
+                finally:
+                    cond.acquire()
+
+
+_WATCHDOG = _Watchdog()
+# A forked child has the heap but not the thread: it starts its own.
+os.register_at_fork(after_in_child=_WATCHDOG._reset)
 
 
 def current() -> Deadline | None:

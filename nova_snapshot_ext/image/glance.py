@@ -213,6 +213,17 @@ def translate(err: BaseException, operation: str,
     if type(err) is glance_exc.HTTPException and status == 415:
         return exception.ImageFormatRejected(disk_format=disk_format,
                                              **kwargs)
+    read_timeout = _read_timeout(err)
+    if read_timeout is not None:
+        # keystoneauth1 calls every timeout a ConnectTimeout (and
+        # glanceclient an InvalidEndpoint); a read timeout comes after
+        # the connection was made: Glance was reached and went silent.
+        kwargs.update(status=None, deadline=read_timeout, sent=True,
+                      reached=True,
+                      which='[%s] timeout, per read' % opts.GLANCE_GROUP,
+                      reason='Glance was reached but sent nothing more for '
+                      'that long; the answer is lost')
+        return exception.GlanceDeadlineExceeded(**kwargs)
     if status == 403 and policy_hint(operation):
         kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
     if status == 413:
@@ -226,6 +237,27 @@ def translate(err: BaseException, operation: str,
         # e.g. 504, which glanceclient raises as its bare HTTPException.
         return exception.GlanceUnavailable(**kwargs)
     return exception.GlanceError(**kwargs)
+
+
+def _read_timeout(err: BaseException) -> str | None:
+    """The seconds of a per-read timeout behind ``err``, if it is one.
+
+    Looks through the chain of exceptions ``err`` was raised from
+    (glanceclient's ``InvalidEndpoint`` from keystoneauth1's
+    ``ConnectTimeout`` from requests' ``ReadTimeout``).
+
+    :returns: the seconds as requests' message gives them (``'?'`` when
+        it does not), or ``None`` when no read timed out.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, requests.exceptions.ReadTimeout):
+            found = re.search(r'read timeout=([0-9.]+)', str(current))
+            return found.group(1) if found else '?'
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def schema_refusal(kwargs: ty.Mapping[str, ty.Any]
@@ -571,7 +603,7 @@ class _Guard:
                     deadline=self.snapshot_timeout,
                     which='[%s] snapshot_timeout' % opts.CORE_GROUP,
                     reason='the snapshot ran out of time before this '
-                    'request; it was not sent', sent=False)
+                    'request; it was not sent', sent=False, reached=True)
             # Cleaning up and reporting: each read or delete on its own.
             return seconds, which
         if seconds is None or remaining < seconds:
@@ -599,9 +631,10 @@ class _Guard:
                     if not watch.expired:
                         raise
                     raise self._expired(method, url, seconds, which,
-                                        err) from err
+                                        err, watch.connected) from err
             if watch.expired:
-                raise self._expired(method, url, seconds, which, None)
+                raise self._expired(method, url, seconds, which, None,
+                                    watch.connected)
         if isinstance(answer, tuple) and len(answer) == 2:
             # glanceclient's (response, decoded body)
             check_answer(method, url, kwargs.get('data'), answer[1])
@@ -609,12 +642,21 @@ class _Guard:
 
     @staticmethod
     def _expired(method: str, url: str, seconds: float, which: str,
-                 err: BaseException | None
+                 err: BaseException | None, connected: bool
                  ) -> exception.GlanceDeadlineExceeded:
+        if not connected:
+            return exception.GlanceDeadlineExceeded(
+                operation=operation_of(method, url), status=None,
+                deadline=round(seconds, 1), which=which, sent=True,
+                reached=False,
+                reason='no connection to Glance was made in that time%s' % (
+                    ' (%s)' % err.__class__.__name__ if err else ''))
         return exception.GlanceDeadlineExceeded(
             operation=operation_of(method, url), status=None,
             deadline=round(seconds, 1), which=which, sent=True,
-            reason='the connection was closed; the answer is lost%s' % (
+            reached=True,
+            reason='Glance was reached but its answer was not complete; '
+            'the connection was closed, the answer is lost%s' % (
                 ' (%s)' % err.__class__.__name__ if err else ''))
 
 

@@ -105,6 +105,22 @@ def read_usage(glance: ty.Any
         the snapshot is not refused for what cannot be read).
     :raises GlanceUnavailable: Glance could not be reached.
     """
+    return read_limits(glance)[0]
+
+
+def read_limits(glance: ty.Any
+                ) -> tuple[dict[str, dict[str, int]] | None, bool]:
+    """:func:`read_usage`, and whether Glance enforces no limits at all.
+
+    An empty usage document (Glance's ``[DEFAULT] use_keystone_limits``
+    off: it then answers ``{}`` for every project) or no usage API (404,
+    or a glanceclient without the call) is a fact of the Glance, not of
+    the project: a caller may keep it with the Glance's capabilities.  A
+    refusal to tell (403...) is not: it may be this identity's.
+
+    :returns: ``(usage or None, enforces_none)``.
+    :raises GlanceUnavailable: Glance could not be reached.
+    """
     try:
         usage = glance.usage()
     except exception.GlanceUnavailable:
@@ -113,8 +129,8 @@ def read_usage(glance: ty.Any
         LOG.warning('Glance quota usage (GET /v2/info/usage) cannot be '
                     'read; quotas are not checked before the snapshot: %s',
                     err.format_message())
-        return None
-    return usage or None
+        return None, False
+    return usage or None, not usage
 
 
 def headroom(usage: ty.Mapping[str, ty.Mapping[str, int]]

@@ -66,6 +66,7 @@ import webob.exc
 
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.nova import adapter
 from nova_snapshot_ext.nova import conf as conf_mod
 from nova_snapshot_ext.nova import hook
@@ -184,6 +185,12 @@ def _load(conf: ty.Any) -> tuple[Plugin | None, str | None]:
     try:
         driver = driver_mod.load_driver(conf, choice)
         service = service_mod.SnapshotService(conf, driver=driver)
+        if (conf[conf_mod.GROUP].glance_connection ==
+                conf_mod.CONNECTION_PLUGIN):
+            # [snapshot_ext_glance] is read here, not at the first
+            # snapshot: an unknown auth_type or a missing option is a bad
+            # option, met at start-up (no request is sent).
+            glance_mod.load_session(conf)
     except Exception as err:
         return None, '%s: %s' % (type(err).__name__, err)
     activation = bool(conf[conf_mod.GROUP].activation)

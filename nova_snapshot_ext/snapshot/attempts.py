@@ -55,6 +55,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot.outcome import Cleanup
@@ -282,7 +283,7 @@ class AttemptEngine:
     def _failure(self, run: _Run, last: Outcome | None
                  ) -> exception.ActivationFailed:
         result = run.result
-        reason = '; '.join('%s %s: %s' % (a.method, a.disk_format, a.reason)
+        reason = '; '.join('%s: %s' % (a.label(), a.reason)
                            for a in result.attempts) or 'no attempt left'
         if result.cleaned_up:
             reason += '; deleted image(s) %s' % ', '.join(result.cleaned_up)
@@ -315,8 +316,11 @@ class AttemptEngine:
         attempt.reason = err.format_message()
         attempt.status = getattr(err, 'status', None) or getattr(
             err, 'code', None)
-        if isinstance(err, exception.GlanceSchemaRefusal):
-            # The operator changed Glance's formats since discovery.
+        if isinstance(err, exception.GlanceSchemaRefusal) or (
+                isinstance(err, exception.GlanceOverLimit) and
+                quotas.named_in(attempt.reason)):
+            # The operator changed Glance's formats since discovery, or
+            # turned its unified limits on since a preflight saw none.
             self.capabilities.invalidate(run.ctx.glance)
         if transition.cleanup is not Cleanup.NONE:
             active = self._cleanup(
@@ -337,21 +341,26 @@ class AttemptEngine:
 
     def _attempt(self, run: _Run, attempt: result_mod.Attempt,
                  planned: plan_mod.PlannedAttempt) -> Outcome:
+        attempt.begin('create')
         found = self._create(run, attempt)
         if isinstance(found, Outcome):
             return found
         image = found
         if attempt.state is State.FOUND:
+            attempt.begin('adopt')
             return self._finish(run, attempt, image)
         if run.record.member:
+            attempt.begin('member add')
             try:
                 self._add_member(run, image)
             except exception.SnapshotExtException as err:
                 return Outcome.fail(_member_event(err), err)
         if planned.method == 'location':
             assert self.location_source is not None
+            attempt.begin('location add')
             return location.activate(run.ctx, self.location_source, image,
                                      attempt)
+        attempt.begin('upload')
         return upload.activate(run.ctx, image, attempt)
 
     def _create(self, run: _Run, attempt: result_mod.Attempt
@@ -459,12 +468,14 @@ class AttemptEngine:
             # active image.  Same error class (and code), id named.
             cls = type(err) if isinstance(err, exception.GlanceError) else (
                 exception.GlanceError)
-            return Outcome.fail(Event.CONFLICT_UNREADABLE, cls(
-                operation='create', image_id=image_id,
-                status=getattr(err, 'status', None),
+            # The read's own facts (a deadline's seconds, whether Glance
+            # was reached) stay: they decide the words and the exit code.
+            return Outcome.fail(Event.CONFLICT_UNREADABLE, cls(**dict(
+                err.kwargs, operation='create', image_id=image_id,
+                status=err.kwargs.get('status'),
                 reason='image %s exists (409) and could not be read back: '
                 '%s; nothing was changed or deleted, retry the snapshot'
-                % (image_id, err.kwargs.get('reason'))))
+                % (image_id, err.kwargs.get('reason')))))
         if image is not None and image.get('status') not in upload.GONE:
             return self._adopt_or_refuse(run, attempt, image, conflict)
         found = self._scan(run)
@@ -494,11 +505,19 @@ class AttemptEngine:
         if match is identity.Match.CHANGED:
             return Outcome.fail(Event.CHANGED, exception.SnapshotImageConflict(
                 image_id=image_id, status=409,
-                reason='an earlier try of this snapshot made image %s '
-                '(status %s) from a different record: %s differ; the '
-                'plugin never rewrites a snapshot image: delete it, or '
-                'retry with the earlier record or a new image_id'
-                % (image_id, image.get('status'), ', '.join(diffs))))
+                reason='image %s (status %s) already holds the volume '
+                'snapshots of this request (block_device_mappings '
+                'snapshot_id %s) but was made from a different record '
+                '(%s %s): an earlier try of this snapshot with other '
+                'metadata, or a request that reuses the snapshot ids of '
+                'another snapshot; the plugin never rewrites a snapshot '
+                'image: give each volume mapping the snapshot_id of its '
+                'own new Cinder snapshot, retry with the earlier record, '
+                'or delete image %s'
+                % (image_id, image.get('status'),
+                   ', '.join(identity.snapshot_ids(run.record)) or 'none',
+                   ', '.join(diffs), 'differs' if len(diffs) == 1
+                   else 'differ', image_id)))
         if image.get('status') != 'active':
             # Not finished: an earlier try may have finished this snapshot
             # on another id meanwhile (this one's cleanup failed).  Prefer
@@ -568,10 +587,12 @@ class AttemptEngine:
             return Outcome.active(image)
         if status == 'queued':
             if run.record.member:
+                attempt.begin('member add')
                 try:
                     self._add_member(run, image)
                 except exception.SnapshotExtException as err:
                     return Outcome.fail(_member_event(err), err)
+                attempt.begin('adopt')
             if (attempt.disk_format not in run.allowed or
                     attempt.container_format != plan_mod.CONTAINER_FORMAT):
                 refused = exception.GlanceConflict(
@@ -584,6 +605,7 @@ class AttemptEngine:
                 return Outcome.fail(Event.UNFINISHABLE, refused)
             attempt.method = 'upload'
             attempt.size = payloads.payload_size(attempt.disk_format)
+            attempt.begin('upload')
             return upload.activate(run.ctx, image, attempt)
         if status in upload.IN_PROGRESS:
             transitions.move(attempt, Event.IN_PROGRESS)

@@ -56,6 +56,7 @@ on both, and that the collation table below is the server's).
 
 from __future__ import annotations
 
+import re
 import typing as ty
 
 from nova_snapshot_ext import exception
@@ -117,6 +118,10 @@ _CLASSES: tuple[str, ...] = (
 _WEIGHTS: dict[str, str] = {
     char: members[0] for members in _CLASSES for char in members}
 
+#: :data:`_WEIGHTS` as a ``str.translate`` table (code point -> weight):
+#: the fold runs in C, one pass, whatever the length.
+_FOLD = str.maketrans(_WEIGHTS)
+
 
 def collation_key(text: str) -> str:
     """The value ``utf8mb3_general_ci`` compares ``text`` by.
@@ -128,8 +133,11 @@ def collation_key(text: str) -> str:
     :param text: Basic Multilingual Plane text (Glance refuses the rest).
     :returns: the key, a ``str`` of weights.
     """
-    folded = ''.join([_WEIGHTS.get(char, char) for char in text])
-    return folded.rstrip(' ')
+    if text.isascii():
+        # The only ASCII characters of the table are the letters, whose
+        # weight is the capital (the unit tests compare every one).
+        return text.upper().rstrip(' ')
+    return text.translate(_FOLD).rstrip(' ')
 
 
 #: Glance's own property namespace (it writes ``os_glance_import_task``,
@@ -154,24 +162,30 @@ def in_glance_namespace(key: str) -> bool:
         _GLANCE_NAMESPACE_KEY)
 
 
+#: The characters no production database stores: NUL (PostgreSQL) and
+#: the lone surrogates (no UTF-8 form).
+_UNSTORABLE_RE = re.compile('[\x00\ud800-\udfff]')
+
+
 def _check_text(what: str, key: str, text: str) -> None:
     """Refuse a character a production database cannot store."""
     if text.isascii():
-        if '\x00' in text:
-            raise exception.UnstorableCharacter(
-                what=what, property=_shown(key), char='U+0000 (NUL)',
-                database='a PostgreSQL')
-        return
-    for char in text:
-        if char == '\x00':
-            raise exception.UnstorableCharacter(
-                what=what, property=_shown(key), char='U+0000 (NUL)',
-                database='a PostgreSQL')
-        if '\ud800' <= char <= '\udfff':
-            raise exception.UnstorableCharacter(
-                what=what, property=_shown(key),
-                char='U+%04X (a lone surrogate, which has no UTF-8 form)'
-                % ord(char), database='any')
+        if '\x00' not in text:
+            return
+        found = '\x00'
+    else:
+        match = _UNSTORABLE_RE.search(text)
+        if match is None:
+            return
+        found = match.group()
+    if found == '\x00':
+        raise exception.UnstorableCharacter(
+            what=what, property=_shown(key), char='U+0000 (NUL)',
+            database='a PostgreSQL')
+    raise exception.UnstorableCharacter(
+        what=what, property=_shown(key),
+        char='U+%04X (a lone surrogate, which has no UTF-8 form)'
+        % ord(found), database='any')
 
 
 def _shown(key: str) -> str:

@@ -101,7 +101,7 @@ def activate(ctx: Context, source: locations.LocationSource,
         # The snapshot ran out of time: the location is not sent.
         return Outcome.fail(Event.DEADLINE, exception.GlanceDeadlineExceeded(
             operation='add location', image_id=image_id, status=None,
-            deadline=glance.snapshot_timeout(), sent=False,
+            deadline=glance.snapshot_timeout(), sent=False, reached=True,
             which='[snapshot_ext] snapshot_timeout',
             reason='the snapshot ran out of time before the location was '
             'sent; it was not sent'))

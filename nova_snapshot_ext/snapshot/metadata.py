@@ -160,6 +160,15 @@ NEVER_INHERITED_SUFFIXES: tuple[tuple[str, str], ...] = (
 #: Every exact never-inherited name (any kind).
 NEVER_INHERITED = frozenset().union(*NEVER_INHERITED_KINDS.values())
 
+#: Exact name -> its kind (the first kind listing it): one look-up.
+_KIND_OF_NAME: dict[str, str] = {}
+for _kind, _names in NEVER_INHERITED_KINDS.items():
+    for _name in _names:
+        _KIND_OF_NAME.setdefault(_name, _kind)
+#: Every prefix and suffix, for one C-level ``startswith``/``endswith``.
+_PREFIXES = tuple(p for p, _ in NEVER_INHERITED_PREFIXES)
+_SUFFIXES = tuple(s for s, _ in NEVER_INHERITED_SUFFIXES)
+
 
 def never_inherited_kind(key: str,
                          operator_keys: ty.Collection[str] = ()
@@ -176,18 +185,20 @@ def never_inherited_kind(key: str,
         ``'operator-list'`` (see :data:`NEVER_INHERITED_KINDS`), or
         ``None`` when the property may be inherited.
     """
-    for kind, names in NEVER_INHERITED_KINDS.items():
-        if key in names:
-            return kind
-    for prefix, kind in NEVER_INHERITED_PREFIXES:
-        if key.startswith(prefix):
-            return kind
+    kind = _KIND_OF_NAME.get(key)
+    if kind is not None:
+        return kind
+    if key.startswith(_PREFIXES):
+        for prefix, kind in NEVER_INHERITED_PREFIXES:
+            if key.startswith(prefix):
+                return kind
     if database_rules.in_glance_namespace(key):
         # Glance's own namespace as a MySQL Glance compares names.
         return 'glance-state'
-    for suffix, kind in NEVER_INHERITED_SUFFIXES:
-        if key.endswith(suffix):
-            return kind
+    if key.endswith(_SUFFIXES):
+        for suffix, kind in NEVER_INHERITED_SUFFIXES:
+            if key.endswith(suffix):
+                return kind
     if key in operator_keys:
         return 'operator-list'
     return None

@@ -66,6 +66,7 @@ kwarg names the offending field as a path, e.g.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 import os
@@ -484,21 +485,30 @@ class SnapshotRequest:
         self._remember_checked()
 
     def _checked_state(self) -> list[ty.Any]:
-        """Every field value, as (type, value) pairs, containers copied.
+        """Every field's type and value, containers copied.
 
         What :meth:`_check_fields` compares with the state it last
         checked: a field reassigned, a mapping added or removed, a
         container changed in place, or a value of another type (``1``
         against ``True`` or ``'1'``) all differ from it.
+
+        :returns: ``[types, head, rows]``: the type of every value (one
+            C-level pass), the request's, server's and requester's values
+            with their dicts and lists copied, and each mapping's values
+            as a tuple.  A mapping's fields pass their checks only as
+            scalars (``str``, ``int``, ``bool``, ``None``), so a checked
+            state's rows hold nothing mutable; a container put there
+            later is another type, and differs.
         """
-        values: list[ty.Any] = [len(self.block_device_mappings)]
-        values += _REQUEST_SCALARS(self)
-        values += _SERVER_VALUES(self.server)
-        values += _REQUESTER_VALUES(self.requester)
-        for bdm in self.block_device_mappings:
-            values += _BDM_VALUES(bdm)
-        return [(type(v), dict(v) if type(v) is dict
-                 else tuple(v) if type(v) is list else v) for v in values]
+        head: list[ty.Any] = [len(self.block_device_mappings)]
+        head += _REQUEST_SCALARS(self)
+        head += _SERVER_VALUES(self.server)
+        head += _REQUESTER_VALUES(self.requester)
+        rows = [_BDM_VALUES(bdm) for bdm in self.block_device_mappings]
+        types = tuple(map(type, itertools.chain(head, *rows)))
+        return [types, [dict(v) if type(v) is dict
+                        else tuple(v) if type(v) is list else v
+                        for v in head], rows]
 
     def _remember_checked(self) -> None:
         """Record the state whose fields have just been checked."""
@@ -561,10 +571,26 @@ class SnapshotRequest:
                   'without one cannot boot (Nova refuses its boot '
                   'sequence); give the root volume\'s mapping boot_index 0')
         seen: dict[str, int] = {}
+        volumes: dict[str, int] = {}
         for i, bdm in enumerate(self.block_device_mappings):
-            if not bdm.is_volume or bdm.no_device or not bdm.snapshot_id:
+            if not bdm.is_volume or bdm.no_device:
                 continue
-            if bdm.snapshot_id in seen:
+            # Cinder ids are UUIDs: the same id in another case (or with
+            # blanks around it) names the same snapshot or volume.
+            volume = (bdm.volume_id or '').strip().lower()
+            if volume and volume in volumes:
+                # A volume is attached to a server once: two mappings of
+                # one volume are one disk counted twice.
+                _fail('block_device_mappings[%d].volume_id' % i,
+                      'volume %s is already the volume of mapping %d; a '
+                      'server\'s mappings name each volume once'
+                      % (bdm.volume_id, volumes[volume]))
+            if volume:
+                volumes[volume] = i
+            snapshot = (bdm.snapshot_id or '').strip().lower()
+            if not snapshot:
+                continue
+            if snapshot in seen:
                 # A Cinder snapshot is of one volume: two mappings naming
                 # it would boot a copy of one disk in place of another
                 # (and the snapshot's fingerprint would not tell them
@@ -572,8 +598,8 @@ class SnapshotRequest:
                 _fail('block_device_mappings[%d].snapshot_id' % i,
                       'snapshot %s is already the snapshot of mapping %d; '
                       'each volume mapping carries the snapshot of its own '
-                      'volume' % (bdm.snapshot_id, seen[bdm.snapshot_id]))
-            seen[bdm.snapshot_id] = i
+                      'volume' % (bdm.snapshot_id, seen[snapshot]))
+            seen[snapshot] = i
         if not any(b.is_volume and not b.no_device
                    for b in self.block_device_mappings):
             _fail('block_device_mappings',

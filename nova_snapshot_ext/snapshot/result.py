@@ -31,6 +31,13 @@ from nova_snapshot_ext.snapshot.outcome import State
 IN_PROGRESS = ('saving', 'importing', 'uploading')
 
 
+#: The steps of an attempt, in order: the create (or the 409's read
+#: back), the member add, finishing an image an earlier try made
+#: (``adopt``), then the activation itself.
+STEPS = ('create', 'member add', 'adopt', 'upload', 'location add')
+STEP_PREPOSITIONS = {'create': 'of', 'member add': 'to', 'adopt': 'of'}
+
+
 @dataclasses.dataclass
 class Attempt:
     """One activation attempt and its outcome.
@@ -49,6 +56,10 @@ class Attempt:
     :ivar trail: every state the attempt entered, in order.
     :ivar location_api: for a location: ``'new'`` or ``'legacy'``.
     :ivar url: for a location: the redacted URL.
+    :ivar step: the step of the attempt last begun (one of :data:`STEPS`):
+        when the attempt failed, the step that failed -- ``'create'``
+        when Glance refused or already held the image, so nothing was
+        uploaded or added; ``None`` before the first.
 
     The end is recorded once, in ``state``; :attr:`outcome` and
     :attr:`created` are read from it.
@@ -67,6 +78,7 @@ class Attempt:
                                            repr=False)
     location_api: str | None = None
     url: str | None = None
+    step: str | None = None
 
     def enter(self, state: State) -> None:
         """Record ``state`` (called by :func:`~.transitions.move` only)."""
@@ -98,12 +110,50 @@ class Attempt:
         data['created'] = self.created
         return data
 
+    def begin(self, step: str) -> None:
+        """Record that ``step`` (one of :data:`STEPS`) is being taken."""
+        assert step in STEPS, step
+        self.step = step
+
+    def failed_step(self) -> str | None:
+        """The step that failed when it is not the activation itself.
+
+        :returns: ``'create'``, ``'member add'`` or ``'adopt'`` when the
+            attempt failed before its payload or location was sent (so no
+            message may speak of an upload or a location add), else
+            ``None``.
+        """
+        if self.outcome != 'failed' or self.step in (None, 'upload',
+                                                     'location add'):
+            return None
+        return self.step
+
+    def label(self) -> str:
+        """How a failure message names the attempt and its failed step.
+
+        ``'upload raw'`` when the upload (or ``'location raw'`` when the
+        location add) failed; ``'create of image ID (attempt upload
+        raw)'`` (or ``member add to``, ``adopt of``) when an earlier step
+        did.
+        """
+        planned = '%s %s' % (self.method, self.disk_format)
+        step = self.failed_step()
+        if step is None:
+            return planned
+        return '%s %s image %s (attempt %s)' % (
+            step, STEP_PREPOSITIONS[step], self.image_id, planned)
+
     def describe(self) -> str:
         text = '%s %s/%s (%d B)' % (
             self.method, self.disk_format, self.container_format, self.size)
         if self.method == 'location':
             text += ' %s via the %s API' % (self.url, self.location_api)
         text += ' -> %s' % self.outcome
+        step = self.failed_step()
+        if step is not None:
+            text += ' at the %s of image %s (nothing %s)' % (
+                step, self.image_id, 'uploaded' if self.method == 'upload'
+                else 'added')
         if self.reason:
             text += ': %s' % self.reason
         if self.cleaned_up:

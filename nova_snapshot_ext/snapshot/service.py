@@ -295,8 +295,17 @@ class SnapshotService:
                         {'name': record.name, 'note': note})
         if decision.error is not None:
             raise decision.error
+        usage = None
+        if caps.unified_limits is not False:
+            # The usage is the project's and changes with every image:
+            # read for every snapshot -- unless this Glance showed it
+            # enforces no unified limits (kept while its capabilities
+            # are; a 413 naming a limit drops them).
+            usage, enforces_none = quotas.read_limits(glance)
+            if enforces_none:
+                self.capabilities.learned(glance, unified_limits=False)
         notes = list(decision.notes) + quotas.check_plan(
-            quotas.read_usage(glance), decision.attempts)
+            usage, decision.attempts)
         return PreparedSnapshot(record, decision.attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import urllib.parse
+import uuid
 
 import fixtures
 import testtools
@@ -69,6 +70,41 @@ class TestCLI(fbase.FunctionalTestCase):
                           out['image']['disk_format']))
         self.assertEqual(out['result']['image_id'], out['image']['id'])
         self.assertEqual('hyperv', out['image']['hypervisor_type'])
+
+    def test_reused_snapshot_ids_exit_2_naming_the_create(self):
+        # A second server's request naming the volume snapshots of an
+        # image that exists (made from another record): nothing is
+        # created or uploaded; the error names the create, the image and
+        # the snapshot ids, and the cause is the input (exit 2).
+        data = base.sample_request_dict()
+        ids = []
+        for bdm in data['block_device_mappings']:
+            if bdm.get('snapshot_id'):
+                bdm['snapshot_id'] = str(uuid.uuid4())
+                ids.append(bdm['snapshot_id'])
+        mappings = data['block_device_mappings']
+        path, name = self.write_request(block_device_mappings=mappings)
+        first = self.run_cli('snapshot', '--config-file', self.conf_file,
+                             '--format', 'json', path)
+        self.assertEqual(0, first.returncode, first.stderr)
+        image_id = json.loads(first.stdout)['result']['image_id']
+        other = 'other-%s' % name
+        server = dict(data['server'], project_id=self.project_id,
+                      uuid='11111111-2222-4333-8444-555555555555')
+        path, _ = self.write_request(block_device_mappings=mappings,
+                                     name=other, server=server)
+        proc = self.run_cli('snapshot', '--config-file', self.conf_file,
+                            path)
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertIn('create of image %s (attempt upload vhdx)' % image_id,
+                      proc.stderr)
+        for snapshot_id in ids:
+            self.assertIn(snapshot_id, proc.stderr)
+        self.assertIn('(name, instance_uuid differ)', proc.stderr)
+        self.assertNotIn('upload vhdx:', proc.stderr)
+        self.assertNoImagesLeft(name_or_filter=other)
+        self.assertEqual('active', self.admin_client().images.get(
+            image_id)['status'])
 
     def test_snapshot_human(self):
         path, name = self.write_request()

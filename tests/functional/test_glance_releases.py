@@ -164,7 +164,7 @@ class TestDefaultGlance(ReleaseTestBase):
         self.assertEqual([], self.images_named(req.name))
         # Refused from /versions alone: the object was not even read.
         self.assertEqual([], self.objects.requests)
-        self.assertNoImagesLeft()
+        self.assertNoImagesLeftByThisTest()
         self.record('location-new', 'refused before anything is created '
                     '(no v2.17 in /versions); nothing left')
 

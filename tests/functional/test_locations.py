@@ -60,6 +60,9 @@ class LocationTestBase(test_snapshot.SnapshotTestBase):
 
     def setUp(self):
         super().setUp()
+        #: The names of the snapshot requests this test made: the images
+        #: it is judged on (the Glance is shared with other tests).
+        self.made_names = []
         self.objects = self.useFixture(ObjectServerFixture(
             {OBJECT: QCOW2, EMPTY: b''})).server
         self.url = self.objects.url(OBJECT)
@@ -94,11 +97,29 @@ class LocationTestBase(test_snapshot.SnapshotTestBase):
                           attempt.outcome))
         return image
 
+    def make_request(self, *args, **kwargs):
+        req = super().make_request(*args, **kwargs)
+        self.made_names.append(req.name)
+        return req
+
+    def assertNoImagesLeftByThisTest(self):
+        """No unfinished image of any snapshot this test asked for.
+
+        Only the images of this test's requests (by their unique names,
+        hidden images included) are judged: an image another test on the
+        same Glance left queued, or is still working on, is not this
+        test's leftover.
+        """
+        self.assertEqual([], [(i['id'], i.get('name'), i['status'])
+                              for name in self.made_names
+                              for i in self.images_named(name)
+                              if i['status'] != 'active'])
+
     def assertNothingLeftFor(self, req):
         self.assertEqual([], [(i['id'], i['status'])
                               for i in self.images_named(req.name)
                               if i['status'] != 'active'])
-        self.assertNoImagesLeft()
+        self.assertNoImagesLeftByThisTest()
 
 
 class TestNewLocationAPI(LocationTestBase):
@@ -248,7 +269,7 @@ class TestNewLocationAPI(LocationTestBase):
                       attempt.reason)
         self.assertEqual([], err.result.leftover)
         self.assertEqual([], self.images_named(req.name))
-        self.assertNoImagesLeft()
+        self.assertNoImagesLeftByThisTest()
 
     def test_fallback_after_uploads_refused(self):
         # location-fallback: reached only after Glance refused the upload
@@ -305,6 +326,28 @@ class TestLegacyLocationAPIOff(LocationTestBase):
         self.assertEqual(('upload', 'active'), (second.method,
                                                 second.outcome))
         self.assertNothingLeftFor(req)
+
+
+class TestLeftoversJudged(LocationTestBase):
+    """The leftover check judges this test's images, not the Glance's."""
+
+    GLANCE_PROFILE = 'default'
+
+    def test_another_tests_queued_image_is_not_this_tests_leftover(self):
+        client = self.client_for(roles=fbase.MEMBER_ROLES)
+        # Another test's image, queued (as one made to meet a 415 is).
+        other = client.images.create(name='zero-qcow2', disk_format='qcow2',
+                                     container_format='bare')
+        self.addCleanup(client.images.delete, other['id'])
+        req = self.make_request()
+        self.make_service().snapshot(req, glance=self.location_client())
+        self.assertNothingLeftFor(req)
+        self.assertNoImagesLeftByThisTest()
+        # This test's own queued image is a leftover.
+        mine = client.images.create(name=req.name, disk_format='raw',
+                                    container_format='bare')
+        self.addCleanup(client.images.delete, mine['id'])
+        self.assertRaises(AssertionError, self.assertNoImagesLeftByThisTest)
 
 
 class TestNoHttpStore(LocationTestBase):

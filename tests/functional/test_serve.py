@@ -94,6 +94,24 @@ class TestServe(testtools.TestCase):
         report = json.loads(audit.stdout)
         self.assertEqual(1, report['snapshots'], report)
         self.assertEqual([], report['findings'])
+        # Glance's own configuration is named, for --glance-api-conf of
+        # the upgrade check; the printed status command runs as printed.
+        glance_conf = info['glance_api_conf']
+        self.assertEqual(os.path.join(base_dir, 'glance-api.conf'),
+                         glance_conf)
+        self.assertTrue(os.path.isfile(glance_conf))
+        status_args = info['status_command'].split()
+        self.assertEqual('nova-snapshot-ext-status', status_args[0])
+        self.assertIn('--glance-api-conf %s' % glance_conf,
+                      info['status_command'])
+        status = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.status'] +
+            status_args[1:], capture_output=True, text=True, timeout=180,
+            check=False)
+        # (the table wraps long paths: compare without its whitespace)
+        self.assertIn('(from%s:' % glance_conf,
+                      ''.join(status.stdout.replace('|', ' ').split()),
+                      status.stdout + status.stderr)
         # The printed commands are the ones just run.
         self.assertEqual(3, len(info['commands']))
         self.assertIn('probe --config-file %s' % out_conf,
@@ -103,6 +121,7 @@ class TestServe(testtools.TestCase):
         self.assertEqual(0, proc.wait(60), self.read(stderr))
         self.assertFalse(os.path.exists(out_conf))
         self.assertFalse(os.path.exists(base_dir))
+        self.assertFalse(os.path.exists(glance_conf))
         self.assertRaises(urllib.error.URLError, urllib.request.urlopen,
                           info['endpoint'] + '/versions', timeout=5)
         self.assertIn('Glance stopped', self.read(stderr))

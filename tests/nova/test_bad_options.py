@@ -29,11 +29,13 @@ against their format).
 
 import logging
 import os
+import re
 import uuid
 
 import fixtures
 from oslo_serialization import jsonutils
 from paste import deploy
+import testtools
 import webob
 
 from tests.nova import base
@@ -54,7 +56,30 @@ BAD_VALUES = [
     ('snapshot_ext_glance', 'timeout', 'soon'),
     ('snapshot_ext_glance', 'insecure', 'perhaps'),
     ('snapshot_ext_service_user', 'send_service_user_token', 'maybe'),
+    # The newer options and groups: every typed option of the plugin's
+    # own groups has a case (TestEveryOptionHasACase keeps it so).
+    ('snapshot_ext', 'request_timeout', 'soon'),
+    ('snapshot_ext', 'request_timeout', '99999'),
+    ('snapshot_ext', 'snapshot_timeout', '5'),
+    ('snapshot_ext', 'volume_backed_backups', 'maybe'),
+    ('snapshot_ext', 'activation_poll_interval', '0'),
+    ('snapshot_ext', 'driver_formats_only', 'maybe'),
+    ('snapshot_ext', 'location_api', 'newest'),
+    ('snapshot_ext', 'location_hash_algo', 'crc32'),
+    ('snapshot_ext_libvirt', 'vz_vm_mode', 'xen'),
+    ('snapshot_ext_xenapi', 'vm_mode', 'exe'),
+    ('snapshot_ext_glance', 'tls_min_version', '1.0'),
+    ('snapshot_ext_cinder', 'insecure', 'perhaps'),
+    ('snapshot_ext_cinder', 'timeout', 'soon'),
+    ('snapshot_ext_cinder', 'connect_retries', 'lots'),
 ]
+
+#: Groups whose options come from keystoneauth1 (session, adapter, auth):
+#: one case of each value kind per group stands for all of them.
+KEYSTONEAUTH_GROUPS = ('snapshot_ext_glance', 'snapshot_ext_cinder',
+                       'snapshot_ext_service_user')
+#: Driver groups of test-only drivers (not installed in production).
+TEST_ONLY_GROUPS = ('snapshot_ext_fake',)
 
 NOVA_CONF = """\
 [DEFAULT]
@@ -230,6 +255,28 @@ class TestBadOptionValues(NovaStartupMixin, base.NovaServerTestCase):
         self.assertEqual([], self.middlewares(app))
         self.assertFalse(hook.installed())
 
+    def test_own_glance_connection_with_unusable_auth_steps_aside(self):
+        # glance_connection = snapshot_ext_glance: the group's auth plugin
+        # is loaded at start-up; one it cannot load is a bad option.
+        from nova_snapshot_ext.nova import hook
+
+        for extra, words in (
+                ('auth_type = nosuchplugin\n'
+                 'endpoint_override = http://127.0.0.1:9\n',
+                 '[snapshot_ext_glance] auth_type'),
+                ('', 'no auth plugin and no endpoint_override')):
+            with self.subTest(words=words):
+                from nova_snapshot_ext.nova import filter as filter_mod
+                filter_mod.unload_plugin()
+                app = self.load_nova_api(
+                    '[snapshot_ext_nova]\nglance_connection = '
+                    'snapshot_ext_glance\n[snapshot_ext_glance]\n' + extra)
+                errors = [line for line in self.error_lines()
+                          if words in line]
+                self.assertEqual(1, len(errors), self.stdlog.logger.output)
+                self.assertEqual([], self.middlewares(app))
+                self.assertFalse(hook.installed())
+
     def test_every_bad_value_is_named_in_one_line(self):
         self.load_nova_api('[snapshot_ext_nova]\nactivation = maybe\n'
                            'glance_connection = bogus\n')
@@ -237,6 +284,33 @@ class TestBadOptionValues(NovaStartupMixin, base.NovaServerTestCase):
         self.assertEqual(1, len(errors), errors)
         self.assertIn("activation = 'maybe'", errors[0])
         self.assertIn("glance_connection = 'bogus'", errors[0])
+
+
+class TestEveryOptionHasACase(testtools.TestCase):
+    """BAD_VALUES keeps up with nova_snapshot_ext/opts.py (and drivers)."""
+
+    def test_every_checked_option_and_group_has_a_bad_value_case(self):
+        from oslo_config import types
+
+        from nova_snapshot_ext.nova import conf as conf_mod
+
+        cased = {(section, option) for section, option, _ in BAD_VALUES}
+        groups = {section for section, _, _ in BAD_VALUES}
+        missing = []
+        for group, group_opts in conf_mod.plugin_opts():
+            if group in TEST_ONLY_GROUPS:
+                continue
+            if group not in groups:
+                missing.append('[%s] (no case at all)' % group)
+            if group in KEYSTONEAUTH_GROUPS:
+                continue
+            for opt in group_opts:
+                checked = isinstance(opt.type, (
+                    types.Boolean, types.Integer, types.Float)) or bool(
+                    getattr(opt.type, 'choices', None))
+                if checked and (group, opt.dest) not in cased:
+                    missing.append('[%s] %s' % (group, opt.dest))
+        self.assertEqual([], missing)
 
 
 def _make_test(section, option, value):
@@ -249,5 +323,5 @@ def _make_test(section, option, value):
 
 for _section, _option, _value in BAD_VALUES:
     _name = 'test_bad_%s_%s_%s' % (_section, _option, _value.strip('-'))
-    setattr(TestBadOptionValues, _name.replace('-', '_'),
+    setattr(TestBadOptionValues, re.sub(r'\W', '_', _name),
             _make_test(_section, _option, _value))

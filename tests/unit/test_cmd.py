@@ -601,6 +601,24 @@ class TestPermissionCheck(base.TestCase):
         self.assertEqual(out['image_id'], out['left'])
         self.assertIn('is left', out['missing'][-1])
 
+    def test_glance_failing_is_not_a_missing_permission(self):
+        for step in ('upload', 'add_member'):
+            for err in (exception.GlanceError(operation=step, reason='boom',
+                                              status=500),
+                        exception.GlanceMalformedAnswer(operation=step,
+                                                        reason='garbled')):
+                glance = FakePermGlance(**{step: err})
+                out = checks.check_permissions(glance, 'raw')
+                self.assertFalse(out['ok'])
+                self.assertEqual([], out['missing'])
+                self.assertEqual(1, len(out['failed']))
+                self.assertIn('not known', out['failed'][0])
+                text = checks.permissions_text(out)
+                self.assertNotIn('REFUSED', text)
+                self.assertNotIn('cannot', text)
+                self.assertIn('FAILED', text)
+                self.assertEqual(('delete',), glance.calls[-1])
+
     def test_unreachable_glance_is_not_a_missing_permission(self):
         glance = FakePermGlance(upload=exception.GlanceUnavailable(
             operation='upload', reason='reset'))

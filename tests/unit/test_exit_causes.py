@@ -62,6 +62,48 @@ class TestExitByCause(base.TestCase):
         message, _ = checks.activation_failure(_failed(cases[0][0]))
         self.assertIn('snapshot_ext_glance', message)
 
+    def test_a_deadline_on_a_reached_glance_is_glance_failing(self):
+        # Whichever step met it (read, create, member add, upload,
+        # location add): Glance was reached and answered too slowly, or
+        # the snapshot ran out of time -- exit 1, never "unreachable".
+        for operation in ('get', 'create', 'add member', 'upload',
+                          'add location'):
+            for kwargs in ({'reached': True, 'sent': True},
+                           {'reached': True, 'sent': False}):
+                err = exception.GlanceDeadlineExceeded(
+                    operation=operation, reason='r', deadline=6, which='w',
+                    **kwargs)
+                self.assertFalse(exception.unreachable(err))
+                self.assertEqual(checks.EXIT_FAILED,
+                                 checks.glance_error(err)[1])
+                self.assertEqual(checks.EXIT_FAILED,
+                                 checks.activation_failure(_failed(err))[1])
+                self.assertNotIn('could not be reached',
+                                 checks.glance_error(err)[0])
+        # No connection was made before the deadline: not reached.
+        err = exception.GlanceDeadlineExceeded(
+            operation='upload', reason='r', deadline=6, which='w',
+            reached=False, sent=True)
+        self.assertEqual(checks.EXIT_UNREACHABLE,
+                         checks.activation_failure(_failed(err))[1])
+
+    def test_a_deadline_on_versions_says_reached_or_not(self):
+        from unittest import mock
+
+        glance_client = mock.Mock(endpoint='http://glance.test:9292')
+        glance_client.session.auth = None
+        for reached, code, words in (
+                (True, checks.EXIT_FAILED, 'was reached but failed'),
+                (False, checks.EXIT_UNREACHABLE, 'could not be reached')):
+            glance_client.api_versions.side_effect = [
+                exception.GlanceDeadlineExceeded(
+                    operation='versions', reason='r', deadline=6,
+                    which='w', reached=reached, sent=True)] * 2
+            cli = self.assertRaises(checks.CLIError, checks.check_glance,
+                                    self.conf, glance_client)
+            self.assertEqual(code, cli.code)
+            self.assertIn(words, cli.message)
+
 
 class TestVersionsAtConnect(base.TestCase):
     """GET /versions at connect: a blip is asked again; words by proof."""

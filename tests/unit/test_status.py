@@ -73,6 +73,83 @@ class TestPasteFilter(base.TestCase):
         problems = paste.filter_problems(text)
         self.assertIn('add [filter:snapshot_ext]', problems[0])
 
+    def test_wrong_factory_line_names_section_key_value_and_fix(self):
+        right = paste.FILTER_FACTORY
+        good = 'paste.filter_factory = %s' % right
+        cases = (
+            # (the filter's section, its factory line, the key shown)
+            ('snapshot_ext', 'paste.filter_factory = '
+             'nova_snapshot_ext.nova.filtr:filter_factory',
+             'paste.filter_factory'),
+            ('snapshot_ext', 'paste.filter_factory = '
+             'nova_snapshot_ext.nova.filter:factory', 'paste.filter_factory'),
+            ('snapshot_ext', 'paste.filter_factory = '
+             'nova-snapshot-ext.nova.filter:filter_factory',
+             'paste.filter_factory'),
+            ('snapshot_ext', 'paste.filter_factory = '
+             'nova_snapshot_ext.filter:filter_factory',
+             'paste.filter_factory'),
+            ('snapext', 'paste.filter_factory = '
+             'nova_snapshot_ext.nova.filters:filter_factory',
+             'paste.filter_factory'),
+            ('snapshot_ext', 'filter_factory = %s' % right,
+             'filter_factory'),
+            ('snapshot_ext', 'paste.app_factory = %s' % right,
+             'paste.app_factory'),
+            ('snapext', 'paste.filter-factory = %s' % right,
+             'paste.filter-factory'),
+        )
+        for name, line, key in cases:
+            with self.subTest(line=line):
+                text = NOVA_PIPELINES.replace(good, line).replace(
+                    ' snapshot_ext ', ' %s ' % name).replace(
+                    '[filter:snapshot_ext]', '[filter:%s]' % name)
+                problems = paste.filter_problems(text)
+                self.assertEqual(1, len(problems), problems)
+                problem = problems[0]
+                bad = line.split('=', 1)[1].strip()
+                for words in ('[filter:%s]' % name, '%s = %s' % (key, bad),
+                              good):
+                    self.assertIn(words, problem)
+                # Never the advice to add what is there.
+                self.assertNotIn('add [filter:', problem)
+                self.assertNotIn('lacks', problem)
+
+    def test_wrong_factory_and_misplaced_are_both_named(self):
+        text = NOVA_PIPELINES.replace(
+            'nova.filter:filter_factory', 'nova.filtr:filter_factory'
+        ).replace('authtoken keystonecontext snapshot_ext',
+                  'snapshot_ext authtoken keystonecontext')
+        problems = paste.filter_problems(text)
+        self.assertEqual(3, len(problems), problems)
+        self.assertIn('nova.filtr:filter_factory', problems[0])
+        self.assertIn('before keystonecontext', problems[1])
+
+    def test_pipeline_name_without_a_section_is_named(self):
+        # The section renamed (or the pipeline's name mistyped): paste
+        # cannot load the pipeline; say which name has no section.
+        text = NOVA_PIPELINES.replace('[filter:snapshot_ext]',
+                                      '[filter:snapshot-ext]')
+        problems = paste.filter_problems(text)
+        self.assertEqual(2, len(problems), problems)
+        for problem in problems:
+            self.assertIn('names snapshot_ext, which has no '
+                          '[filter:snapshot_ext] section', problem)
+            self.assertIn('snapshot-ext', problem.split(':', 1)[1])
+            self.assertNotIn('lacks', problem)
+        # No filter section at all: add one under the pipeline's name.
+        text = NOVA_PIPELINES.split('[filter:snapshot_ext]')[0].replace(
+            ' snapshot_ext ', ' snapshotext ')
+        problems = paste.filter_problems(text)
+        self.assertIn('add [filter:snapshotext] with paste.filter_factory '
+                      '= %s' % paste.FILTER_FACTORY, problems[-1])
+
+    def test_stray_unused_section_beside_the_right_one_is_ignored(self):
+        text = NOVA_PIPELINES + (
+            '\n[filter:snapshot_ext_old]\npaste.filter_factory = '
+            'nova_snapshot_ext.old:filter_factory\n')
+        self.assertEqual([], paste.filter_problems(text))
+
     def test_missing_from_one_pipeline(self):
         head, tail = NOVA_PIPELINES.split(LEGACY)
         text = head + LEGACY + tail.replace(' snapshot_ext ', ' ', 1)
@@ -201,6 +278,17 @@ class TestPasteCheck(StatusCase):
         result = self.checks('', '--api-paste', path)._check_paste()
         self.assertEqual(status.Code.FAILURE, result.code)
         self.assertIn('openstack_compute_api_v21', result.details)
+
+    def test_wrong_factory_is_named_with_the_right_one(self):
+        bad = 'nova_snapshot_ext.nova.filtr:filter_factory'
+        path = self.write(NOVA_PIPELINES.replace(paste.FILTER_FACTORY, bad))
+        result = self.checks('', '--api-paste', path)._check_paste()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('[filter:snapshot_ext] paste.filter_factory = %s'
+                      % bad, result.details)
+        self.assertIn('set paste.filter_factory = %s'
+                      % paste.FILTER_FACTORY, result.details)
+        self.assertNotIn('add [filter:snapshot_ext]', result.details)
 
     def test_missing_file_without_nova_warns(self):
         with mock.patch.object(status, '_nova_importable',

@@ -275,6 +275,53 @@ class TestDeadlines(AnswersTestBase):
                           disk_format='raw', container_format='bare')
         self.assertEqual(mine, self.client.get(mine)['id'])
 
+    def test_a_trickled_answer_to_any_step_is_glance_failing(self):
+        # Glance was reached and answered too slowly: exit 1 with words
+        # that say so, whichever step met the deadline (rule 10).
+        from nova_snapshot_ext.cmd import checks
+
+        mine = self.client.create(id=str(uuid.uuid4()), name='mine',
+                                  disk_format='raw',
+                                  container_format='bare')['id']
+        steps = (
+            ('POST', r'/members$', lambda: self.client.add_member(
+                mine, 'other-project')),
+            ('GET', r'^/v2/images/%s$' % mine,
+             lambda: self.client.get(mine)),
+            ('PUT', r'/file$', lambda: self.client.upload(mine, b'')))
+        for method, path, call in steps:
+            with self.subTest(method=method):
+                self.proxy.add_rule(method, path, 'trickle', seconds=0.05)
+                err = self.assertRaises(exception.GlanceDeadlineExceeded,
+                                        call)
+                self.assertTrue(err.kwargs['reached'])
+                self.assertFalse(exception.unreachable(err))
+                message, code = checks.glance_error(err)
+                self.assertEqual(checks.EXIT_FAILED, code)
+                self.assertIn('Glance was reached', message)
+                self.assertNotIn('could not be reached', message)
+
+    def test_a_silent_reached_glance_is_a_deadline_not_unreachable(self):
+        # keystoneauth1's per-read timeout on a connected Glance: reached,
+        # too slow -- the same cause and exit as the total deadline.
+        from nova_snapshot_ext.cmd import checks
+
+        session = ks_session.Session(timeout=0.5)
+        self.addCleanup(session.session.close)
+        client = glance.GlanceClient(
+            session, endpoint_override=self.proxy.endpoint,
+            request_timeout=30.0, connect_retries=0, status_code_retries=0)
+        self.proxy.add_rule('GET', r'^/v2/schemas/image$', 'delay',
+                            seconds=3.0)
+        err = self.assertRaises(exception.GlanceDeadlineExceeded,
+                                client.image_schema)
+        self.assertTrue(err.kwargs['reached'])
+        self.assertIn('timeout, per read', err.format_message())
+        self.assertIn('0.5', err.format_message())
+        message, code = checks.glance_error(err)
+        self.assertEqual(checks.EXIT_FAILED, code)
+        self.assertNotIn('could not be reached', message)
+
     def test_snapshot_deadline(self):
         mine = self.client.create(id=str(uuid.uuid4()), name='mine',
                                   disk_format='raw',

@@ -16,6 +16,8 @@ That each rule is the real database's is proven against MariaDB and
 PostgreSQL in ``tests/functional/test_database.py``.
 """
 
+import random
+
 import ddt
 
 from nova_snapshot_ext import exception
@@ -133,3 +135,80 @@ class TestCheckRecord(base.TestCase):
         changes.apply(rec)
         self.assertEqual({'HYPERVISOR_TYPE': 'qemu'}, rec.properties)
         self.assertIn('hypervisor_type', ' '.join(rec.notes))
+
+
+def _reference_key(text):
+    """The collation key as first written: one table look-up per char."""
+    return ''.join([database_rules._WEIGHTS.get(c, c)
+                    for c in text]).rstrip(' ')
+
+
+def _reference_unstorable(text):
+    """The first character no database stores, found char by char."""
+    for char in text:
+        if char == '\x00' or '\ud800' <= char <= '\udfff':
+            return char
+    return None
+
+
+#: The kinds of text the fast paths must judge as the plain loops do.
+_ALPHABETS = (
+    'abcXYZ_-:. 09',                       # ASCII, with spaces
+    'ÀàßſıİǄǅǆµΜΆάёЁﬀæœøł\u0345',             # folded, or nearly
+    '\x00\ud800\udbff\udc00\udfff',        # NUL and lone surrogates
+    '\U0001F600\U00010000\U0010FFFF',      # outside the BMP
+    '\u00a0\u3000\t\n',                    # spaces that do not pad
+)
+
+
+def _samples(seed, count=3000):
+    rng = random.Random(seed)
+    pool = ''.join(_ALPHABETS)
+    for _ in range(count):
+        length = rng.choice((0, 1, 2, 9, 17, 40, 300))
+        text = ''.join(rng.choice(pool) for _ in range(length))
+        yield text + ' ' * rng.choice((0, 0, 1, 3))
+    # Long values: one odd character at the far end of ASCII.
+    for odd in '\x00\ud800é\U0001F600 ':
+        yield 'x' * 70000 + odd
+        yield odd + 'y' * 70000
+
+
+class TestFastPathsAgree(base.TestCase):
+    """``str`` methods and one regex in place of per-character loops."""
+
+    def test_every_bmp_character_weighs_as_the_table_says(self):
+        for point in range(0x10000):
+            char = chr(point)
+            self.assertEqual(_reference_key(char),
+                             database_rules.collation_key(char), point)
+
+    def test_collation_key_agrees_on_mixed_text(self):
+        for text in _samples(22):
+            self.assertEqual(_reference_key(text),
+                             database_rules.collation_key(text), repr(text))
+
+    def test_glance_namespace_agrees(self):
+        prefixes = ('os_glance', 'OS_GLANCE', 'ós_glance', 'os_glancé',
+                    'Os_Glance ', 'os_glanc', 'os-glance', 'ØS_glance',
+                    'os_gla\u0345nce')
+        for prefix in prefixes:
+            for tail in ('', '_x', '   ', 'é', '\x00'):
+                key = prefix + tail
+                self.assertEqual(
+                    _reference_key(key[:17]).startswith('OS_GLANCE'),
+                    database_rules.in_glance_namespace(key), key)
+
+    def test_unstorable_characters_agree(self):
+        for text in _samples(23):
+            found = _reference_unstorable(text)
+            if found is None:
+                database_rules._check_text('property', 'k', text)
+                continue
+            err = self.assertRaises(exception.UnstorableCharacter,
+                                    database_rules._check_text,
+                                    'property', 'k', text)
+            self.assertIn('U+%04X' % ord(found), err.format_message())
+            self.assertEqual(
+                'a PostgreSQL' if found == '\x00' else 'any',
+                err.kwargs['database'])

@@ -12,6 +12,7 @@
 
 """The kinds of never-inherited properties and the min_disk limit."""
 
+from nova_snapshot_ext.snapshot import database_rules
 from nova_snapshot_ext.snapshot import metadata
 from tests import base
 
@@ -65,6 +66,34 @@ class TestNeverInheritedKind(base.TestCase):
                     'cinder_img_volume_type', 'backup_schedule'):
             self.assertIsNone(metadata.never_inherited_kind(key), key)
             self.assertFalse(metadata.is_never_inherited(key), key)
+
+    def test_one_lookup_agrees_with_the_tables_read_in_order(self):
+        def reference(key, operator_keys=()):
+            for kind, names in metadata.NEVER_INHERITED_KINDS.items():
+                if key in names:
+                    return kind
+            for prefix, kind in metadata.NEVER_INHERITED_PREFIXES:
+                if key.startswith(prefix):
+                    return kind
+            if database_rules.in_glance_namespace(key):
+                return 'glance-state'
+            for suffix, kind in metadata.NEVER_INHERITED_SUFFIXES:
+                if key.endswith(suffix):
+                    return kind
+            return 'operator-list' if key in operator_keys else None
+
+        keys = set(metadata.NEVER_INHERITED) | {'', 'os_distro',
+                                                'OS_GLANCE_x'}
+        for prefix, _ in metadata.NEVER_INHERITED_PREFIXES:
+            keys |= {prefix, prefix + 'x', prefix[:-1], 'x' + prefix}
+        for suffix, _ in metadata.NEVER_INHERITED_SUFFIXES:
+            keys |= {suffix, 'x' + suffix, suffix + 'x',
+                     'password_' + suffix, 'image_id' + suffix}
+        for key in sorted(keys):
+            for operator_keys in ((), [key]):
+                self.assertEqual(
+                    reference(key, operator_keys),
+                    metadata.never_inherited_kind(key, operator_keys), key)
 
     def test_operator_list(self):
         self.assertEqual('operator-list', metadata.never_inherited_kind(

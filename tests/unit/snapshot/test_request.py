@@ -225,6 +225,41 @@ class TestSnapshotRequest(base.TestCase):
                          err.kwargs['field'])
 
 
+class TestSameIdTwice(base.TestCase):
+    """Kind: one Cinder snapshot or volume named by two mappings."""
+
+    _parse = TestSnapshotRequest._parse
+    assertFieldError = TestSnapshotRequest.assertFieldError
+
+    def test_same_snapshot_id_in_any_spelling(self):
+        first = base.sample_request_dict()['block_device_mappings'][0][
+            'snapshot_id']
+        for spelling in (first, first.upper(), ' %s ' % first):
+            with self.subTest(spelling=spelling):
+                data = base.sample_request_dict()
+                data['block_device_mappings'][1]['snapshot_id'] = spelling
+                err = self.assertFieldError(
+                    data, 'block_device_mappings[1].snapshot_id')
+                self.assertIn('already the snapshot of mapping 0',
+                              err.format_message())
+
+    def test_same_volume_id_in_any_spelling(self):
+        first = base.sample_request_dict()['block_device_mappings'][0][
+            'volume_id']
+        for spelling in (first, first.upper()):
+            with self.subTest(spelling=spelling):
+                data = base.sample_request_dict()
+                data['block_device_mappings'][1]['volume_id'] = spelling
+                err = self.assertFieldError(
+                    data, 'block_device_mappings[1].volume_id')
+                self.assertIn('already the volume of mapping 0',
+                              err.format_message())
+
+    def test_distinct_ids_parse(self):
+        self.assertEqual(3, len(self._parse(
+            base.sample_request_dict()).block_device_mappings))
+
+
 class TestBackupType(base.TestCase):
 
     def test_absent_is_a_snapshot(self):
@@ -383,6 +418,12 @@ class TestDirectlyBuiltRequest(base.TestCase):
             ('server.system_metadata.image_min_ram',
              lambda q: q.server.system_metadata.update(image_min_ram=1)),
             ('requester.roles', lambda q: q.requester.roles.append(7)),
+            # A container where a mapping holds only scalars.
+            ('block_device_mappings[0].tag',
+             lambda q: setattr(q.block_device_mappings[0], 'tag', ['x'])),
+            ('block_device_mappings[1].volume_size',
+             lambda q: setattr(q.block_device_mappings[1], 'volume_size',
+                               {'GiB': 1})),
             ('block_device_mappings[%d]' % len(
                 base.sample_request_dict()['block_device_mappings']),
              lambda q: q.block_device_mappings.append('vda')),

@@ -105,6 +105,61 @@ class TestSnapshotUpload(ServiceTestBase):
         self.assertEqual(1, self.fake.calls.count('schema'))
         self.assertEqual(2, len(self.fake.images))
 
+    def test_no_unified_limits_is_learned_once(self):
+        # Glance with use_keystone_limits off answers {} for every
+        # project: kept with the capabilities, not asked per snapshot.
+        self.fake.usage = {}
+        svc = self.make_service()
+        for tag in 'abc':
+            svc.snapshot(self.other_snapshot(tag, image_id=None))
+        self.assertEqual(1, self.fake.calls.count('usage'))
+        self.assertIs(False, svc.capabilities.get(self.client).unified_limits)
+        self.assertEqual(3, len(self.fake.images))
+
+    def test_unified_limits_are_read_for_every_snapshot(self):
+        self.fake.usage = {'image_count_total': {'usage': 1, 'limit': 10},
+                           'image_count_uploading': {'usage': 0,
+                                                     'limit': 10}}
+        svc = self.make_service()
+        for tag in 'ab':
+            svc.snapshot(self.other_snapshot(tag, image_id=None))
+        self.assertEqual(2, self.fake.calls.count('usage'))
+        # The usage changed: the next snapshot is refused before create.
+        self.fake.usage['image_count_total'] = {'usage': 10, 'limit': 10}
+        self.assertRaises(exception.GlanceQuotaExceeded, svc.snapshot,
+                          self.other_snapshot('c', image_id=None))
+        self.assertEqual(3, self.fake.calls.count('usage'))
+        self.assertEqual(2, len(self.fake.images))
+
+    def test_a_refused_usage_read_is_asked_again(self):
+        # A 403 may be this identity's: nothing learned about Glance.
+        self.fake.usage = {}
+        self.fake.fail('usage', gexc.HTTPForbidden('policy'), times=2)
+        svc = self.make_service()
+        for tag in 'ab':
+            svc.snapshot(self.other_snapshot(tag, image_id=None))
+        self.assertEqual(2, self.fake.calls.count('usage'))
+        self.assertIsNone(svc.capabilities.get(self.client).unified_limits)
+
+    def test_limits_turned_on_later_are_read_again_after_a_413(self):
+        self.fake.usage = {}
+        svc = self.make_service()
+        svc.snapshot(self.other_snapshot('a', image_id=None))
+        # The operator turns the limits on; the next upload meets one.
+        self.fake.usage = {'image_count_uploading': {'usage': 0,
+                                                     'limit': 0}}
+        self.fake.fail('upload', gexc.HTTPOverLimit(
+            'Resource image_count_uploading is over limit of 0 due to '
+            'current usage 1 and delta 0'))
+        self.assertRaises(exception.ActivationFailed, svc.snapshot,
+                          self.other_snapshot('b', image_id=None))
+        self.assertEqual(1, self.fake.calls.count('usage'))
+        # Forgotten with the capabilities: read again, refused up front.
+        self.assertRaises(exception.GlanceQuotaExceeded, svc.snapshot,
+                          self.other_snapshot('c', image_id=None))
+        self.assertEqual(2, self.fake.calls.count('usage'))
+        self.assertEqual(2, self.fake.calls.count('schema'))
+
     def test_shared_with_server_owner(self):
         req = self.make_request()
         req.requester.project_id = 'someone-else'
