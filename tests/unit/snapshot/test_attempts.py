@@ -562,8 +562,12 @@ class TestTransientUploadFaultLeaves(AttemptTestBase):
                 self.reset()
                 self.fake.fail('upload', fault)
                 err = self.fails()
-                # Glance could not be reached (or answered 502/503/504).
-                self.assertEqual(checks.EXIT_UNREACHABLE,
+                # Glance could not be reached (or answered 502/503/504):
+                # 3; a reached Glance that did not answer in time: 1.
+                expected = (checks.EXIT_FAILED if isinstance(
+                    fault, requests.exceptions.ReadTimeout)
+                    else checks.EXIT_UNREACHABLE)
+                self.assertEqual(expected,
                                  checks.activation_failure(err)[1])
 
     def test_retry_adopts_the_left_image(self):
