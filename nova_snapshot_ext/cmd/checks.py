@@ -757,6 +757,15 @@ def config_files(conf: cfg.ConfigOpts) -> list[str]:
     return files
 
 
+def known_groups() -> dict[str, set[str]]:
+    """Every option group of the plugin, Nova's included -> option names."""
+    from nova_snapshot_ext.nova import conf as nova_conf
+
+    return {group.name: {o.dest for o in group_opts}
+            for group, group_opts in (opts.list_opts() +
+                                      nova_conf.list_opts())}
+
+
 def unknown_options(conf: cfg.ConfigOpts,
                     groups: ty.Mapping[str, ty.Collection[str]]
                     ) -> list[str]:

@@ -457,12 +457,7 @@ def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
         warnings.append(
             'no configuration file found or given: pass --config-file FILE '
             '(or write %s); only defaults are used' % DEFAULT_CONFIG_FILE)
-    from nova_snapshot_ext.nova import conf as nova_conf
-
-    groups = {group.name: {o.dest for o in group_opts}
-              for group, group_opts in (opts.list_opts() +
-                                        nova_conf.list_opts())}
-    warnings += checks.unknown_options(conf, groups)
+    warnings += checks.unknown_options(conf, checks.known_groups())
     for text in warnings:
         print('warning: %s' % text, file=sys.stderr)
     return warnings

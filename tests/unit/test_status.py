@@ -246,6 +246,26 @@ class TestOptionsCheck(StatusCase):
             ._check_options()
         self.assertEqual(status.Code.SUCCESS, result.code)
 
+    def test_bad_nova_group_values_fail_without_nova(self):
+        # [snapshot_ext_nova] is registered only inside nova-api; the
+        # check judges it as the paste filter would.
+        result = self.checks('[snapshot_ext_nova]\nactivation = maybe\n'
+                             'glance_connection = bogus\n')._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('[snapshot_ext_nova] activation', result.details)
+        self.assertIn('[snapshot_ext_nova] glance_connection',
+                      result.details)
+
+    def test_typos_warn_naming_the_close_name(self):
+        result = self.checks('[snapshot_ext_nva]\nactivation = true\n'
+                             '[snapshot_ext]\nearly_refusl = 1\n'
+                             )._check_options()
+        self.assertEqual(status.Code.WARNING, result.code)
+        self.assertIn('every option valid', result.details)
+        self.assertIn('[snapshot_ext_nva] (did you mean [snapshot_ext_nova]?)',
+                      result.details)
+        self.assertIn('early_refusl', result.details)
+
     def test_bad_choice_fails_every_check_that_reads_it(self):
         checks = self.checks('[snapshot_ext]\nactivation_method = uplod\n')
         result = checks._check_options()
