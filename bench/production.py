@@ -520,9 +520,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         os.unlink(probe)
     except OSError as err:
-        print('--output-dir %s is not writable: %s' % (args.output_dir,
-                                                        err),
-              file=sys.stderr)
+        print('--output-dir %s is not writable: %s'
+              % (args.output_dir, err), file=sys.stderr)
         return 2
     reason = embedded_db.missing(args.database)
     if reason:
