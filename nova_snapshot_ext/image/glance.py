@@ -1047,19 +1047,54 @@ class GlanceClient:
             ``image_size_total``/``image_stage_total`` in MiB); ``{}`` when
             Glance enforces no unified limits (``[DEFAULT]
             use_keystone_limits`` off); ``None`` when Glance (404) or
-            glanceclient has no such call.
+            glanceclient has no such call.  Entries of another shape
+            are left out, with a warning
+            (:func:`~nova_snapshot_ext.image.quotas.parse_usage`); a
+            negative ``limit`` is Keystone's "unlimited".
+        :raises GlanceMalformedAnswer: the document is not ``{"usage":
+            {resource: {...}}}``, or none of its entries is usable.
         :raises GlanceError: any other failure (translated).
         """
         info = getattr(self._client, 'info', None)
         if info is None:  # a glanceclient without the usage call
             return None
         try:
-            usage = self._call('usage', lambda: dict(info.get_usage()))
+            document = self._call('usage', info.get_usage)
         except exception.GlanceNotFound:
             return None
-        return {str(name): {k: int(v) for k, v in dict(entry).items()
-                            if k in ('usage', 'limit')}
-                for name, entry in usage.items()}
+        if not isinstance(document, ty.Mapping):
+            raise exception.GlanceMalformedAnswer(
+                operation='usage', status=None,
+                reason='the "usage" of GET /v2/info/usage is %s, not an '
+                'object of limits' % ('null' if document is None else
+                                      'a JSON %s' %
+                                      type(document).__name__))
+        usage, skipped = quotas.parse_usage(document)
+        for why in skipped:
+            LOG.warning('Glance quota usage (GET /v2/info/usage): %s; that '
+                        'limit is not checked before the snapshot', why)
+        if skipped and not usage:
+            raise exception.GlanceMalformedAnswer(
+                operation='usage', status=None,
+                reason='no entry of GET /v2/info/usage is usable (%s)'
+                % '; '.join(skipped))
+        return usage
+
+    def project_id(self) -> str | None:
+        """The project id of the identity's token, when known already.
+
+        Read from the auth plugin's cached token (keystoneauth1's
+        ``auth_ref``; through a service-token wrapper, its user's); never
+        a request.  ``None`` when no token was fetched yet or the plugin
+        keeps none (e.g. a bare token endpoint).
+        """
+        auth = self.auth
+        for plugin in (auth, getattr(auth, 'user_auth', None)):
+            ref = getattr(plugin, 'auth_ref', None)
+            project = getattr(ref, 'project_id', None)
+            if isinstance(project, str) and project:
+                return project
+        return None
 
     def get_locations(self, image_id: str) -> list[dict[str, ty.Any]]:
         """``GET /v2/images/{id}/locations`` (API 2.17, a service call).
