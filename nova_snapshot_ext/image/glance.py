@@ -239,6 +239,33 @@ def translate(err: BaseException, operation: str,
     return exception.GlanceError(**kwargs)
 
 
+def answer_cut(err: BaseException) -> bool:
+    """Whether ``err`` is an answer cut mid-body (Glance was reached).
+
+    Looks through the chain of exceptions ``err`` was raised from for
+    requests' ``ChunkedEncodingError``/``ContentDecodingError`` or an
+    ``IncompleteRead`` (http.client's, or urllib3's inside its
+    ``ProtocolError``): a status line and headers came, the body did not
+    come whole.  A reset before any answer is not one.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (requests.exceptions.ChunkedEncodingError,
+                                requests.exceptions.ContentDecodingError,
+                                http.client.IncompleteRead,
+                                urllib3.exceptions.IncompleteRead)):
+            return True
+        if isinstance(current, urllib3.exceptions.ProtocolError) and any(
+                isinstance(arg, (http.client.IncompleteRead,
+                                 urllib3.exceptions.IncompleteRead))
+                for arg in current.args):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _read_timeout(err: BaseException) -> str | None:
     """The seconds of a per-read timeout behind ``err``, if it is one.
 
@@ -1052,7 +1079,8 @@ class GlanceClient:
             (:func:`~nova_snapshot_ext.image.quotas.parse_usage`); a
             negative ``limit`` is Keystone's "unlimited".
         :raises GlanceMalformedAnswer: the document is not ``{"usage":
-            {resource: {...}}}``, or none of its entries is usable.
+            {resource: {...}}}``, none of its entries is usable, or the
+            answer was cut mid-body (:func:`answer_cut`).
         :raises GlanceError: any other failure (translated).
         """
         info = getattr(self._client, 'info', None)
@@ -1062,6 +1090,15 @@ class GlanceClient:
             document = self._call('usage', info.get_usage)
         except exception.GlanceNotFound:
             return None
+        except exception.GlanceUnavailable as err:
+            if not answer_cut(err):
+                raise
+            # Glance answered; the document is unreadable, not Glance
+            # unreachable (the usage read is advisory).
+            raise exception.GlanceMalformedAnswer(
+                operation='usage', status=None,
+                reason='the answer was cut mid-body (%s)'
+                % err.kwargs.get('reason')) from err
         if not isinstance(document, ty.Mapping):
             raise exception.GlanceMalformedAnswer(
                 operation='usage', status=None,

@@ -166,12 +166,12 @@ def read_limits(glance: ty.Any
     The read is advisory: every failure of it is logged and the snapshot
     goes on unchecked -- a refusal, an unreadable or malformed document,
     and a transient fault of a Glance that answered (502/503/504 from it
-    or a proxy in front, an answer cut or trickling past the deadline):
-    the create that follows meets the same Glance and fails by its own
-    cause if the fault persists.  Only a Glance that could not be reached
-    at all (no answer: connection refused or reset, DNS, TLS, no
-    connection before the deadline) is raised, as the snapshot cannot
-    succeed (design rule 10: exit 3).
+    or a proxy in front, an answer cut mid-body or trickling past the
+    deadline): the create that follows meets the same Glance and fails by
+    its own cause if the fault persists.  Only a Glance that could not be
+    reached at all (no answer: connection refused or reset before any
+    answer, DNS, TLS, no connection before the deadline) is raised, as the
+    snapshot cannot succeed (design rule 10: exit 3).
 
     :returns: ``(usage or None, enforces_none)``.
     :raises GlanceUnavailable: Glance could not be reached at all.

@@ -17,10 +17,13 @@ The usage documents are the shape of Glance 33's ``GET /v2/info/usage``
 glanceclient; the plans are :class:`PlannedAttempt` values.
 """
 
+import http.client
 from unittest import mock
 
 import fixtures
 from glanceclient import exc as gexc
+import requests
+import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
@@ -417,3 +420,43 @@ class TestProjectId(base.TestCase):
         for auth in (None, mock.Mock(spec=['auth_ref'], auth_ref=None),
                      mock.Mock(spec=[])):
             self.assertIsNone(self.client(auth).project_id())
+
+
+class TestCutUsageAnswer(base.TestCase):
+    """A usage answer cut mid-body: Glance answered; unreadable usage."""
+
+    def setUp(self):
+        super().setUp()
+        fake = self.useFixture(fake_glanceclient.FakeGlanceFixture()).glance
+        fake.usage = {}
+        self.client = glance_mod.GlanceClient(session=mock.Mock())
+
+    def cut(self):
+        inner = http.client.IncompleteRead(b'{"usag', 7)
+        broken = urllib3.exceptions.ProtocolError(
+            'Connection broken: IncompleteRead', inner)
+        try:
+            raise requests.exceptions.ChunkedEncodingError(broken) from broken
+        except requests.exceptions.ChunkedEncodingError as err:
+            return err
+
+    def test_cut_is_malformed_and_not_fatal(self):
+        with mock.patch.object(fake_glanceclient._Info, 'get_usage',
+                               side_effect=self.cut()):
+            err = self.assertRaises(exception.GlanceMalformedAnswer,
+                                    self.client.usage)
+            self.assertIn('cut mid-body', err.format_message())
+            self.assertEqual((None, False), quotas.read_limits(self.client))
+
+    def test_reset_before_an_answer_is_still_unreachable(self):
+        reset = requests.exceptions.ConnectionError(
+            urllib3.exceptions.ProtocolError(
+                'Connection aborted.', ConnectionResetError(104, 'reset')))
+        self.assertFalse(glance_mod.answer_cut(reset))
+        with mock.patch.object(fake_glanceclient._Info, 'get_usage',
+                               side_effect=reset):
+            self.assertRaises(exception.GlanceUnavailable,
+                              quotas.read_usage, self.client)
+        self.assertTrue(glance_mod.answer_cut(self.cut()))
+        self.assertTrue(glance_mod.answer_cut(urllib3.exceptions.ProtocolError(
+            'Connection broken', urllib3.exceptions.IncompleteRead(1, 2))))
