@@ -470,7 +470,7 @@ class SnapshotRequest:
                    metadata=_str_dict(data, 'metadata', ''),
                    image_id=image_id, backup_type=backup_type)
 
-    def _check_fields(self) -> None:
+    def _check_fields(self) -> bool:
         """Give a request built in Python the checks ``from_dict`` makes.
 
         A host that builds the dataclasses directly skips
@@ -478,6 +478,9 @@ class SnapshotRequest:
         (same rules, same field paths) and normalised in place (integers
         given as strings become ints, ``image_id`` gets its one spelling).
 
+        :returns: True when the request is unchanged since it last passed
+            every check, the rules that span fields included (nothing was
+            checked again); False when its fields were checked now.
         :raises InvalidRequest: naming the offending field.
         """
         parts = (('server', self.server, Server),
@@ -496,14 +499,14 @@ class SnapshotRequest:
         if not isinstance(self.metadata, dict):
             _fail('metadata', 'must be an object of string keys')
         if self._checked_state() == self.__dict__.get(_CHECKED):
-            # Unchanged since its fields were last checked (by from_dict or
+            # Unchanged since it last passed every check (in from_dict or
             # an earlier validate): the same values of the same types
-            # pass the same checks.
-            return
+            # pass the same checks and the same rules.
+            return True
         checked = self._build(self._fields_dict())
         for name in _field_names(type(self)):
             setattr(self, name, getattr(checked, name))
-        self._remember_checked()
+        return False
 
     def _checked_state(self) -> list[ty.Any]:
         """Every field's type and value, containers copied.
@@ -532,7 +535,7 @@ class SnapshotRequest:
                         for v in head], rows]
 
     def _remember_checked(self) -> None:
-        """Record the state whose fields have just been checked."""
+        """Record the state that has just passed every check."""
         # Outside the dataclass fields: not compared, not in to_dict.
         self.__dict__[_CHECKED] = self._checked_state()
 
@@ -556,7 +559,9 @@ class SnapshotRequest:
         :meth:`_check_fields`), whether the request was built from the
         dataclasses or by :meth:`from_dict` and changed since (a host that
         fills in the volume snapshot ids after building it); then the
-        rules that span fields are checked.
+        rules that span fields are checked.  A request unchanged since it
+        last passed both (in :meth:`from_dict` or an earlier call) is not
+        checked again; one that failed is checked again on every call.
 
         :raises InvalidRequest: a field is malformed (named as a path,
             e.g. ``block_device_mappings[1].volume_size``), the server is
@@ -565,8 +570,12 @@ class SnapshotRequest:
         :raises InvalidServerState: the vm_state does not allow a
             volume-backed snapshot.
         """
-        self._check_fields()
+        if self._check_fields():
+            return
         self._check_rules()
+        # Only a request that passed the rules too is remembered as
+        # checked: one that failed them is checked again next time.
+        self._remember_checked()
 
     def _check_rules(self) -> None:
         """The rules that span fields (see :meth:`validate`)."""

@@ -461,6 +461,26 @@ class TestDirectlyBuiltRequest(base.TestCase):
             req.validate()
         self.assertEqual(1, build.call_count)
 
+    def test_rules_checked_once_and_a_failure_every_time(self):
+        req = request.SnapshotRequest.from_dict(base.sample_request_dict())
+        with mock.patch.object(request.SnapshotRequest, '_check_rules',
+                               wraps=req._check_rules) as rules:
+            req.validate()
+            req.validate()
+        # Passed in from_dict, unchanged since: not checked again.
+        self.assertEqual(0, rules.call_count)
+        # Broken after from_dict: refused, and again on the next call (a
+        # failed check is never remembered as passed).
+        req.server.vm_state = 'building'
+        for _ in range(2):
+            self.assertRaises(exception.InvalidServerState, req.validate)
+        req.block_device_mappings[1].boot_index = 0
+        req.server.vm_state = 'active'
+        for _ in range(2):
+            err = self.assertRaises(exception.InvalidRequest, req.validate)
+            self.assertEqual('block_device_mappings[1].boot_index',
+                             err.kwargs['field'])
+
     def test_request_changed_after_from_dict_is_checked_again(self):
         # A host builds the request once, then fills in the volume
         # snapshot ids (or a name): validate (every entry point) checks
