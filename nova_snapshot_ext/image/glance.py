@@ -187,11 +187,13 @@ def translate(err: BaseException, operation: str,
         schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
         ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
         ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 502, 503, 504
-        and transport failures (connection refused or reset, timeout, a body
-        cut mid-answer), ``GlanceNotImplemented`` 501 (also raised by
-        glanceclient itself when Glance lacks the API version a call
-        needs), ``GlanceMalformedAnswer`` for an answer whose body is not
-        the JSON document expected, ``GlanceError`` otherwise.
+        and transport failures (connection refused or reset, timeout),
+        ``GlanceAnswerCut`` (a ``GlanceUnavailable`` on a Glance that was
+        reached) for a body cut mid-answer, ``GlanceNotImplemented`` 501
+        (also raised by glanceclient itself when Glance lacks the API
+        version a call needs), ``GlanceMalformedAnswer`` for an answer
+        whose body is not the JSON document expected, ``GlanceError``
+        otherwise.
     """
     status = _status_of(err)
     reason = redaction.scrub(_reason(err), secret_url)
@@ -224,6 +226,12 @@ def translate(err: BaseException, operation: str,
                       reason='Glance was reached but sent nothing more for '
                       'that long; the answer is lost')
         return exception.GlanceDeadlineExceeded(**kwargs)
+    if _cut_answer(err):
+        # The status line came: Glance was reached, its answer is lost.
+        kwargs.update(status=None, reached=True,
+                      reason='Glance was reached but its answer was cut '
+                      'short (%s); the answer is lost' % reason)
+        return exception.GlanceAnswerCut(**kwargs)
     if status == 403 and policy_hint(operation):
         kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
     if status == 413:
@@ -237,6 +245,27 @@ def translate(err: BaseException, operation: str,
         # e.g. 504, which glanceclient raises as its bare HTTPException.
         return exception.GlanceUnavailable(**kwargs)
     return exception.GlanceError(**kwargs)
+
+
+#: Errors of a body cut after the status line and headers came: Glance
+#: was reached and began to answer (requests raises the first two while
+#: reading the body, from urllib3's or http.client's incomplete read).
+_CUT_ANSWER = (requests.exceptions.ChunkedEncodingError,
+               requests.exceptions.ContentDecodingError,
+               http.client.IncompleteRead,
+               urllib3.exceptions.InvalidChunkLength)
+
+
+def _cut_answer(err: BaseException) -> bool:
+    """Whether ``err`` (or one it was raised from) is a body cut short."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _CUT_ANSWER):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _read_timeout(err: BaseException) -> str | None:

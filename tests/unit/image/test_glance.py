@@ -99,6 +99,41 @@ class TestTranslate(base.TestCase):
                                   repr(err))
             self.assertIn('schema', ours.format_message())
 
+    def test_a_cut_answer_is_a_reached_glance_failing(self):
+        # The kind: the status line came, the body did not come whole
+        # (whatever layer says so, and however deep in the chain).
+        def chained(outer, inner):
+            try:
+                raise inner
+            except BaseException:  # noqa: B902 - building a chain
+                try:
+                    raise outer
+                except BaseException as err:  # noqa: B902
+                    return err
+        errors = [
+            requests.exceptions.ChunkedEncodingError('cut mid-body'),
+            requests.exceptions.ContentDecodingError('bad gzip'),
+            http.client.IncompleteRead(b'{"na'),
+            chained(ks_exc.UnknownConnectionError('x', None),
+                    requests.exceptions.ChunkedEncodingError('cut')),
+        ]
+        for err in errors:
+            with self.subTest(err=repr(err)):
+                ours = glance.translate(err, 'get')
+                self.assertIsInstance(ours, exception.GlanceAnswerCut)
+                self.assertFalse(exception.unreachable(ours))
+                self.assertIn('Glance was reached but its answer was cut '
+                              'short', ours.format_message())
+                self.assertNotIn('could not be reached',
+                                 ours.format_message())
+        for err in (requests.exceptions.ConnectionError('reset by peer'),
+                    http.client.RemoteDisconnected('closed'),
+                    ConnectionResetError(104, 'reset')):
+            with self.subTest(err=repr(err)):
+                ours = glance.translate(err, 'get')
+                self.assertNotIsInstance(ours, exception.GlanceAnswerCut)
+                self.assertTrue(exception.unreachable(ours))
+
     def test_malformed_answers_name_the_operation(self):
         errors = [
             json.JSONDecodeError('Expecting value', '{"na', 4),

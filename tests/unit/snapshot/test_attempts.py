@@ -563,9 +563,11 @@ class TestTransientUploadFaultLeaves(AttemptTestBase):
                 self.fake.fail('upload', fault)
                 err = self.fails()
                 # Glance could not be reached (or answered 502/503/504):
-                # 3; a reached Glance that did not answer in time: 1.
+                # 3; a reached Glance that did not answer in time, or
+                # whose answer was cut mid-body: 1.
                 expected = (checks.EXIT_FAILED if isinstance(
-                    fault, requests.exceptions.ReadTimeout)
+                    fault, (requests.exceptions.ReadTimeout,
+                            requests.exceptions.ChunkedEncodingError))
                     else checks.EXIT_UNREACHABLE)
                 self.assertEqual(expected,
                                  checks.activation_failure(err)[1])
