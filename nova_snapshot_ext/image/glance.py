@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import io
+import json
 import re
 import threading
 import time
@@ -689,6 +690,93 @@ class _Guard:
                 ' (%s)' % err.__class__.__name__ if err else ''))
 
 
+#: What a failed answer's body may hold that glanceclient cannot read.
+_PARSE_ERRORS = (AttributeError, TypeError, KeyError, ValueError)
+
+_TAG_RE = re.compile(r'<[^>]*>')
+
+
+def answer_message(body: bytes | str | None) -> str:
+    """The message of a failed answer's body, whatever its shape.
+
+    Glance's error bodies come as webob renders them: HTML, plain text,
+    a flat JSON document (``{"message": ..., "code": "403 Forbidden",
+    "title": ...}``, for an ``Accept: application/json`` request), or a
+    nested one (``{"error": {"message": ..., "code": 403}}``, from
+    keystonemiddleware and Glance's own JSON faults).
+
+    :returns: the message (markup removed, whitespace folded, at most 500
+        characters), or ``''``.
+    """
+    if isinstance(body, bytes):
+        body = body.decode('utf-8', 'replace')
+    text = body or ''
+    try:
+        document = ty.cast(ty.Any, json.loads(text))
+    except ValueError:
+        document = None
+    if isinstance(document, dict):
+        inner = document.get('error')
+        for holder in (document, inner if isinstance(inner, dict) else {}):
+            for key in ('message', 'title'):
+                value = holder.get(key)
+                if isinstance(value, str) and value.strip():
+                    text = value
+                    break
+            else:
+                continue
+            break
+    return ' '.join(_TAG_RE.sub(' ', text).split())[:500]
+
+
+def failed_answer(response: ty.Any) -> glance_exc.HTTPException:
+    """glanceclient's exception for a failed answer, built from its status.
+
+    For the answers glanceclient's own ``from_response`` cannot read (it
+    raises ``AttributeError`` on a flat JSON error body): the class is the
+    one glanceclient uses for the status (its bare ``HTTPException``, with
+    the status as its ``code``, for one it has no class for), the details
+    the body's message.  :func:`translate` then treats it as any other
+    answer of that status.
+    """
+    status = int(response.status_code)
+    err = glance_exc.from_response(response)  # by status only (no body)
+    if not isinstance(err.code, int):
+        err.code = status
+    message = answer_message(getattr(response, 'content', None))
+    reason = getattr(response, 'reason', None) or ''
+    err.details = ('%d %s: %s' % (status, reason, message) if message
+                   else '%d %s' % (status, reason)).strip()
+    return ty.cast(glance_exc.HTTPException, err)
+
+
+def _readable_failures(handle: ty.Callable[[ty.Any], ty.Any]
+                       ) -> ty.Callable[[ty.Any], ty.Any]:
+    """Wrap glanceclient's ``_handle_response``: a failure is its status.
+
+    glanceclient builds its exception for a failed answer from the body;
+    a body of a shape it does not expect makes it raise
+    ``AttributeError`` (or a JSON error), which would read as an
+    unreadable answer -- a transient fault -- although Glance answered,
+    with a status.  Such a failure is raised as :func:`failed_answer`.
+    """
+    def handle_response(response: ty.Any) -> ty.Any:
+        status = getattr(response, 'status_code', None)
+        try:
+            return handle(response)
+        except glance_exc.HTTPException as err:
+            if not isinstance(err.code, int) and isinstance(status, int):
+                # glanceclient's bare class (415, 504...): its text holds
+                # the status only when the body happens to start with it.
+                err.code = status
+            raise
+        except _PARSE_ERRORS as err:
+            if not isinstance(status, int) or status < 400:
+                raise
+            raise failed_answer(response) from err
+    return handle_response
+
+
 def _send_once_unless_idempotent(http_client: ty.Any,
                                  request_timeout: float | None = None
                                  ) -> _Guard | None:
@@ -708,6 +796,9 @@ def _send_once_unless_idempotent(http_client: ty.Any,
     request = getattr(http_client, 'request', None)
     if request is None:
         return None
+    handle = getattr(http_client, '_handle_response', None)
+    if handle is not None:
+        http_client._handle_response = _readable_failures(handle)
     guard = _Guard(request, request_timeout)
     http_client.request = guard
     return guard
