@@ -565,10 +565,11 @@ class TestTransientUploadFaultLeaves(AttemptTestBase):
                 # Glance could not be reached (or answered 502/503/504):
                 # 3; a reached Glance that did not answer in time, or
                 # whose answer was cut mid-body: 1.
-                expected = (checks.EXIT_FAILED if isinstance(
+                reached = isinstance(
                     fault, (requests.exceptions.ReadTimeout,
                             requests.exceptions.ChunkedEncodingError))
-                    else checks.EXIT_UNREACHABLE)
+                expected = (checks.EXIT_FAILED if reached
+                            else checks.EXIT_UNREACHABLE)
                 self.assertEqual(expected,
                                  checks.activation_failure(err)[1])
 
