@@ -23,9 +23,16 @@ Problem kinds (:data:`KINDS`; the ``kind`` field of every finding):
 
 ``queued-leftover``
     still ``queued`` (never activated) and not updated for longer than the
-    threshold: a failed activation left it.  *Fix*: delete it, after
-    re-reading it right before the delete (still ``queued``, no data, not
-    updated since the scan).
+    threshold: a failed activation left it.  *Fix*: delete it -- only when
+    the plugin provably made it (:func:`authorship_refusal`: its
+    ``snapshot_ext_fingerprint`` is the fingerprint of the volume
+    snapshots its own ``block_device_mapping`` names) and it is not
+    ``protected``, after re-reading it right before the delete (still
+    ``queued``, no data, not updated since the scan, still provably the
+    plugin's).  A queued image of the same shape the plugin did not make
+    (Nova's own volume-backed snapshot path, which Nova may still be
+    activating, or another tool) is reported, with ``made_by`` and
+    ``not_deleted`` in its evidence, and never deleted.
 ``dishonest-payload``
     active, and its data is not what ``disk_format`` says, judged by
     ``oslo.utils``' format inspector as Glance 30+ judges uploads: zero
@@ -90,7 +97,10 @@ MALFORMED_MAPPING = 'malformed-mapping'
 #: The documented problem vocabulary: kind -> (what it means, fixable).
 KINDS: dict[str, tuple[str, bool]] = {
     QUEUED_LEFTOVER: ('never activated and older than the threshold; '
-                      'fix: delete', True),
+                      'fix: delete, only an image the plugin provably made '
+                      '(snapshot_ext_fingerprint matching its '
+                      'block_device_mapping) and not protected; others '
+                      'are reported, never deleted', True),
     DISHONEST_PAYLOAD: ('the data is not what disk_format says (oslo.utils '
                         'format inspector); not fixed', False),
     MIN_DISK_ABOVE_ROOT: ('min_disk above the root volume size; fix: lower '
@@ -295,8 +305,48 @@ class Report:
 
 
 def is_volume_snapshot(image: ty.Mapping[str, ty.Any]) -> bool:
-    """True for images Nova made of a volume-backed server."""
+    """True for images of a volume-backed server's shape.
+
+    ``bdm_v2`` or ``block_device_mapping``: Nova's, the plugin's, or any
+    other tool's.  The shape decides what is judged, never what may be
+    deleted (:func:`authorship_refusal`).
+    """
     return 'bdm_v2' in image or 'block_device_mapping' in image
+
+
+#: Who made a queued image, in a ``queued-leftover`` finding's evidence.
+MADE_BY_PLUGIN = 'nova-snapshot-ext'
+MADE_BY_OTHER = ("not provably nova-snapshot-ext: Nova's own volume-backed "
+                 'snapshot path (which may still be activating it) or '
+                 'another tool')
+
+
+def authorship_refusal(image: ty.Mapping[str, ty.Any]) -> str | None:
+    """Why ``image`` is not provably one the plugin made, or ``None``.
+
+    The proof is the plugin's stamp: the property
+    :data:`~nova_snapshot_ext.snapshot.identity.FINGERPRINT_PROPERTY`
+    (every snapshot and backup the plugin creates carries it while its
+    mappings name a volume snapshot) holding the fingerprint of the volume
+    snapshots the image's own ``block_device_mapping`` names.  Nova's
+    volume-backed path writes none; a value inherited or copied from
+    another image names other volume snapshots.  A plugin image whose
+    fingerprint gave way to a full property quota cannot be told from
+    another tool's: it is refused too (the plugin deletes its own failed
+    attempts itself).
+
+    :param image: a Glance image (``GET /v2/images`` entry).
+    :returns: one sentence, or ``None`` when the image is the plugin's.
+    """
+    held = image.get(identity.FINGERPRINT_PROPERTY)
+    if not held:
+        return 'it has no %s, the property the plugin stamps on every ' \
+            'image it makes' % identity.FINGERPRINT_PROPERTY
+    if held != identity.fingerprint_of(mark.mapped_snapshot_ids(image)):
+        return ('its %s does not match the volume snapshots its '
+                'block_device_mapping names (inherited or copied from '
+                'another image)' % identity.FINGERPRINT_PROPERTY)
+    return None
 
 
 class AuditGlance:
@@ -478,11 +528,23 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
     if status == 'queued':
         age = _age(image, now)
         if age is not None and age >= queued_age:
-            add(QUEUED_LEFTOVER, {'status': status,
-                                  'updated_at': image.get('updated_at'),
-                                  'age_seconds': int(age),
-                                  'threshold_seconds': int(queued_age)},
-                None if image.get('protected') else {'op': 'delete'})
+            evidence = {'status': status,
+                        'updated_at': image.get('updated_at'),
+                        'age_seconds': int(age),
+                        'threshold_seconds': int(queued_age)}
+            not_ours = authorship_refusal(image)
+            evidence['made_by'] = (MADE_BY_PLUGIN if not_ours is None
+                                   else MADE_BY_OTHER)
+            if not_ours is not None:
+                evidence['not_deleted'] = (
+                    'audit deletes only images nova-snapshot-ext provably '
+                    'made, and %s; delete it by hand once nothing (Nova) '
+                    'is activating it' % not_ours)
+            elif image.get('protected'):
+                evidence['not_deleted'] = 'the image is protected'
+            add(QUEUED_LEFTOVER, evidence,
+                None if (not_ours is not None or image.get('protected'))
+                else {'op': 'delete'})
     elif status == 'active':
         _judge_payload(image, auditor, max_download, add, not_inspected)
 
@@ -585,6 +647,9 @@ def _still_same(finding: Finding, image: dict[str, ty.Any],
                 scanned_at: str | None) -> str:
     """Why the fix must not run now ('' when it may)."""
     if finding.kind == QUEUED_LEFTOVER:
+        not_ours = authorship_refusal(image)
+        if not_ours is not None:
+            return 'not provably made by nova-snapshot-ext: %s' % not_ours
         if image.get('status') != 'queued':
             return 'status is now %s' % image.get('status')
         if image.get('size') not in (None, 0):

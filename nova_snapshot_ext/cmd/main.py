@@ -62,7 +62,6 @@ from nova_snapshot_ext.cmd import config
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
-from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)

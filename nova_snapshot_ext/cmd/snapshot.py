@@ -155,6 +155,10 @@ def _quota_text(report: dict[str, ty.Any] | None) -> str:
         return '\nGlance quotas: none enforced (no unified limits)'
     text = '\nGlance quotas (usage / limit, left):'
     for name, entry in sorted(report['headroom'].items()):
+        if entry['left'] is None:  # a negative limit: unlimited
+            text += '\n  %s: %d / unlimited (limit %d)' % (
+                name, entry['usage'], entry['limit'])
+            continue
         text += '\n  %s: %d / %d, %d left' % (
             name, entry['usage'], entry['limit'], entry['left'])
     if report['create']:

@@ -227,7 +227,7 @@ def translate(err: BaseException, operation: str,
                       reason='Glance was reached but sent nothing more for '
                       'that long; the answer is lost')
         return exception.GlanceDeadlineExceeded(**kwargs)
-    if _cut_answer(err):
+    if answer_cut(err):
         # The status line came: Glance was reached, its answer is lost.
         kwargs.update(status=None, reached=True,
                       reason='Glance was reached but its answer was cut '
@@ -248,22 +248,30 @@ def translate(err: BaseException, operation: str,
     return exception.GlanceError(**kwargs)
 
 
-#: Errors of a body cut after the status line and headers came: Glance
-#: was reached and began to answer (requests raises the first two while
-#: reading the body, from urllib3's or http.client's incomplete read).
-_CUT_ANSWER = (requests.exceptions.ChunkedEncodingError,
-               requests.exceptions.ContentDecodingError,
-               http.client.IncompleteRead,
-               urllib3.exceptions.InvalidChunkLength)
+def answer_cut(err: BaseException) -> bool:
+    """Whether ``err`` is an answer cut mid-body (Glance was reached).
 
-
-def _cut_answer(err: BaseException) -> bool:
-    """Whether ``err`` (or one it was raised from) is a body cut short."""
+    Looks through the chain of exceptions ``err`` was raised from for
+    requests' ``ChunkedEncodingError``/``ContentDecodingError``, urllib3's
+    ``InvalidChunkLength`` or an ``IncompleteRead`` (http.client's, or
+    urllib3's inside its ``ProtocolError``): a status line and headers
+    came, the body did not come whole.  A reset before any answer is not
+    one.
+    """
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, _CUT_ANSWER):
+        if isinstance(current, (requests.exceptions.ChunkedEncodingError,
+                                requests.exceptions.ContentDecodingError,
+                                http.client.IncompleteRead,
+                                urllib3.exceptions.IncompleteRead,
+                                urllib3.exceptions.InvalidChunkLength)):
+            return True
+        if isinstance(current, urllib3.exceptions.ProtocolError) and any(
+                isinstance(arg, (http.client.IncompleteRead,
+                                 urllib3.exceptions.IncompleteRead))
+                for arg in current.args):
             return True
         current = current.__cause__ or current.__context__
     return False
@@ -1167,19 +1175,64 @@ class GlanceClient:
             ``image_size_total``/``image_stage_total`` in MiB); ``{}`` when
             Glance enforces no unified limits (``[DEFAULT]
             use_keystone_limits`` off); ``None`` when Glance (404) or
-            glanceclient has no such call.
+            glanceclient has no such call.  Entries of another shape
+            are left out, with a warning
+            (:func:`~nova_snapshot_ext.image.quotas.parse_usage`); a
+            negative ``limit`` is Keystone's "unlimited".
+        :raises GlanceMalformedAnswer: the document is not ``{"usage":
+            {resource: {...}}}``, none of its entries is usable, or the
+            answer was cut mid-body (:func:`answer_cut`).
         :raises GlanceError: any other failure (translated).
         """
         info = getattr(self._client, 'info', None)
         if info is None:  # a glanceclient without the usage call
             return None
         try:
-            usage = self._call('usage', lambda: dict(info.get_usage()))
+            document = self._call('usage', info.get_usage)
         except exception.GlanceNotFound:
             return None
-        return {str(name): {k: int(v) for k, v in dict(entry).items()
-                            if k in ('usage', 'limit')}
-                for name, entry in usage.items()}
+        except exception.GlanceUnavailable as err:
+            if not answer_cut(err):
+                raise
+            # Glance answered; the document is unreadable, not Glance
+            # unreachable (the usage read is advisory).
+            raise exception.GlanceMalformedAnswer(
+                operation='usage', status=None,
+                reason='the answer was cut mid-body (%s)'
+                % err.kwargs.get('reason')) from err
+        if not isinstance(document, ty.Mapping):
+            raise exception.GlanceMalformedAnswer(
+                operation='usage', status=None,
+                reason='the "usage" of GET /v2/info/usage is %s, not an '
+                'object of limits' % ('null' if document is None else
+                                      'a JSON %s' %
+                                      type(document).__name__))
+        usage, skipped = quotas.parse_usage(document)
+        for why in skipped:
+            LOG.warning('Glance quota usage (GET /v2/info/usage): %s; that '
+                        'limit is not checked before the snapshot', why)
+        if skipped and not usage:
+            raise exception.GlanceMalformedAnswer(
+                operation='usage', status=None,
+                reason='no entry of GET /v2/info/usage is usable (%s)'
+                % '; '.join(skipped))
+        return usage
+
+    def project_id(self) -> str | None:
+        """The project id of the identity's token, when known already.
+
+        Read from the auth plugin's cached token (keystoneauth1's
+        ``auth_ref``; through a service-token wrapper, its user's); never
+        a request.  ``None`` when no token was fetched yet or the plugin
+        keeps none (e.g. a bare token endpoint).
+        """
+        auth = self.auth
+        for plugin in (auth, getattr(auth, 'user_auth', None)):
+            ref = getattr(plugin, 'auth_ref', None)
+            project = getattr(ref, 'project_id', None)
+            if isinstance(project, str) and project:
+                return project
+        return None
 
     def get_locations(self, image_id: str) -> list[dict[str, ty.Any]]:
         """``GET /v2/images/{id}/locations`` (API 2.17, a service call).

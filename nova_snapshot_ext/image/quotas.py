@@ -93,6 +93,50 @@ def describe(resource: str) -> str:
                 if resource == COUNT_UPLOADING else ''))
 
 
+def _is_count(value: ty.Any) -> ty.TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_usage(document: ty.Mapping[str, ty.Any]
+                ) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """The usable entries of a usage document, and what was skipped.
+
+    The one home of the usage document's shape (``GET /v2/info/usage``'s
+    ``usage`` object): each entry must be an object with an integer
+    ``usage`` (0 or more) and an integer ``limit`` (a negative limit is
+    Keystone's "unlimited", kept: :func:`_over` never refuses it).  An
+    entry of another shape (``null``, ``"unlimited"``, a bare number, a
+    missing key) is skipped: its limit is not checked before the snapshot
+    (Glance still enforces it).
+
+    :param document: the ``usage`` object, already known to be a mapping.
+    :returns: ``({resource: {'usage': int, 'limit': int}}, skipped)``;
+        ``skipped`` holds one sentence per unusable entry, naming it.
+    """
+    entries: dict[str, dict[str, int]] = {}
+    skipped: list[str] = []
+    for name, entry in document.items():
+        if not isinstance(entry, ty.Mapping):
+            skipped.append('%s is %r, not an object with usage and limit'
+                           % (name, entry))
+            continue
+        used, limit = entry.get('usage'), entry.get('limit')
+        if not _is_count(used) or used < 0 or not _is_count(limit):
+            skipped.append('%s has usage %r and limit %r, not integers'
+                           % (name, used, limit))
+            continue
+        entries[str(name)] = {'usage': used, 'limit': limit}
+    return entries, skipped
+
+
+def unlimited(entry: ty.Mapping[str, int]) -> bool:
+    """Whether a usage entry's limit is Keystone's "unlimited" (< 0).
+
+    oslo.limit, which Glance enforces with, skips a negative limit.
+    """
+    return entry['limit'] < 0
+
+
 def read_usage(glance: ty.Any
                ) -> dict[str, dict[str, int]] | None:
     """The project's usage and limits, or None when Glance has none.
@@ -101,9 +145,10 @@ def read_usage(glance: ty.Any
         (not imported here: it imports this module).
 
     :returns: :meth:`GlanceClient.usage`'s dict; None when Glance enforces
-        no unified limits, has no usage API, or refuses to tell (logged:
-        the snapshot is not refused for what cannot be read).
-    :raises GlanceUnavailable: Glance could not be reached.
+        no unified limits, has no usage API, or refuses to tell or answers
+        something unreadable (logged: the snapshot is not refused for what
+        cannot be read; see :func:`read_limits`).
+    :raises GlanceUnavailable: Glance could not be reached at all.
     """
     return read_limits(glance)[0]
 
@@ -118,14 +163,24 @@ def read_limits(glance: ty.Any
     the project: a caller may keep it with the Glance's capabilities.  A
     refusal to tell (403...) is not: it may be this identity's.
 
+    The read is advisory: every failure of it is logged and the snapshot
+    goes on unchecked -- a refusal, an unreadable or malformed document,
+    and a transient fault of a Glance that answered (502/503/504 from it
+    or a proxy in front, an answer cut mid-body or trickling past the
+    deadline): the create that follows meets the same Glance and fails by
+    its own cause if the fault persists.  Only a Glance that could not be
+    reached at all (no answer: connection refused or reset before any
+    answer, DNS, TLS, no connection before the deadline) is raised, as the
+    snapshot cannot succeed (design rule 10: exit 3).
+
     :returns: ``(usage or None, enforces_none)``.
-    :raises GlanceUnavailable: Glance could not be reached.
+    :raises GlanceUnavailable: Glance could not be reached at all.
     """
     try:
         usage = glance.usage()
-    except exception.GlanceUnavailable:
-        raise
     except exception.GlanceError as err:
+        if exception.unreachable(err) and err.status is None:
+            raise
         LOG.warning('Glance quota usage (GET /v2/info/usage) cannot be '
                     'read; quotas are not checked before the snapshot: %s',
                     err.format_message())
@@ -134,23 +189,29 @@ def read_limits(glance: ty.Any
 
 
 def headroom(usage: ty.Mapping[str, ty.Mapping[str, int]]
-             ) -> dict[str, dict[str, int]]:
+             ) -> dict[str, dict[str, int | None]]:
     """Usage, limit and what is left of each limit Glance reported.
 
     :returns: ``{resource: {'usage', 'limit', 'left'}}`` (``left`` may be
-        negative when the project is already over).
+        negative when the project is already over; ``None`` when the
+        limit is negative, Keystone's "unlimited").
     """
     return {name: {'usage': entry['usage'], 'limit': entry['limit'],
-                   'left': entry['limit'] - entry['usage']}
+                   'left': None if unlimited(entry)
+                   else entry['limit'] - entry['usage']}
             for name, entry in usage.items()
             if 'usage' in entry and 'limit' in entry}
 
 
 def _over(usage: ty.Mapping[str, ty.Mapping[str, int]], name: str,
           delta: int) -> str | None:
-    """Why ``name`` refuses ``delta`` more, or None when it fits."""
+    """Why ``name`` refuses ``delta`` more, or None when it fits.
+
+    A negative limit is unlimited (oslo.limit skips it): it fits.
+    """
     entry = usage.get(name)
-    if not entry or entry['usage'] + delta <= entry['limit']:
+    if (not entry or unlimited(entry) or
+            entry['usage'] + delta <= entry['limit']):
         return None
     return ('%s: the project uses %d of %d %s and this needs %d more%s' % (
         name, entry['usage'], entry['limit'], UNITS[name], delta,

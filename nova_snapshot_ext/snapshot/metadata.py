@@ -451,6 +451,9 @@ def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
             # stay None: they describe the source volume's secret.
             entry: dict[str, ty.Any] = dict(_VOLUME_ENTRY)
             entry.update(zip(_VOLUME_COPIED, _get_volume_copied(bdm)))
+            # One spelling of the Cinder id: what a boot hands to Cinder,
+            # and what the fingerprint (hence the image id) is made of.
+            entry['snapshot_id'] = request_mod.cinder_id(entry['snapshot_id'])
             volumes.append(entry)
         else:
             entry = dict(zip(MAPPING_FIELDS, _get_mapping_fields(bdm)))

@@ -108,6 +108,27 @@ def _check_text(value: str, field: str) -> None:
         _fail(field, 'is not valid Unicode text (it holds a lone surrogate)')
 
 
+def cinder_id(value: str | None) -> str | None:
+    """A Cinder volume or snapshot id in the one spelling Nova and Cinder use.
+
+    Cinder ids are UUIDs: any spelling :class:`uuid.UUID` reads (upper
+    case, blanks around it, no dashes, braces, a ``urn:uuid:`` prefix)
+    names the same volume or snapshot, and is given back lower case with
+    dashes; anything else is given back without surrounding blanks.  The
+    image record stores this spelling and the fingerprint is made from it,
+    so one snapshot gets one image id however its ids were written.
+
+    :returns: the canonical id; ``None`` (or ``''``) as given.
+    """
+    if not value or not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return str(uuid_mod.UUID(text))
+    except ValueError:
+        return text
+
+
 def _str(data: dict, key: str, path: str, required: bool = False,
          max_len: int | None = None) -> str | None:
     value = data.get(key)
@@ -575,9 +596,9 @@ class SnapshotRequest:
         for i, bdm in enumerate(self.block_device_mappings):
             if not bdm.is_volume or bdm.no_device:
                 continue
-            # Cinder ids are UUIDs: the same id in another case (or with
-            # blanks around it) names the same snapshot or volume.
-            volume = (bdm.volume_id or '').strip().lower()
+            # Cinder ids are UUIDs: the same id in another spelling names
+            # the same snapshot or volume.
+            volume = (cinder_id(bdm.volume_id) or '').lower()
             if volume and volume in volumes:
                 # A volume is attached to a server once: two mappings of
                 # one volume are one disk counted twice.
@@ -587,7 +608,7 @@ class SnapshotRequest:
                       % (bdm.volume_id, volumes[volume]))
             if volume:
                 volumes[volume] = i
-            snapshot = (bdm.snapshot_id or '').strip().lower()
+            snapshot = (cinder_id(bdm.snapshot_id) or '').lower()
             if not snapshot:
                 continue
             if snapshot in seen:

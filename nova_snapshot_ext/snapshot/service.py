@@ -305,7 +305,8 @@ class SnapshotService:
             if enforces_none:
                 self.capabilities.learned(glance, unified_limits=False)
         notes = list(decision.notes) + quotas.check_plan(
-            usage, decision.attempts)
+            usage, decision.attempts,
+            project=glance.project_id() if usage else None)
         return PreparedSnapshot(record, decision.attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------

@@ -24,7 +24,9 @@ import sys
 import uuid
 
 
+from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.image import payloads
+from nova_snapshot_ext.snapshot import identity
 from tests.functional import base as fbase
 
 
@@ -60,6 +62,8 @@ class TestAudit(fbase.FunctionalTestCase):
         props.setdefault('bdm_v2', 'True')
         props.setdefault('block_device_mapping', mapping())
         props.setdefault('root_device_name', '/dev/vda')
+        # None: leave the property out (e.g. bdm_v2 of a legacy mapping)
+        props = {k: v for k, v in props.items() if v is not None}
         image = self.client.images.create(
             name='audit-%s' % uuid.uuid4().hex[:8], disk_format=disk_format,
             container_format='bare', **props)
@@ -71,10 +75,18 @@ class TestAudit(fbase.FunctionalTestCase):
                 self.client.images.upload(image['id'], '')
         return image['id']
 
+    def seed_ours(self, **props):
+        """A queued image stamped as the plugin stamps its own."""
+        props.setdefault('block_device_mapping', mapping())
+        props.setdefault(identity.FINGERPRINT_PROPERTY,
+                         identity.fingerprint_of(
+                             mark.mapped_snapshot_ids(props)))
+        return self.seed(activate=False, **props)
+
     def seed_every_kind(self):
         ids = {
             'healthy': self.seed(min_disk=8),
-            'queued': self.seed(activate=False),
+            'queued': self.seed_ours(),
             'zero_qcow2': self.seed(disk_format='qcow2'),
             'zero_vhd': self.seed(disk_format='vhd'),
             'raw_as_vmdk': self.seed(b'not a vmdk' * 100,
@@ -175,6 +187,43 @@ class TestAudit(fbase.FunctionalTestCase):
             (ids['connection_info'], 'malformed-mapping'),
         ]), self.kinds(report))
         self.assertFalse(any(f['fixable'] for f in report['findings']))
+
+    def test_queued_image_the_plugin_did_not_make_is_never_deleted(self):
+        # The shape of Nova's own volume-backed snapshot image (one Nova
+        # may still be activating), of one with a fingerprint copied from
+        # another image, and of another tool's image: reported, kept.
+        other = identity.fingerprint_of([str(uuid.uuid4())])
+        foreign = {
+            'nova': self.seed(activate=False),
+            'legacy': self.seed(activate=False, bdm_v2=None),
+            'copied': self.seed(activate=False,
+                                snapshot_ext_fingerprint=other),
+        }
+        ours = self.seed_ours()
+        proc = self.run_cli('--queued-older-than', '0', '--fix', '--yes')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        queued = {f['image_id']: f for f in report['findings']
+                  if f['kind'] == 'queued-leftover'}
+        self.assertEqual(set(foreign.values()) | {ours}, set(queued))
+        for title, image_id in foreign.items():
+            finding = queued[image_id]
+            self.assertFalse(finding['fixable'], title)
+            self.assertIn('not provably nova-snapshot-ext',
+                          finding['evidence']['made_by'], title)
+            self.assertIn('snapshot_ext_fingerprint',
+                          finding['evidence']['not_deleted'], title)
+            self.assertEqual('queued',
+                             self.client.images.get(image_id)['status'],
+                             title)
+        self.assertEqual('nova-snapshot-ext', queued[ours]['evidence'][
+            'made_by'])
+        self.assertEqual(
+            [(ours, 'queued-leftover', 'done')],
+            [(a['image_id'], a['kind'], a['outcome'])
+             for a in report['actions'] if a['kind'] == 'queued-leftover'])
+        self.assertEqual([], [i for i in self.client.images.list(
+            filters={'owner': self.project_id}) if i['id'] == ours])
 
     def test_young_queued_image_is_not_a_leftover(self):
         queued = self.seed(activate=False)

@@ -47,6 +47,14 @@ def image(entries=None, **changes):
     return value
 
 
+def ours(**changes):
+    """A queued image as the plugin makes it (fingerprint stamped)."""
+    value = image(**changes)
+    value.setdefault(identity.FINGERPRINT_PROPERTY, identity.fingerprint_of(
+        mark.mapped_snapshot_ids(value)))
+    return value
+
+
 class FakeAuditor:
     def __init__(self, images, data=None):
         self.images = {i['id']: dict(i) for i in images}
@@ -277,6 +285,61 @@ class TestJudge(base.TestCase):
             [{'device_name': 'vda', 'connection_info': '{}'}])
         self.assertEqual(['malformed-mapping'], self.kinds(legacy))
 
+    def test_queued_leftover_deletable_only_when_the_plugin_made_it(self):
+        old = {'status': 'queued', 'size': None,
+               'updated_at': '2026-11-28T12:00:00Z'}
+        finding = audit.judge(ours(**old), now=NOW)[0]
+        self.assertEqual((audit.QUEUED_LEFTOVER, True, {'op': 'delete'}),
+                         (finding.kind, finding.fixable, finding.fix))
+        self.assertEqual(audit.MADE_BY_PLUGIN, finding.evidence['made_by'])
+        self.assertNotIn('not_deleted', finding.evidence)
+        other = identity.fingerprint_of(['snap-of-another-image'])
+        not_ours = {
+            # Nova's own volume-backed snapshot image (v2 and legacy).
+            'nova': image(**old),
+            'nova legacy': dict(image(**old), bdm_v2=None),
+            'mapping only': {k: v for k, v in image(**old).items()
+                             if k != 'bdm_v2'},
+            # Fingerprint inherited or copied from another image.
+            'copied': image(**dict(old, snapshot_ext_fingerprint=other)),
+            'empty stamp': image(**dict(old, snapshot_ext_fingerprint='')),
+            # Stamped, but the mapping names no volume snapshot.
+            'no snapshot ids': image(
+                [entry(snapshot_id=None)],
+                **dict(old, snapshot_ext_fingerprint=other)),
+            'mapping not json': image(**dict(
+                old, block_device_mapping='[{oops',
+                snapshot_ext_fingerprint=identity.fingerprint_of(
+                    ['snap-1']))),
+            # Looks like a backup, is no proven one.
+            'backup look-alike': image(**dict(
+                old, image_type='backup', backup_type='daily',
+                snapshot_ext_backup='x', instance_uuid='u')),
+        }
+        for title, img in not_ours.items():
+            found = [f for f in audit.judge(img, now=NOW)
+                     if f.kind == audit.QUEUED_LEFTOVER]
+            self.assertEqual(1, len(found), title)
+            self.assertFalse(found[0].fixable, title)
+            self.assertIsNone(found[0].fix, title)
+            self.assertEqual(audit.MADE_BY_OTHER,
+                             found[0].evidence['made_by'], title)
+            self.assertIn('provably made', found[0].evidence['not_deleted'],
+                          title)
+            self.assertIn(identity.FINGERPRINT_PROPERTY,
+                          found[0].evidence['not_deleted'], title)
+            self.assertIn('(not fixable)', found[0].describe(), title)
+
+    def test_authorship_refusal(self):
+        self.assertIsNone(audit.authorship_refusal(ours()))
+        self.assertIn('has no snapshot_ext_fingerprint',
+                      audit.authorship_refusal(image()))
+        self.assertIn('does not match', audit.authorship_refusal(
+            ours(snapshot_ext_fingerprint=identity.fingerprint_of(['x']))))
+        made = ours()
+        made['block_device_mapping'] = json.dumps([entry(snapshot_id='s2')])
+        self.assertIn('does not match', audit.authorship_refusal(made))
+
     def test_is_volume_snapshot(self):
         self.assertTrue(audit.is_volume_snapshot({'bdm_v2': 'True'}))
         self.assertTrue(audit.is_volume_snapshot(
@@ -303,8 +366,8 @@ class TestRepair(base.TestCase):
 
     def test_fix_patches_metadata_only_and_deletes_leftovers(self):
         fixable = image(min_disk=160, image_type='backup')
-        queued = image(id='img-2', status='queued', size=None,
-                       updated_at='2026-11-01T00:00:00Z')
+        queued = ours(id='img-2', status='queued', size=None,
+                      updated_at='2026-11-01T00:00:00Z')
         dishonest = image(id='img-3', disk_format='qcow2')
         auditor = FakeAuditor([fixable, queued, dishonest])
         report = self.report_for(fixable, queued, dishonest)
@@ -317,8 +380,8 @@ class TestRepair(base.TestCase):
         self.assertEqual(1, len(report.unrepaired))
 
     def test_queued_image_that_changed_is_skipped(self):
-        queued = image(status='queued', size=None,
-                       updated_at='2026-11-01T00:00:00Z')
+        queued = ours(status='queued', size=None,
+                      updated_at='2026-11-01T00:00:00Z')
         report = self.report_for(queued)
         changes = ({'status': 'active'},
                    {'updated_at': '2026-11-01T00:00:01Z'})
@@ -331,6 +394,52 @@ class TestRepair(base.TestCase):
         actions = audit.repair(auditor, report, act=True, queued_age=60)
         self.assertEqual(('skipped', 'the image is gone'),
                          (actions[-1].outcome, actions[-1].reason))
+
+    def test_queued_image_the_plugin_did_not_make_is_never_deleted(self):
+        old = {'status': 'queued', 'size': None,
+               'updated_at': '2026-11-01T00:00:00Z'}
+        nova = image(id='nova-made', **old)
+        copied = image(id='copied', **dict(
+            old, snapshot_ext_fingerprint=identity.fingerprint_of(['x'])))
+        made = ours(id='made', **old)
+        auditor = FakeAuditor([nova, copied, made])
+        report = self.report_for(nova, copied, made)
+        # (the copied fingerprint is also a borrowed property: not here)
+        report.findings = [f for f in report.findings
+                           if f.kind == audit.QUEUED_LEFTOVER]
+        self.assertEqual(3, len(report.findings))
+        for act in (False, True):
+            actions = audit.repair(auditor, report, act=act, queued_age=60)
+            self.assertEqual(['made'], [a.image_id for a in actions])
+        self.assertEqual([('delete', 'made')], auditor.calls)
+        self.assertEqual({'nova-made', 'copied'}, set(auditor.images))
+        self.assertEqual({'nova-made', 'copied'},
+                         {f.image_id for f in report.unrepaired})
+
+    def test_queued_image_restamped_after_the_scan_is_skipped(self):
+        # Proven at the scan; the re-read right before the delete no
+        # longer proves it (fingerprint removed or changed): not deleted.
+        made = ours(status='queued', size=None,
+                    updated_at='2026-11-01T00:00:00Z')
+        report = self.report_for(made)
+        for change in ({identity.FINGERPRINT_PROPERTY: None},
+                       {identity.FINGERPRINT_PROPERTY:
+                        identity.fingerprint_of(['x'])}):
+            auditor = FakeAuditor([dict(made, **change)])
+            actions = audit.repair(auditor, report, act=True, queued_age=60)
+            self.assertEqual(['skipped'], [a.outcome for a in actions])
+            self.assertEqual([], auditor.calls)
+
+    def test_still_same_refuses_an_image_not_provably_ours(self):
+        made = ours(status='queued', size=None,
+                    updated_at='2026-11-01T00:00:00Z')
+        finding = audit.judge(made, now=NOW, queued_age=60)[0]
+        self.assertEqual('', audit._still_same(finding, made,
+                                               made['updated_at']))
+        why = audit._still_same(finding, image(**{
+            k: v for k, v in made.items()
+            if k != identity.FINGERPRINT_PROPERTY}), made['updated_at'])
+        self.assertIn('not provably made by nova-snapshot-ext', why)
 
     def test_kinds_documented(self):
         self.assertEqual({'queued-leftover', 'dishonest-payload',

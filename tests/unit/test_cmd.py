@@ -29,6 +29,7 @@ from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext.snapshot import service
 from tests import base
 
@@ -769,3 +770,15 @@ class TestConsoleMain(base.TestCase):
             self.assertEqual(3, main.console_main())
         self.assertEqual(signal.SIG_IGN, signal.getsignal(signal.SIGINT))
         self.assertEqual(signal.SIG_IGN, signal.getsignal(signal.SIGTERM))
+
+
+class TestQuotaText(base.TestCase):
+
+    def test_unlimited_limit_is_said_not_counted(self):
+        report = {'headroom': quotas.headroom({
+            'image_count_total': {'usage': 4, 'limit': -1},
+            'image_size_total': {'usage': 10, 'limit': 100}}),
+            'create': None, 'attempts': []}
+        text = snapshot_cmd._quota_text(report)
+        self.assertIn('image_count_total: 4 / unlimited (limit -1)', text)
+        self.assertIn('image_size_total: 10 / 100, 90 left', text)

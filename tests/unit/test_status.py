@@ -249,7 +249,8 @@ class TestOptionsCheck(StatusCase):
     def test_bad_nova_group_values_fail_without_nova(self):
         # [snapshot_ext_nova] is registered only inside nova-api; the
         # check judges it as the paste filter would.
-        result = self.checks('[snapshot_ext_nova]\nactivation = maybe\n'
+        result = self.checks('[snapshot_ext_glance]\nauth_type = none\n'
+                             '[snapshot_ext_nova]\nactivation = maybe\n'
                              'glance_connection = bogus\n')._check_options()
         self.assertEqual(status.Code.FAILURE, result.code)
         self.assertIn('[snapshot_ext_nova] activation', result.details)
@@ -257,7 +258,8 @@ class TestOptionsCheck(StatusCase):
                       result.details)
 
     def test_typos_warn_naming_the_close_name(self):
-        result = self.checks('[snapshot_ext_nva]\nactivation = true\n'
+        result = self.checks('[snapshot_ext_glance]\nauth_type = none\n'
+                             '[snapshot_ext_nva]\nactivation = true\n'
                              '[snapshot_ext]\nearly_refusl = 1\n'
                              )._check_options()
         self.assertEqual(status.Code.WARNING, result.code)

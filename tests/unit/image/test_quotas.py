@@ -17,10 +17,13 @@ The usage documents are the shape of Glance 33's ``GET /v2/info/usage``
 glanceclient; the plans are :class:`PlannedAttempt` values.
 """
 
+import http.client
 from unittest import mock
 
 import fixtures
 from glanceclient import exc as gexc
+import requests
+import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
@@ -235,3 +238,225 @@ class TestReadUsage(base.TestCase):
         self.fake.fail('usage', gexc.CommunicationError('reset'))
         self.assertRaises(exception.GlanceUnavailable,
                           quotas.read_usage, self.client)
+
+
+class TestUnlimited(base.TestCase):
+    """A negative limit is Keystone's "unlimited" (oslo.limit skips it)."""
+
+    def test_never_refuses(self):
+        for limit in (-1, -5):
+            usage = _usage(image_count_total=(10 ** 6, limit),
+                           image_count_uploading=(50, limit),
+                           image_size_total=(10 ** 9, limit),
+                           image_stage_total=(10 ** 9, limit))
+            self.assertIsNone(quotas.create_refusal(usage))
+            self.assertEqual([], quotas.check_plan(
+                usage, [_upload(10 ** 6 * MIB), _location()], 'p-1'))
+            self.assertEqual({'usage': 10 ** 6, 'limit': limit,
+                              'left': None},
+                             quotas.headroom(usage)['image_count_total'])
+
+    def test_other_limits_still_refuse(self):
+        usage = dict(ROOMY, **_usage(image_count_total=(99, -1),
+                                     image_size_total=(10, 10)))
+        err = self.assertRaises(exception.GlanceQuotaExceeded,
+                                quotas.check_plan, usage,
+                                [_upload(5 * MIB)], 'p-1')
+        self.assertEqual('image_size_total', err.kwargs['resource'])
+        self.assertIn('project p-1', err.format_message())
+
+
+class TestParseUsage(base.TestCase):
+
+    def test_keeps_integer_entries_and_names_the_others(self):
+        entries, skipped = quotas.parse_usage({
+            'image_count_total': {'usage': 1, 'limit': 2},
+            'image_count_uploading': {'usage': 0, 'limit': -1},
+            'image_size_total': {'usage': None, 'limit': 5},
+            'image_stage_total': 7,
+            'a': {'limit': 10},
+            'b': {'usage': 1, 'limit': 'unlimited'},
+            'c': {'usage': True, 'limit': 1},
+            'd': {'usage': 1.5, 'limit': 3},
+            'e': {'usage': -1, 'limit': 3},
+            'f': None, 'g': [1, 2]})
+        self.assertEqual(_usage(image_count_total=(1, 2),
+                                image_count_uploading=(0, -1)), entries)
+        self.assertEqual(9, len(skipped))
+        for name in ('image_size_total', 'image_stage_total', 'a', 'b',
+                     'c', 'd', 'e', 'f', 'g'):
+            self.assertTrue(any(s.startswith(name + ' ') for s in skipped),
+                            name)
+
+
+class TestMalformedUsage(base.TestCase):
+    """A usage document of another shape is unreadable usage, not a crash.
+
+    The glanceclient boundary answers what ``info.get_usage()`` returns
+    (the ``usage`` member of the body), or raises what glanceclient raises
+    on a body without it (``KeyError``) or that is not an object
+    (``TypeError``).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.fake.usage = {}
+        self.client = glance_mod.GlanceClient(session=mock.Mock())
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_snapshot_ext'))
+
+    def answer(self, **kwargs):
+        return self.useFixture(fixtures.MockPatchObject(
+            fake_glanceclient._Info, 'get_usage', **kwargs))
+
+    def test_unusable_documents(self):
+        for document in (None, [], [1, 2], 5, 'x', True,
+                         {'image_count_total': None},
+                         {'image_count_total': 5},
+                         {'image_count_total': {'limit': 10}},
+                         {'image_count_total': {'usage': None, 'limit': 10}},
+                         {'image_count_total': {'usage': 1,
+                                                'limit': 'unlimited'}}):
+            with mock.patch.object(fake_glanceclient._Info, 'get_usage',
+                                   return_value=document):
+                err = self.assertRaises(exception.GlanceMalformedAnswer,
+                                        self.client.usage)
+                self.assertEqual('usage', err.kwargs['operation'])
+                self.assertIsNone(err.status)
+                self.assertEqual((None, False),
+                                 quotas.read_limits(self.client), document)
+        self.assertIn('quotas are not checked', self.logs.output)
+
+    def test_glanceclient_refusing_the_body(self):
+        for error in (KeyError('usage'),
+                      TypeError('list indices must be integers')):
+            self.answer(side_effect=error)
+            self.assertRaises(exception.GlanceMalformedAnswer,
+                              self.client.usage)
+            self.assertIsNone(quotas.read_usage(self.client))
+
+    def test_partly_usable_document(self):
+        self.answer(return_value={
+            'image_count_total': {'usage': 1, 'limit': 2},
+            'image_size_total': {'usage': None, 'limit': 5},
+            'image_stage_total': 7})
+        self.assertEqual(_usage(image_count_total=(1, 2)),
+                         quotas.read_usage(self.client))
+        self.assertIn('image_size_total', self.logs.output)
+        self.assertIn('image_stage_total', self.logs.output)
+        self.assertIn('not checked', self.logs.output)
+
+    def test_negative_limit_is_kept(self):
+        self.answer(return_value=_usage(image_count_total=(7, -1)))
+        usage = quotas.read_usage(self.client)
+        self.assertEqual(_usage(image_count_total=(7, -1)), usage)
+        self.assertEqual([], quotas.check_plan(usage, [_upload(MIB)]))
+
+
+class TestTransientUsageRead(base.TestCase):
+    """A Glance that answered is not unreachable: the read is skipped."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.fake.usage = _usage(image_count_total=(1, 2))
+        self.client = glance_mod.GlanceClient(session=mock.Mock())
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_snapshot_ext.image.quotas'))
+
+    def test_5xx_answers_are_logged_not_fatal(self):
+        for error in (gexc.HTTPServiceUnavailable('busy'),
+                      gexc.HTTPBadGateway('proxy'),
+                      gexc.HTTPException('HTTP 504 Gateway Timeout')):
+            self.fake.fail('usage', error)
+            self.assertEqual((None, False), quotas.read_limits(self.client))
+        self.assertIn('quotas are not checked', self.logs.output)
+        self.assertEqual(_usage(image_count_total=(1, 2)),
+                         quotas.read_usage(self.client))
+
+    def test_a_reached_glance_past_the_deadline_is_not_fatal(self):
+        reached = exception.GlanceDeadlineExceeded(
+            operation='usage', status=None, deadline=6, which='x',
+            sent=True, reached=True, reason='trickled')
+        with mock.patch.object(self.client, 'usage', side_effect=reached):
+            self.assertIsNone(quotas.read_usage(self.client))
+
+    def test_no_answer_at_all_is_unreachable(self):
+        never = exception.GlanceDeadlineExceeded(
+            operation='usage', status=None, deadline=6, which='x',
+            sent=True, reached=False, reason='no connection')
+        with mock.patch.object(self.client, 'usage', side_effect=never):
+            self.assertRaises(exception.GlanceDeadlineExceeded,
+                              quotas.read_usage, self.client)
+        self.fake.fail('usage', gexc.CommunicationError('refused'))
+        self.assertRaises(exception.GlanceUnavailable,
+                          quotas.read_usage, self.client)
+
+
+class TestProjectId(base.TestCase):
+
+    def client(self, auth):
+        self.useFixture(fake_glanceclient.FakeGlanceFixture())
+        session = mock.Mock(auth=auth)
+        client = glance_mod.GlanceClient(session=session)
+        client._client.http_client.auth = None
+        return client
+
+    def test_from_the_cached_token(self):
+        auth = mock.Mock(spec=['auth_ref'])
+        auth.auth_ref = mock.Mock(project_id='proj-1')
+        self.assertEqual('proj-1', self.client(auth).project_id())
+
+    def test_through_a_service_token_wrapper(self):
+        user = mock.Mock(spec=['auth_ref'])
+        user.auth_ref = mock.Mock(project_id='proj-2')
+        wrapper = mock.Mock(spec=['user_auth'], user_auth=user)
+        self.assertEqual('proj-2', self.client(wrapper).project_id())
+
+    def test_unknown(self):
+        for auth in (None, mock.Mock(spec=['auth_ref'], auth_ref=None),
+                     mock.Mock(spec=[])):
+            self.assertIsNone(self.client(auth).project_id())
+
+
+class TestCutUsageAnswer(base.TestCase):
+    """A usage answer cut mid-body: Glance answered; unreadable usage."""
+
+    def setUp(self):
+        super().setUp()
+        fake = self.useFixture(fake_glanceclient.FakeGlanceFixture()).glance
+        fake.usage = {}
+        self.client = glance_mod.GlanceClient(session=mock.Mock())
+
+    def cut(self):
+        inner = http.client.IncompleteRead(b'{"usag', 7)
+        broken = urllib3.exceptions.ProtocolError(
+            'Connection broken: IncompleteRead', inner)
+        try:
+            raise requests.exceptions.ChunkedEncodingError(broken) from broken
+        except requests.exceptions.ChunkedEncodingError as err:
+            return err
+
+    def test_cut_is_malformed_and_not_fatal(self):
+        with mock.patch.object(fake_glanceclient._Info, 'get_usage',
+                               side_effect=self.cut()):
+            err = self.assertRaises(exception.GlanceMalformedAnswer,
+                                    self.client.usage)
+            self.assertIn('cut mid-body', err.format_message())
+            self.assertEqual((None, False), quotas.read_limits(self.client))
+
+    def test_reset_before_an_answer_is_still_unreachable(self):
+        reset = requests.exceptions.ConnectionError(
+            urllib3.exceptions.ProtocolError(
+                'Connection aborted.', ConnectionResetError(104, 'reset')))
+        self.assertFalse(glance_mod.answer_cut(reset))
+        with mock.patch.object(fake_glanceclient._Info, 'get_usage',
+                               side_effect=reset):
+            self.assertRaises(exception.GlanceUnavailable,
+                              quotas.read_usage, self.client)
+        self.assertTrue(glance_mod.answer_cut(self.cut()))
+        self.assertTrue(glance_mod.answer_cut(urllib3.exceptions.ProtocolError(
+            'Connection broken', urllib3.exceptions.IncompleteRead(1, 2))))

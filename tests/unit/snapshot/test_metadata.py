@@ -63,6 +63,22 @@ class TestMetadataBuilder(base.TestCase):
             make_request(*args, **kwargs), non_inheritable=non_inheritable,
             driver_properties=driver_properties, image_id='id-1')
 
+    def test_one_snapshot_one_spelling_one_fingerprint(self):
+        # The record stores the id as Nova and Cinder spell it (a boot
+        # hands it to Cinder), and the fingerprint -- hence the derived
+        # image id -- does not change with how the caller wrote it.
+        from nova_snapshot_ext.snapshot import identity
+
+        canonical = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'
+        records = [self.build(bdms=(dict(ROOT, snapshot_id=spelling),))
+                   for spelling in (canonical, ' %s ' % canonical.upper(),
+                                    '{%s}' % canonical)]
+        for rec in records:
+            self.assertEqual(canonical, rec.mappings[0]['snapshot_id'])
+            self.assertIn('"snapshot_id": "%s"' % canonical,
+                          rec.properties['block_device_mapping'])
+        self.assertEqual(1, len({identity.fingerprint(r) for r in records}))
+
     def test_inherits_image_properties_from_sysmeta(self):
         rec = self.build(sysmeta={'image_os_distro': 'ubuntu',
                                   'image_hw_disk_bus': 'virtio'})

@@ -234,7 +234,9 @@ class TestSameIdTwice(base.TestCase):
     def test_same_snapshot_id_in_any_spelling(self):
         first = base.sample_request_dict()['block_device_mappings'][0][
             'snapshot_id']
-        for spelling in (first, first.upper(), ' %s ' % first):
+        for spelling in (first, first.upper(), ' %s ' % first,
+                         first.replace('-', ''), '{%s}' % first,
+                         'urn:uuid:%s' % first):
             with self.subTest(spelling=spelling):
                 data = base.sample_request_dict()
                 data['block_device_mappings'][1]['snapshot_id'] = spelling
@@ -246,7 +248,8 @@ class TestSameIdTwice(base.TestCase):
     def test_same_volume_id_in_any_spelling(self):
         first = base.sample_request_dict()['block_device_mappings'][0][
             'volume_id']
-        for spelling in (first, first.upper()):
+        for spelling in (first, first.upper(), 'urn:uuid:%s' % first,
+                         first.replace('-', '')):
             with self.subTest(spelling=spelling):
                 data = base.sample_request_dict()
                 data['block_device_mappings'][1]['volume_id'] = spelling
@@ -258,6 +261,22 @@ class TestSameIdTwice(base.TestCase):
     def test_distinct_ids_parse(self):
         self.assertEqual(3, len(self._parse(
             base.sample_request_dict()).block_device_mappings))
+
+
+class TestCinderId(base.TestCase):
+
+    def test_uuid_spellings_are_one(self):
+        canonical = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'
+        for spelling in (canonical, canonical.upper(), ' %s\t' % canonical,
+                         canonical.replace('-', ''), '{%s}' % canonical,
+                         'urn:uuid:%s' % canonical.upper()):
+            self.assertEqual(canonical, request.cinder_id(spelling))
+
+    def test_other_ids_only_lose_blanks(self):
+        self.assertEqual('snap-1', request.cinder_id(' snap-1 '))
+        self.assertEqual('Snap-1', request.cinder_id('Snap-1'))
+        self.assertIsNone(request.cinder_id(None))
+        self.assertEqual('', request.cinder_id(''))
 
 
 class TestBackupType(base.TestCase):

@@ -131,6 +131,32 @@ class TestSnapshotUpload(ServiceTestBase):
         self.assertEqual(3, self.fake.calls.count('usage'))
         self.assertEqual(2, len(self.fake.images))
 
+    def test_quota_refusal_names_the_project_when_known(self):
+        self.fake.usage = {'image_count_total': {'usage': 10, 'limit': 10}}
+        svc = self.make_service()
+        with mock.patch.object(glance_mod.GlanceClient, 'project_id',
+                               return_value='proj-42'):
+            err = self.assertRaises(exception.GlanceQuotaExceeded,
+                                    svc.snapshot,
+                                    self.other_snapshot('a', image_id=None))
+        self.assertIn('project proj-42', err.format_message())
+        with mock.patch.object(glance_mod.GlanceClient, 'project_id',
+                               return_value=None):
+            err = self.assertRaises(exception.GlanceQuotaExceeded,
+                                    svc.snapshot,
+                                    self.other_snapshot('b', image_id=None))
+        self.assertIn("project (the image's owner)", err.format_message())
+        self.assertEqual(0, len(self.fake.images))
+
+    def test_unlimited_and_malformed_usage_never_refuse(self):
+        # -1 is Keystone's "unlimited"; an unreadable entry is skipped.
+        self.fake.usage = {'image_count_total': {'usage': 10, 'limit': -1},
+                           'image_size_total': {'usage': 10,
+                                                'limit': 'unlimited'}}
+        self.make_service().snapshot(self.other_snapshot(
+            'a', image_id=None))
+        self.assertEqual(1, len(self.fake.images))
+
     def test_a_refused_usage_read_is_asked_again(self):
         # A 403 may be this identity's: nothing learned about Glance.
         self.fake.usage = {}
