@@ -45,7 +45,6 @@ import os
 import sys
 import time
 import typing as ty
-import uuid
 
 from bench import report
 from bench import run as bench_run
@@ -428,20 +427,13 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     """Every shape, one after the other; returns the results document."""
     from nova_snapshot_ext.embedded import database as embedded_db
     from nova_snapshot_ext.embedded import tokenauth
-    from nova_snapshot_ext.snapshot import request as request_mod
 
     stamp = datetime.datetime.now(datetime.timezone.utc)
     run_id = stamp.strftime('%Y%m%d-%H%M%S')
     logs = os.path.join(args.output_dir, 'logs-production-%s' % run_id)
     os.makedirs(logs, exist_ok=True)
-    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
-        request = json.load(f)
-    project, user = uuid.uuid4().hex, uuid.uuid4().hex
-    for key in ('server', 'requester'):
-        request[key]['project_id'] = project
-        request[key]['user_id'] = user
+    request, project, user = bench_run.sample_request()
     roles = list(bench_run.ROLES)
-    request['requester']['roles'] = roles
     setup = {'token': tokenauth.make_token(user, project, roles),
              'project_id': project, 'user_id': user, 'roles': roles,
              'template': bench_run.build_template(request),

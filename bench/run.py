@@ -229,6 +229,24 @@ class WorkerProcess:
         self._log.close()
 
 
+def sample_request() -> tuple[dict[str, ty.Any], str, str]:
+    """The shipped sample request, owned by a fresh project and user.
+
+    :returns: ``(request dict, project id, user id)``; the requester holds
+        :data:`ROLES`.
+    """
+    from nova_snapshot_ext.snapshot import request as request_mod
+
+    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
+        request = json.load(f)
+    project, user = uuid.uuid4().hex, uuid.uuid4().hex
+    for key in ('server', 'requester'):
+        request[key]['project_id'] = project
+        request[key]['user_id'] = user
+    request['requester']['roles'] = list(ROLES)
+    return request, project, user
+
+
 def build_template(request: dict[str, ty.Any]) -> dict[str, ty.Any]:
     """The image record all paths register, from the plugin's builder.
 
@@ -440,20 +458,13 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     from nova_snapshot_ext.embedded import glance as embedded
     from nova_snapshot_ext.embedded import tokenauth
     from nova_snapshot_ext.image import payloads
-    from nova_snapshot_ext.snapshot import request as request_mod
 
     stamp = datetime.datetime.now(datetime.timezone.utc)
     run_id = stamp.strftime('%Y%m%d-%H%M%S')
     os.makedirs(args.output_dir, exist_ok=True)
     logs = os.path.join(args.output_dir, 'logs-%s' % run_id)
     os.makedirs(logs, exist_ok=True)
-    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
-        request = json.load(f)
-    project, user = uuid.uuid4().hex, uuid.uuid4().hex
-    for key in ('server', 'requester'):
-        request[key]['project_id'] = project
-        request[key]['user_id'] = user
-    request['requester']['roles'] = list(ROLES)
+    request, project, user = sample_request()
     template = build_template(request)
     token = tokenauth.make_token(user, project, ROLES)
     names = list(args.paths)
