@@ -320,11 +320,25 @@ class GlanceDeadlineExceeded(GlanceUnavailable):
                 "%(deadline)s seconds (%(which)s): %(reason)s")
 
 
+class GlanceAnswerCut(GlanceUnavailable):
+    """Glance was reached and began its answer, which was cut short.
+
+    The status line and headers came, the body did not come whole (the
+    connection closed mid-body, a chunk or the encoding broke).  A
+    transient fault like any lost answer -- nothing is known about the
+    outcome of the request -- but Glance was reached, so Glance failed
+    (:func:`unreachable` is false: the CLI's exit 1).
+    """
+
+    msg_fmt = _("Glance %(operation)s failed: %(reason)s")
+
+
 def unreachable(err: BaseException) -> bool:
     """Whether ``err`` says Glance was not reached (the CLI's exit 3).
 
     Every :class:`GlanceUnavailable` (connection refused or reset, DNS,
-    TLS, 502/503/504) except a :class:`GlanceDeadlineExceeded` on a
+    TLS, 502/503/504) except a :class:`GlanceAnswerCut` (an answer cut
+    mid-body) and a :class:`GlanceDeadlineExceeded` on a
     Glance that was reached (a trickled or stalled answer) or on a
     snapshot that ran out of time: Glance answered too slowly, so it
     failed, whichever request (read, create, member add, upload, location
@@ -332,6 +346,8 @@ def unreachable(err: BaseException) -> bool:
     """
     if isinstance(err, GlanceDeadlineExceeded):
         return err.kwargs.get('reached') is not True
+    if isinstance(err, GlanceAnswerCut):
+        return False
     return isinstance(err, GlanceUnavailable)
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import io
+import json
 import re
 import threading
 import time
@@ -187,11 +188,13 @@ def translate(err: BaseException, operation: str,
         schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
         ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
         ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 502, 503, 504
-        and transport failures (connection refused or reset, timeout, a body
-        cut mid-answer), ``GlanceNotImplemented`` 501 (also raised by
-        glanceclient itself when Glance lacks the API version a call
-        needs), ``GlanceMalformedAnswer`` for an answer whose body is not
-        the JSON document expected, ``GlanceError`` otherwise.
+        and transport failures (connection refused or reset, timeout),
+        ``GlanceAnswerCut`` (a ``GlanceUnavailable`` on a Glance that was
+        reached) for a body cut mid-answer, ``GlanceNotImplemented`` 501
+        (also raised by glanceclient itself when Glance lacks the API
+        version a call needs), ``GlanceMalformedAnswer`` for an answer
+        whose body is not the JSON document expected, ``GlanceError``
+        otherwise.
     """
     status = _status_of(err)
     reason = redaction.scrub(_reason(err), secret_url)
@@ -224,6 +227,12 @@ def translate(err: BaseException, operation: str,
                       reason='Glance was reached but sent nothing more for '
                       'that long; the answer is lost')
         return exception.GlanceDeadlineExceeded(**kwargs)
+    if answer_cut(err):
+        # The status line came: Glance was reached, its answer is lost.
+        kwargs.update(status=None, reached=True,
+                      reason='Glance was reached but its answer was cut '
+                      'short (%s); the answer is lost' % reason)
+        return exception.GlanceAnswerCut(**kwargs)
     if status == 403 and policy_hint(operation):
         kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
     if status == 413:
@@ -243,10 +252,11 @@ def answer_cut(err: BaseException) -> bool:
     """Whether ``err`` is an answer cut mid-body (Glance was reached).
 
     Looks through the chain of exceptions ``err`` was raised from for
-    requests' ``ChunkedEncodingError``/``ContentDecodingError`` or an
-    ``IncompleteRead`` (http.client's, or urllib3's inside its
-    ``ProtocolError``): a status line and headers came, the body did not
-    come whole.  A reset before any answer is not one.
+    requests' ``ChunkedEncodingError``/``ContentDecodingError``, urllib3's
+    ``InvalidChunkLength`` or an ``IncompleteRead`` (http.client's, or
+    urllib3's inside its ``ProtocolError``): a status line and headers
+    came, the body did not come whole.  A reset before any answer is not
+    one.
     """
     seen: set[int] = set()
     current: BaseException | None = err
@@ -255,7 +265,8 @@ def answer_cut(err: BaseException) -> bool:
         if isinstance(current, (requests.exceptions.ChunkedEncodingError,
                                 requests.exceptions.ContentDecodingError,
                                 http.client.IncompleteRead,
-                                urllib3.exceptions.IncompleteRead)):
+                                urllib3.exceptions.IncompleteRead,
+                                urllib3.exceptions.InvalidChunkLength)):
             return True
         if isinstance(current, urllib3.exceptions.ProtocolError) and any(
                 isinstance(arg, (http.client.IncompleteRead,
@@ -687,6 +698,93 @@ class _Guard:
                 ' (%s)' % err.__class__.__name__ if err else ''))
 
 
+#: What a failed answer's body may hold that glanceclient cannot read.
+_PARSE_ERRORS = (AttributeError, TypeError, KeyError, ValueError)
+
+_TAG_RE = re.compile(r'<[^>]*>')
+
+
+def answer_message(body: bytes | str | None) -> str:
+    """The message of a failed answer's body, whatever its shape.
+
+    Glance's error bodies come as webob renders them: HTML, plain text,
+    a flat JSON document (``{"message": ..., "code": "403 Forbidden",
+    "title": ...}``, for an ``Accept: application/json`` request), or a
+    nested one (``{"error": {"message": ..., "code": 403}}``, from
+    keystonemiddleware and Glance's own JSON faults).
+
+    :returns: the message (markup removed, whitespace folded, at most 500
+        characters), or ``''``.
+    """
+    if isinstance(body, bytes):
+        body = body.decode('utf-8', 'replace')
+    text = body or ''
+    try:
+        document = ty.cast(ty.Any, json.loads(text))
+    except ValueError:
+        document = None
+    if isinstance(document, dict):
+        inner = document.get('error')
+        for holder in (document, inner if isinstance(inner, dict) else {}):
+            for key in ('message', 'title'):
+                value = holder.get(key)
+                if isinstance(value, str) and value.strip():
+                    text = value
+                    break
+            else:
+                continue
+            break
+    return ' '.join(_TAG_RE.sub(' ', text).split())[:500]
+
+
+def failed_answer(response: ty.Any) -> glance_exc.HTTPException:
+    """glanceclient's exception for a failed answer, built from its status.
+
+    For the answers glanceclient's own ``from_response`` cannot read (it
+    raises ``AttributeError`` on a flat JSON error body): the class is the
+    one glanceclient uses for the status (its bare ``HTTPException``, with
+    the status as its ``code``, for one it has no class for), the details
+    the body's message.  :func:`translate` then treats it as any other
+    answer of that status.
+    """
+    status = int(response.status_code)
+    err = glance_exc.from_response(response)  # by status only (no body)
+    if not isinstance(err.code, int):
+        err.code = status
+    message = answer_message(getattr(response, 'content', None))
+    reason = getattr(response, 'reason', None) or ''
+    err.details = ('%d %s: %s' % (status, reason, message) if message
+                   else '%d %s' % (status, reason)).strip()
+    return ty.cast(glance_exc.HTTPException, err)
+
+
+def _readable_failures(handle: ty.Callable[[ty.Any], ty.Any]
+                       ) -> ty.Callable[[ty.Any], ty.Any]:
+    """Wrap glanceclient's ``_handle_response``: a failure is its status.
+
+    glanceclient builds its exception for a failed answer from the body;
+    a body of a shape it does not expect makes it raise
+    ``AttributeError`` (or a JSON error), which would read as an
+    unreadable answer -- a transient fault -- although Glance answered,
+    with a status.  Such a failure is raised as :func:`failed_answer`.
+    """
+    def handle_response(response: ty.Any) -> ty.Any:
+        status = getattr(response, 'status_code', None)
+        try:
+            return handle(response)
+        except glance_exc.HTTPException as err:
+            if not isinstance(err.code, int) and isinstance(status, int):
+                # glanceclient's bare class (415, 504...): its text holds
+                # the status only when the body happens to start with it.
+                err.code = status
+            raise
+        except _PARSE_ERRORS as err:
+            if not isinstance(status, int) or status < 400:
+                raise
+            raise failed_answer(response) from err
+    return handle_response
+
+
 def _send_once_unless_idempotent(http_client: ty.Any,
                                  request_timeout: float | None = None
                                  ) -> _Guard | None:
@@ -706,6 +804,9 @@ def _send_once_unless_idempotent(http_client: ty.Any,
     request = getattr(http_client, 'request', None)
     if request is None:
         return None
+    handle = getattr(http_client, '_handle_response', None)
+    if handle is not None:
+        http_client._handle_response = _readable_failures(handle)
     guard = _Guard(request, request_timeout)
     http_client.request = guard
     return guard

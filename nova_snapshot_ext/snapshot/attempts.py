@@ -465,16 +465,28 @@ class AttemptEngine:
             image = None
         except exception.SnapshotExtException as err:
             # Never delete what cannot be read: it may be an earlier try's
-            # active image.  Same error class (and code), id named.
+            # active image.  Nor call it someone else's: keystoneauth
+            # re-sends a create whose answer was lost
+            # (``connect_retries``), so the 409 may answer this run's own
+            # second send, and the image be the one its first send made.
+            # It is left in place and named (status unknown), as after
+            # any lost answer (Cleanup.LEFT), without a second read: the
+            # read that failed was that read.  Same error class (and
+            # code); the read's own facts (a deadline's seconds, whether
+            # Glance was reached) stay: they decide the words and the
+            # exit code.  The step that failed is the adopt's read-back.
+            attempt.begin('adopt')
+            run.result.leave(image_id, None)
             cls = type(err) if isinstance(err, exception.GlanceError) else (
                 exception.GlanceError)
-            # The read's own facts (a deadline's seconds, whether Glance
-            # was reached) stay: they decide the words and the exit code.
             return Outcome.fail(Event.CONFLICT_UNREADABLE, cls(**dict(
-                err.kwargs, operation='create', image_id=image_id,
+                err.kwargs, operation='adopt read-back', image_id=image_id,
                 status=err.kwargs.get('status'),
-                reason='image %s exists (409) and could not be read back: '
-                '%s; nothing was changed or deleted, retry the snapshot'
+                reason='Glance answered 409 to the create (the id %s is '
+                'taken) and the image could not be read back: %s; it may '
+                'be the image this run\'s own create made (a create whose '
+                'answer is lost is sent again), another try\'s of this '
+                'snapshot, or not this snapshot\'s; nothing was deleted'
                 % (image_id, err.kwargs.get('reason')))))
         if image is not None and image.get('status') not in upload.GONE:
             return self._adopt_or_refuse(run, attempt, image, conflict)
@@ -682,10 +694,15 @@ class AttemptEngine:
             status = image.get('status')
             if status in upload.GONE:
                 return None
-            if status == 'active':
+            match = identity.recognise(image, run.record)[0]
+            if status == 'active' and (
+                    attempt.created or State.FOUND in attempt.trail or
+                    match is identity.Match.OURS):
                 return image
-            if identity.recognise(image, run.record)[0] is (
-                    identity.Match.FOREIGN) and not attempt.created:
+            if not attempt.created and (
+                    match is identity.Match.FOREIGN or status == 'active'):
+                # Not this attempt's to name: another image holds the id,
+                # or an active image it neither made nor adopted.
                 return None
             if leave:
                 break

@@ -134,7 +134,10 @@ class Event(enum.Enum):
                "snapshot's image, made from a different record "
                '(``SnapshotImageConflict`` naming what differs)')
     CONFLICT_UNREADABLE = ('conflict unreadable', '409, and the image '
-                           'cannot be read back')
+                           'cannot be read back: named as left in place, '
+                           'not read again '
+                           "(this run's own create, sent again after its "
+                           'answer was lost, may have made it)')
     FORMAT_REFUSED = ('format refused', 'client-side schema refusal of the '
                       'disk or container format (capabilities re-read)')
     RECORD_REFUSED = ('record refused', '400/403 or another 4xx on the '

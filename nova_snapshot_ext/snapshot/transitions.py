@@ -110,6 +110,8 @@ _MOVES: tuple[tuple[Transition, dict[State, tuple[Event, ...]]], ...] = (
     (_end(Step.SMALLER, Cleanup.IF_QUEUED), {_A: (_E.PAYLOAD_TOO_LARGE,)}),
     # --- stop: nothing to delete ---
     (_end(Step.STOP), {
+        # (CONFLICT_UNREADABLE: the image is named as left in place by
+        # the read-back itself, whose read just failed)
         _P: (_E.FOREIGN, _E.CHANGED, _E.CONFLICT_UNREADABLE, _E.INTERRUPTED),
         _C: (_E.FOREIGN, _E.CHANGED, _E.RECORD_REFUSED, _E.IMAGE_QUOTA,
              _E.NEVER_CREATED, _E.DEADLINE),

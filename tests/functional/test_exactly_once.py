@@ -435,3 +435,97 @@ class TestLateCreateAnswer(ExactlyOnceBase):
 
     def test_create_answer_always_late(self):
         self._judge('always')
+
+
+class TestLostCreateUnreadableReadBack(ExactlyOnceBase):
+    """The create's answer is lost, the re-send meets 409, the read fails.
+
+    Glance made the image (``reset_after``: the answer is lost),
+    keystoneauth sends the create again and meets 409, and the read-back
+    of the image is faulted.  This run's own create made the image: it is
+    named in the error and in the JSON's ``left``, the step named is the
+    adopt's read-back, and a cut answer from a reached Glance exits 1.
+    """
+
+    def _fault(self, action, **kwargs):
+        self.proxy.add_rule('POST', IMAGES, 'reset_after')
+        self.proxy.add_rule('GET', IMAGE, action, times='always', **kwargs)
+
+    def test_library_names_the_image(self):
+        for action, kwargs in (('truncate', {}),
+                               ('status', {'status': 500})):
+            with self.subTest(action=action):
+                self._fault(action, **kwargs)
+                svc = self.service()
+                data = self.request_dict()
+                err = self.assertRaises(exception.ActivationFailed,
+                                        self.snapshot, svc, data)
+                self.proxy.clear()
+                held = [i for i, status in self.images()
+                        if status == 'queued']
+                self.assertEqual(1, len(held), self.images())
+                message = err.format_message()
+                self.assertIn(held[0], err.result.leftover)
+                self.assertIn(held[0], err.result.left_in_place)
+                self.assertIn('adopt of image %s' % held[0], message)
+                self.assertNotIn('nothing was changed', message)
+                result = self.snapshot(svc, data)
+                self.assertEqual(held[0], result.image_id)
+                self.assertOnlyActive(result.image_id)
+                self.client_for().images.delete(result.image_id)
+
+    def test_cli_truncated_read_back_exits_1_naming_the_image(self):
+        self._fault('truncate')
+        proc, _ = self.run_cli('upload', self.write_request(
+            self.request_dict()))
+        self.proxy.clear()
+        held = [i for i, status in self.images() if status == 'queued']
+        self.assertEqual(1, len(held), self.images())
+        report = json.loads(proc.stdout)
+        self.assertEqual((1, checks.EXIT_FAILED),
+                         (proc.returncode, report.get('exit_code')))
+        self.assertEqual(held, report['left'])
+        self.assertEqual(held, report['result']['leftover'])
+        self.assertNotIn('could not be reached', report['error'])
+        self.assertNotIn('nothing was changed', report['error'])
+        self.assertNotIn('Traceback', proc.stderr)
+
+
+class TestWebobJsonErrorBodies(ExactlyOnceBase):
+    """Glance's flat JSON error body (Accept: application/json) is read.
+
+    The proxy answers as Glance answers a request whose ``Accept`` is
+    ``application/json`` (webob: ``{"message", "code", "title"}``).
+    """
+
+    @staticmethod
+    def flat(status, title, message):
+        return json.dumps({'message': message,
+                           'code': '%d %s' % (status, title),
+                           'title': title}).encode()
+
+    def test_415_on_the_upload_tries_the_next_format(self):
+        self.proxy.add_rule('PUT', FILE, 'answer', status=415, body=self.flat(
+            415, 'Unsupported Media Type', 'Image disk_format raw does not '
+            'match the data'))
+        svc = self.service()
+        result = self.snapshot(svc, self.request_dict())
+        self.assertNotEqual('raw', result.disk_format)
+        self.assertEqual(2, len(result.attempts))
+        self.assertTrue(result.attempts[0].cleaned_up)
+        self.assertOnlyActive(result.image_id)
+
+    def test_403_on_the_create_is_a_refusal(self):
+        self.proxy.add_rule('POST', IMAGES, 'answer', status=403,
+                            times='always', body=self.flat(
+                                403, 'Forbidden', 'You are not authorized '
+                                'to complete add_image action.'))
+        svc = self.service()
+        err = self.assertRaises(exception.SnapshotExtException,
+                                self.snapshot, svc, self.request_dict())
+        message = err.format_message()
+        self.assertIn('add_image', message)
+        self.assertNotIn('not confirmed', message)
+        self.assertNotIn('unreadable', message)
+        self.assertEqual([], err.result.unconfirmed)
+        self.assertEqual([], self.images())

@@ -16,6 +16,7 @@ from unittest import mock
 
 from glanceclient import exc as gexc
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
 import requests
 import urllib3
 
@@ -98,6 +99,41 @@ class TestTranslate(base.TestCase):
             self.assertIsInstance(ours, exception.GlanceUnavailable,
                                   repr(err))
             self.assertIn('schema', ours.format_message())
+
+    def test_a_cut_answer_is_a_reached_glance_failing(self):
+        # The kind: the status line came, the body did not come whole
+        # (whatever layer says so, and however deep in the chain).
+        def chained(outer, inner):
+            try:
+                raise inner
+            except BaseException:  # noqa: B902 - building a chain
+                try:
+                    raise outer
+                except BaseException as err:  # noqa: B902
+                    return err
+        errors = [
+            requests.exceptions.ChunkedEncodingError('cut mid-body'),
+            requests.exceptions.ContentDecodingError('bad gzip'),
+            http.client.IncompleteRead(b'{"na'),
+            chained(ks_exc.UnknownConnectionError('x', None),
+                    requests.exceptions.ChunkedEncodingError('cut')),
+        ]
+        for err in errors:
+            with self.subTest(err=repr(err)):
+                ours = glance.translate(err, 'get')
+                self.assertIsInstance(ours, exception.GlanceAnswerCut)
+                self.assertFalse(exception.unreachable(ours))
+                self.assertIn('Glance was reached but its answer was cut '
+                              'short', ours.format_message())
+                self.assertNotIn('could not be reached',
+                                 ours.format_message())
+        for err in (requests.exceptions.ConnectionError('reset by peer'),
+                    http.client.RemoteDisconnected('closed'),
+                    ConnectionResetError(104, 'reset')):
+            with self.subTest(err=repr(err)):
+                ours = glance.translate(err, 'get')
+                self.assertNotIsInstance(ours, exception.GlanceAnswerCut)
+                self.assertTrue(exception.unreachable(ours))
 
     def test_malformed_answers_name_the_operation(self):
         errors = [
@@ -421,3 +457,126 @@ class TestCapabilities(base.TestCase):
         for t in threads:
             t.join(10)
         self.assertEqual(1, self.fake.calls.count('schema'))
+
+
+class TestErrorBodiesOfAnyShape(base.TestCase):
+    """A failed answer is its status, whatever shape its body has.
+
+    Glance answers a request whose ``Accept`` is ``application/json``
+    with webob's flat JSON error document, which glanceclient's
+    ``from_response`` cannot read (``AttributeError``).  At the
+    glanceclient boundary: the keystoneauth session answers.
+    """
+
+    FLAT = 'flat'
+    NESTED = 'nested'
+    HTML = 'html'
+
+    def body(self, shape, status, title, message):
+        if shape == self.FLAT:
+            return 'application/json', json.dumps({
+                'message': message, 'code': '%d %s' % (status, title),
+                'title': title}).encode()
+        if shape == self.NESTED:
+            return 'application/json', json.dumps({'error': {
+                'message': message, 'code': status,
+                'title': title}}).encode()
+        return 'text/html; charset=UTF-8', (
+            '<html><head><title>%d %s</title></head><body><h1>%d %s</h1>'
+            '%s<br /><br /></body></html>' % (
+                status, title, status, title, message)).encode()
+
+    def answer(self, status, title, content_type, body):
+        response = requests.Response()
+        response.status_code = status
+        response.reason = title
+        response.headers['Content-Type'] = content_type
+        response._content = body
+        response.url = 'http://glance.test/v2/images'
+        return response
+
+    def call(self, status, title, body, content_type, operation):
+        client = glance.GlanceClient(ks_session.Session(),
+                                     endpoint_override='http://glance.test')
+        calls = {
+            'upload': lambda: client.upload('i1', b'', 'raw'),
+            'create': lambda: client.create(
+                id='i1', name='x', disk_format='raw',
+                container_format='bare'),
+            'get': lambda: client.get('i1'),
+            'delete': lambda: client.delete('i1'),
+        }
+        with mock.patch.object(
+                ks_session.Session, 'request',
+                return_value=self.answer(status, title, content_type,
+                                         body)):
+            return self.assertRaises(exception.GlanceError,
+                                     calls[operation])
+
+    def fails(self, shape, status, title, message, operation):
+        content_type, body = self.body(shape, status, title, message)
+        return self.call(status, title, body, content_type, operation)
+
+    CASES = (
+        # (status, title, message, operation, class)
+        (415, 'Unsupported Media Type', 'Image disk_format raw does not '
+         'match', 'upload', exception.ImageFormatRejected),
+        (413, 'Request Entity Too Large', 'Image exceeds the storage quota',
+         'upload', exception.GlanceOverLimit),
+        (403, 'Forbidden', 'You are not authorized to complete add_image '
+         'action.', 'create', exception.GlanceForbidden),
+        (400, 'Bad Request', "Invalid value 'x' for disk_format",
+         'create', exception.GlanceBadRequest),
+        (404, 'Not Found', 'No image found with ID i1', 'get',
+         exception.GlanceNotFound),
+        (409, 'Conflict', 'Image ID i1 already exists!', 'create',
+         exception.GlanceConflict),
+        (503, 'Service Unavailable', 'busy', 'get',
+         exception.GlanceUnavailable),
+        (504, 'Gateway Timeout', 'upstream timed out', 'delete',
+         exception.GlanceUnavailable),
+        (500, 'Internal Server Error', 'boom', 'upload',
+         exception.GlanceError),
+    )
+
+    def test_every_shape_is_translated_by_status(self):
+        for shape in (self.FLAT, self.NESTED, self.HTML):
+            for status, title, message, operation, cls in self.CASES:
+                with self.subTest(shape=shape, status=status):
+                    err = self.fails(shape, status, title, message,
+                                     operation)
+                    self.assertIsInstance(err, cls)
+                    self.assertNotIsInstance(
+                        err, exception.GlanceMalformedAnswer)
+                    self.assertEqual(status, err.kwargs['status'])
+                    self.assertIn(message, err.format_message())
+                    self.assertNotIn('unreadable', err.format_message())
+
+    def test_the_flat_refusals_lead_where_their_status_does(self):
+        err = self.fails(self.FLAT, 403, 'Forbidden', 'You are not '
+                         'authorized to complete add_image action.',
+                         'create')
+        self.assertIn('Glance policy "add_image"', err.format_message())
+        err = self.fails(self.FLAT, 413, 'Request Entity Too Large',
+                         'Image exceeds the storage quota', 'upload')
+        self.assertIn('storage quota', err.format_message())
+        self.assertFalse(exception.unreachable(err))
+
+    def test_an_unreadable_failure_body_keeps_its_status(self):
+        for body in (b'{"message": "cut', b'[1, 2]', b'"text"', b'null'):
+            with self.subTest(body=body):
+                err = self.call(415, 'Unsupported Media Type', body,
+                                'application/json', 'upload')
+                self.assertIsInstance(err, exception.ImageFormatRejected)
+
+    def test_a_success_whose_body_is_unreadable_is_still_malformed(self):
+        err = self.call(200, 'OK', b'{"id": "i1"', 'application/json',
+                        'get')
+        self.assertIsInstance(err, exception.GlanceMalformedAnswer)
+
+    def test_message_of_each_shape(self):
+        for shape in (self.FLAT, self.NESTED, self.HTML):
+            with self.subTest(shape=shape):
+                self.assertIn('policy says no', glance.answer_message(
+                    self.body(shape, 403, 'Forbidden', 'policy says no')[1]))
+        self.assertEqual('', glance.answer_message(None))

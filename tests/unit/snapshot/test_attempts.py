@@ -563,10 +563,13 @@ class TestTransientUploadFaultLeaves(AttemptTestBase):
                 self.fake.fail('upload', fault)
                 err = self.fails()
                 # Glance could not be reached (or answered 502/503/504):
-                # 3; a reached Glance that did not answer in time: 1.
-                expected = (checks.EXIT_FAILED if isinstance(
-                    fault, requests.exceptions.ReadTimeout)
-                    else checks.EXIT_UNREACHABLE)
+                # 3; a reached Glance that did not answer in time, or
+                # whose answer was cut mid-body: 1.
+                reached = isinstance(
+                    fault, (requests.exceptions.ReadTimeout,
+                            requests.exceptions.ChunkedEncodingError))
+                expected = (checks.EXIT_FAILED if reached
+                            else checks.EXIT_UNREACHABLE)
                 self.assertEqual(expected,
                                  checks.activation_failure(err)[1])
 
@@ -818,6 +821,66 @@ class TestNeverDeleteAnotherRunsImage(AttemptTestBase):
         self.assertEqual([IMAGE_ID], self.active_ids())
         self.assertEqual([], err.snapshot_result.cleaned_up)
         self.assertNotIn('delete', self.fake.calls)
+
+
+class TestLostCreateThenUnreadableReadBack(AttemptTestBase):
+    """The create's answer is lost, its re-send meets 409, the read fails.
+
+    keystoneauth sends a create whose answer was lost again
+    (``connect_retries``): Glance made the image on the first send, the
+    second meets 409, and the read-back of that image fails.  This run's
+    own create may have made it: it is named (left in place, status
+    unknown), never said to be untouched, never deleted.
+    """
+
+    READ_FAULTS = (gexc.HTTPServiceUnavailable('busy'),
+                   gexc.HTTPInternalServerError('boom'),
+                   gexc.CommunicationError('reset'),
+                   requests.exceptions.ChunkedEncodingError('cut'),
+                   json.JSONDecodeError('Expecting value', '{', 1))
+
+    def _lost_create(self):
+        real = fake_glanceclient._Images.create
+
+        def create(images, **kwargs):
+            real(images, **kwargs)  # Glance made it; the answer was lost
+            raise gexc.HTTPConflict('Image ID %s already exists!'
+                                    % kwargs['id'])  # the re-send
+        return mock.patch.object(fake_glanceclient._Images, 'create',
+                                 create)
+
+    def test_the_image_is_named_and_never_deleted(self):
+        for error in self.READ_FAULTS:
+            with self.subTest(error=repr(error)):
+                self.fake.images.clear()
+                self.fake.used_ids.clear()
+                self.fake.calls.clear()
+                self.fake.fail('get', error)
+                with self._lost_create():
+                    err = self.fails()
+                result = err.result
+                self.assertEqual('queued',
+                                 self.fake.images[IMAGE_ID]['status'])
+                self.assertNotIn('delete', self.fake.calls)
+                self.assertEqual(([IMAGE_ID], [IMAGE_ID], {IMAGE_ID: None}),
+                                 (result.leftover, result.left_in_place,
+                                  result.leftover_status))
+                message = err.format_message()
+                self.assertIn('%s (status unknown: it could not be read) '
+                              'left in place' % IMAGE_ID, message)
+                self.assertNotIn('nothing was changed', message)
+                self.assertIn("this run's own create", message)
+                self.assertIn('adopt of image %s' % IMAGE_ID, message)
+                self.assertNotIn('create of image', message)
+                self.assertEqual('adopt', result.attempts[0].step)
+
+    def test_a_retry_adopts_it(self):
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('busy'))
+        with self._lost_create():
+            self.fails()
+        again = self.snapshot()
+        self.assertEqual((IMAGE_ID, True), (again.image_id, again.reused))
+        self.assertEqual([IMAGE_ID], self.active_ids())
 
 
 class TestNotThisSnapshotsImage(AttemptTestBase):

@@ -472,6 +472,25 @@ class TestCleanup(TransitionTestBase):
                                  (step, attempt.state, attempt.outcome))
                 self.assertNotIn(('delete', IMAGE_ID), glance.calls)
 
+    def test_an_active_image_it_cannot_vouch_for_is_no_success(self):
+        # An uncertain create (or an interrupted one) reads back an active
+        # image that is not this snapshot's record: it is neither the
+        # snapshot's success nor named as left.
+        for changes in ({'block_device_mapping': '[]'},
+                        {'name': 'another record'}):
+            for event in (Event.UNREADABLE, Event.INTERRUPTED):
+                with self.subTest(changes=changes, event=event):
+                    glance = ScriptedGlance(get=[self.image('active',
+                                                            **changes)])
+                    engine, run = self.engine(glance)
+                    attempt = self.attempt(State.CREATING)
+                    step, _ = engine._end(run, attempt,
+                                          Outcome(event, error=_err()))
+                    self.assertEqual((Step.STOP, State.FAILED, [], None),
+                                     (step, attempt.state,
+                                      run.result.leftover,
+                                      run.result.image_id))
+
     def test_interrupt_never_deletes(self):
         # An interrupt says nothing about the other tries of this
         # snapshot: the image is read once and left in place, named.
