@@ -70,6 +70,7 @@ import itertools
 import json
 import operator
 import os
+import re
 import typing as ty
 import uuid as uuid_mod
 
@@ -108,6 +109,11 @@ def _check_text(value: str, field: str) -> None:
         _fail(field, 'is not valid Unicode text (it holds a lone surrogate)')
 
 
+#: A UUID in its one spelling: lower case, with dashes, nothing around.
+_CANONICAL_UUID = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z').match
+
+
 def cinder_id(value: str | None) -> str | None:
     """A Cinder volume or snapshot id in the one spelling Nova and Cinder use.
 
@@ -121,6 +127,9 @@ def cinder_id(value: str | None) -> str | None:
     :returns: the canonical id; ``None`` (or ``''``) as given.
     """
     if not value or not isinstance(value, str):
+        return value
+    if _CANONICAL_UUID(value):
+        # Already the one spelling (what Nova sends): no parse.
         return value
     text = value.strip()
     try:
