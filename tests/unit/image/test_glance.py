@@ -459,6 +459,64 @@ class TestCapabilities(base.TestCase):
         self.assertEqual(1, self.fake.calls.count('schema'))
 
 
+class TestPlainSuccessReadOnce(base.TestCase):
+    """A 2xx answer is read as glanceclient reads it, in one pass.
+
+    At the glanceclient boundary: the keystoneauth session answers.
+    """
+
+    def answer(self, status, content_type, body):
+        response = requests.Response()
+        response.status_code = status
+        response.reason = 'OK'
+        if content_type is not None:
+            response.headers['Content-Type'] = content_type
+        response._content = body
+        response.url = 'http://glance.test/v2/images'
+        return response
+
+    def send(self, response, call):
+        client = glance.GlanceClient(ks_session.Session(),
+                                     endpoint_override='http://glance.test')
+        with mock.patch.object(ks_session.Session, 'request',
+                               return_value=response):
+            return call(client)
+
+    def test_a_create_answer_is_the_image_document(self):
+        image = {'id': 'i1', 'name': 'x', 'status': 'queued',
+                 'block_device_mapping': json.dumps([{'a': 'é'}])}
+        for content_type in ('application/json',
+                             'application/json; charset=UTF-8'):
+            answer = self.answer(201, content_type,
+                                 json.dumps(image).encode())
+            # Decoded once, as JSON: never first as text.
+            with mock.patch.object(
+                    requests.Response, 'text', new_callable=mock.PropertyMock,
+                    side_effect=AssertionError('read as text')):
+                got = self.send(answer, lambda c: c.create(
+                    id='i1', name='x', block_device_mapping=image[
+                        'block_device_mapping']))
+            self.assertEqual(image, got)
+
+    def test_an_empty_204_is_no_document(self):
+        for content_type in (None, 'text/html; charset=UTF-8'):
+            self.assertIsNone(self.send(
+                self.answer(204, content_type, b''),
+                lambda c: c.upload('i1', b'')))
+
+    def test_a_json_answer_that_is_no_json_is_still_refused(self):
+        # Cut mid-body: what glanceclient's own reading raises.
+        answer = self.answer(201, 'application/json', b'{"id": "i1", "na')
+        self.assertRaises(exception.GlanceError, self.send, answer,
+                          lambda c: c.create(id='i1', name='x'))
+
+    def test_an_image_read_answered_by_another_image_is_refused(self):
+        answer = self.answer(200, 'application/json',
+                             json.dumps({'id': 'i2'}).encode())
+        self.assertRaises(exception.GlanceAnswerMismatch, self.send,
+                          answer, lambda c: c.get('i1'))
+
+
 class TestErrorBodiesOfAnyShape(base.TestCase):
     """A failed answer is its status, whatever shape its body has.
 

@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import fixtures
+
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities
 from nova_snapshot_ext.snapshot import metadata
@@ -297,3 +299,83 @@ class TestCheckDoesNotEdit(base.TestCase):
         rec = record(os_distro='ubuntu')
         self.assertEqual(preflight.RecordChanges(),
                          preflight.check_image_record(rec, caps()))
+
+
+class TestRememberedVerdicts(base.TestCase):
+    """Verdicts kept between snapshots change no verdict (issue 22)."""
+
+    def test_a_refused_value_is_refused_every_time(self):
+        capa = caps({'os_type': {'type': 'string', 'enum': ['linux']}})
+        for _ in range(3):
+            self.assertRaises(exception.PreflightError,
+                              preflight.check_image_record,
+                              record(os_type='plan9'), capa)
+        preflight.check_image_record(record(os_type='linux'), capa)
+        # Accepted and remembered; the refusal still stands.
+        self.assertRaises(exception.PreflightError,
+                          preflight.check_image_record,
+                          record(os_type='plan9'), capa)
+
+    def test_an_accepted_value_is_not_validated_again(self):
+        capa = caps({'os_type': {'type': 'string', 'enum': ['linux']}})
+        definition = capa.schema_properties['os_type']
+        validator, accepted = preflight._validator(definition)
+        preflight.check_image_record(record(os_type='linux'), capa)
+        self.assertIn((str, 'linux'), accepted)
+        calls = []
+
+        class Counting:
+            def is_valid(self, value):
+                calls.append(value)
+                return validator.is_valid(value)
+
+            def iter_errors(self, value):
+                return validator.iter_errors(value)
+
+        self.useFixture(fixtures.MockPatchObject(
+            preflight, '_VALIDATORS',
+            {id(definition): (definition, Counting(), accepted)}))
+        preflight.check_image_record(record(os_type='linux'), capa)
+        self.assertEqual([], calls)
+        self.assertRaises(exception.PreflightError,
+                          preflight.check_image_record,
+                          record(os_type='bsd'), capa)
+        self.assertEqual(['bsd'], calls)
+
+    def test_equal_values_of_another_type_are_judged_apart(self):
+        # True == 1, but a schema taking integers refuses booleans.
+        definition = {'type': 'integer'}
+        preflight.check_schema_value('min_ram', 1, definition)
+        self.assertRaises(exception.PreflightError,
+                          preflight.check_schema_value, 'min_ram', True,
+                          definition)
+
+    def test_long_values_are_not_remembered(self):
+        definition = {'type': 'string', 'maxLength': 100000}
+        value = 'x' * (preflight._ACCEPTED_LENGTH + 1)
+        preflight.check_schema_value('description', value, definition)
+        _validator, accepted = preflight._validator(definition)
+        self.assertNotIn((str, value), accepted)
+
+    def test_a_name_is_judged_against_each_glance_schema(self):
+        # 'os_hidden' is a base attribute where the schema defines it (and
+        # refused as a property there), a custom property where it does
+        # not: a name that passed on one Glance is judged on the next.
+        doc = fake_glanceclient.FakeGlance().schema()
+        del doc['properties']['os_hidden']
+        older = capabilities.GlanceCapabilities.from_documents(doc)
+        newer = caps()
+        for _ in range(2):
+            preflight.check_image_record(record(os_hidden='x'), older)
+            self.assertRaises(exception.ReservedProperty,
+                              preflight.check_image_record,
+                              record(os_hidden='x'), newer)
+
+    def test_a_refused_name_is_refused_every_time(self):
+        for _ in range(3):
+            self.assertRaises(exception.ReservedProperty,
+                              preflight.check_image_record,
+                              record(OS_GLANCE_X='x'), caps())
+            self.assertRaises(exception.UnsupportedCharacter,
+                              preflight.check_image_record,
+                              record(**{'emoji_\U0001f600': 'x'}), caps())

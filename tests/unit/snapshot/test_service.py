@@ -270,6 +270,43 @@ class TestFallback(ServiceTestBase):
         self.assertEqual('vhd', result.disk_format)
 
 
+class TestPlanKept(ServiceTestBase):
+    """The plan kept between snapshots is the plan each would get."""
+
+    def test_an_option_changed_between_snapshots_changes_the_plan(self):
+        svc = self.make_service()
+        first = svc.snapshot(self.other_snapshot('first', image_id=None))
+        self.assertEqual('raw', first.disk_format)
+        self.flags(disk_formats=['qcow2'])
+        second = svc.snapshot(self.other_snapshot('second', image_id=None))
+        self.assertEqual('qcow2', second.disk_format)
+        self.assertEqual(['upload qcow2 (%d B, valid empty image)'
+                          % payloads.payload_size('qcow2')], second.plan)
+
+    def test_a_fallback_is_warned_about_on_every_snapshot(self):
+        # ploop: an honest empty image libvirt/KVM does not read.
+        self.fake.disk_formats[:] = ['ploop']
+        logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+        svc = self.make_service()
+        warned = []
+        for tag in ('first', 'second', 'third'):
+            result = svc.snapshot(self.other_snapshot(tag, image_id=None))
+            self.assertEqual('ploop', result.disk_format)
+            warned.append(logger.output.count(
+                'activated as ploop, a format the driver does not read'))
+        # The plan's warning and the result's, for every snapshot alike.
+        self.assertEqual([2, 4, 6], warned)
+
+    def test_a_refusal_is_a_fresh_error_each_time(self):
+        self.fake.disk_formats[:] = ['aki']  # no honest empty image
+        svc = self.make_service()
+        errors = [self.assertRaises(exception.FormatNotAllowed,
+                                    svc.preflight, self.make_request())
+                  for _ in range(2)]
+        self.assertIsNot(errors[0], errors[1])
+        self.assertNothingLeft()
+
+
 class TestPreflightRefusals(ServiceTestBase):
 
     glance_kwargs = {'disk_formats': ['qcow2', 'vhd']}
