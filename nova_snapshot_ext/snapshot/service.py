@@ -204,9 +204,11 @@ class SnapshotService:
         location, why_not = self.assess_location(capabilities, glance)
         # The decision depends on these alone; the same inputs (every
         # snapshot while the capabilities are cached) get the same plan.
+        # driver_formats_only as the policy reads it: from the driver's
+        # configuration, which a host may load apart from this service's.
         inputs = (tuple(group.disk_formats), group.activation_method,
-                  group.driver_formats_only, self.driver.disk_formats,
-                  location, tuple(why_not))
+                  plan_mod._formats_only(self.driver, None),
+                  self.driver.disk_formats, location, tuple(why_not))
         kept = self._decided
         if kept is not None and kept[0] is capabilities and (
                 kept[1] == inputs):
@@ -218,9 +220,11 @@ class SnapshotService:
             source.redacted if source else None)
         # Only a plain plan is kept: a refusal's error is raised (a fresh
         # one each time), a fallback plan's warning is logged each time.
-        self._decided = ((capabilities, inputs, decision)
-                         if decision.error is None and decision.attempts
-                         and not decision.attempts[0].fallback else None)
+        # Kept as copies: the lists returned are the caller's to edit.
+        self._decided = ((capabilities, inputs, plan_mod.PlanDecision(
+            list(decision.attempts), list(decision.notes)))
+            if decision.error is None and decision.attempts
+            and not decision.attempts[0].fallback else None)
         return decision
 
     def assess_location(self, capabilities: caps_mod.GlanceCapabilities,

@@ -306,6 +306,38 @@ class TestPlanKept(ServiceTestBase):
         self.assertIsNot(errors[0], errors[1])
         self.assertNothingLeft()
 
+    def test_a_host_editing_its_plan_changes_no_later_plan(self):
+        # PreparedSnapshot.plan is the host's: trimming it (e.g. to skip
+        # an attempt) must not trim the plan of every later snapshot.
+        svc = self.make_service()
+        first = svc.preflight(self.other_snapshot('first', image_id=None))
+        full = list(first.plan)
+        self.assertGreater(len(full), 1)
+        del first.plan[1:]
+        second = svc.preflight(self.other_snapshot('second',
+                                                   image_id=None))
+        self.assertEqual(full, second.plan)
+        second.plan.clear()
+        third = svc.preflight(self.other_snapshot('third', image_id=None))
+        self.assertEqual(full, third.plan)
+
+    def test_the_drivers_driver_formats_only_changes_the_plan(self):
+        # The plan policy reads [snapshot_ext] driver_formats_only from
+        # the driver's configuration (plan._formats_only): a driver loaded
+        # on its own ConfigOpts is planned by that one's value.
+        own = self.useFixture(base.PrivateConf()).conf
+        drv = driver_mod.load_driver(own, 'libvirt')
+        svc = service.SnapshotService(self.conf, driver=drv,
+                                      glance=self.client)
+        caps = svc.capabilities.get(self.client)
+        first = svc.decide_plan(caps, self.client)
+        self.assertTrue(any(a.fallback for a in first.attempts))
+        own.set_override('driver_formats_only', True, group='snapshot_ext')
+        second = svc.decide_plan(caps, self.client)
+        self.assertEqual([], [a for a in second.attempts if a.fallback])
+        self.assertEqual(
+            [a for a in first.attempts if not a.fallback], second.attempts)
+
 
 class TestPreflightRefusals(ServiceTestBase):
 
