@@ -307,14 +307,18 @@ def check_image_record(record: metadata_mod.ImageRecord,
         _custom_schema_keys(schema_props))
     names_passed = _names_passed(base_names)
     for key, value in sorted(properties.items()):
-        if key not in names_passed:
+        # In the order of the checks themselves: the name's rules, the
+        # value's type, then the name's characters.
+        passed = key in names_passed
+        if not passed:
             check_property_name(key, base_names)
-            _check_bmp('property', key, key)
-            if len(names_passed) < _ACCEPTED_KEPT:
-                names_passed.add(key)
         if not isinstance(value, str):
             raise exception.PropertyValueNotString(
                 property=key, type=type(value).__name__)
+        if not passed:
+            _check_bmp('property', key, key)
+            if len(names_passed) < _ACCEPTED_KEPT:
+                names_passed.add(key)
         _check_bmp('property value of', key, value)
         definition = schema_props.get(key)
         if isinstance(definition, dict):

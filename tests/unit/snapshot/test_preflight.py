@@ -379,3 +379,19 @@ class TestRememberedVerdicts(base.TestCase):
             self.assertRaises(exception.UnsupportedCharacter,
                               preflight.check_image_record,
                               record(**{'emoji_\U0001f600': 'x'}), caps())
+
+    def test_a_value_of_another_type_is_named_before_the_names_characters(
+            self):
+        # The order of the checks, remembered or not: a non-string value
+        # is refused as such (glanceclient would not send it), whatever
+        # the name holds.
+        for value in (5, True, None, 1.5, ['x']):
+            for _ in range(2):
+                err = self.assertRaises(
+                    exception.PropertyValueNotString,
+                    preflight.check_image_record,
+                    record(**{'emoji_\U0001f600': value}), caps())
+                self.assertEqual(type(value).__name__, err.kwargs['type'])
+        self.assertRaises(exception.UnsupportedCharacter,
+                          preflight.check_image_record,
+                          record(**{'emoji_\U0001f600': 'x'}), caps())
