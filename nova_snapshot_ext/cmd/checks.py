@@ -55,14 +55,23 @@ EXIT_UNREACHABLE = 3
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
+#: Over the project's Glance quota (unified limits), whether the
+#: preflight's usage read foresaw it (nothing created) or Glance's 413 said
+#: so at the create or upload: neither bad input (the same request passes
+#: once the limit is raised or usage freed) nor Glance unreachable.
+QUOTA_EXIT = EXIT_FAILED
+
 #: The one exit-status table (``--help``, README, docs).
 EXIT_CODES = (
     (EXIT_OK, 'done (audit: nothing left unrepaired)'),
-    (EXIT_FAILED, 'the operation failed: the snapshot was not activated, '
-                  'probe found the identity cannot snapshot, or audit '
-                  'found problems it did not repair'),
+    (EXIT_FAILED, 'the operation failed: the snapshot was not activated '
+                  '(also when over the project\'s Glance quota, found '
+                  'before the create or by Glance), probe found the '
+                  'identity cannot snapshot, or audit found problems it '
+                  'did not repair'),
     (EXIT_INPUT, 'bad input or configuration: usage, the request, an '
-                 'option, or a preflight refusal (nothing was created)'),
+                 'option, or a preflight refusal of the image record '
+                 '(nothing was created)'),
     (EXIT_UNREACHABLE, 'cannot reach or authenticate: Keystone or Glance '
                        'unreachable, credentials refused, no image '
                        'endpoint, or the endpoint is not Glance'),

@@ -12,9 +12,16 @@
 
 """One exit status per cause (doc/source/cli.rst "Exit status by cause")."""
 
+import io
+import json
+import os
+from unittest import mock
+
+import fixtures
 from glanceclient import exc as gexc
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance
 from tests import base
@@ -141,3 +148,54 @@ class TestVersionsAtConnect(base.TestCase):
                                 [{'id': 'v1.0'}])
         self.assertIn('is not a Glance image API', cli.message)
         self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
+
+
+class TestOverQuotaIsOneCause(base.TestCase):
+    """Kind: over the project's Glance quota, before or at the create."""
+
+    def setUp(self):
+        super().setUp()
+        self.stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        self.conf = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'c.conf')
+        open(self.conf, 'w').close()
+
+    def _exit(self, err, *extra):
+        def handler(conf):
+            raise err
+        with mock.patch.dict(main.HANDLERS, snapshot=handler):
+            return main.main(['snapshot', 'r.json', '--config-file',
+                              self.conf] + list(extra))
+
+    def _paths(self, resource):
+        preflight = exception.GlanceQuotaExceeded(
+            project='p', resource=resource,
+            reason='%s: uses 10 of 10' % resource)
+        at_create = exception.ActivationFailed(
+            name='s', reason='r', cause=exception.GlanceOverLimit(
+                operation='create', status=413,
+                reason='Resource %s is over limit' % resource))
+        return preflight, at_create
+
+    def test_preflight_and_glance_refusal_exit_alike(self):
+        for resource in ('image_count_total', 'image_count_uploading',
+                         'image_size_total'):
+            preflight, at_create = self._paths(resource)
+            codes = {self._exit(preflight), self._exit(at_create)}
+            self.assertEqual({checks.QUOTA_EXIT}, codes, resource)
+        self.assertEqual(checks.EXIT_FAILED, checks.QUOTA_EXIT)
+
+    def test_json_says_the_same_code(self):
+        for err in self._paths('image_count_total'):
+            self.stdout.seek(0)
+            self.stdout.truncate()
+            self.assertEqual(1, self._exit(err, '--format', 'json'))
+            self.assertEqual(1, json.loads(self.stdout.getvalue())[
+                'exit_code'])
+
+    def test_other_preflight_refusals_stay_bad_input(self):
+        # A record Glance refuses whatever the usage: change the input.
+        err = exception.PropertyQuotaExceeded(count=200, quota=128)
+        self.assertEqual(checks.EXIT_INPUT, self._exit(err))
