@@ -666,8 +666,9 @@ class AttemptEngine:
         after ``tries`` is named in ``result.leftover``.  With ``leave``
         (:attr:`~.outcome.Cleanup.LEFT`) nothing is deleted: the image is
         read once (active is the success; gone or foreign: nothing to
-        name) and otherwise named as left in place, in the attempt's
-        reason and in ``result.leftover`` / ``result.left_in_place``.
+        name) and otherwise named as left in place in ``result.leftover``
+        / ``result.left_in_place`` (which
+        :meth:`~.result.SnapshotResult.leftover_text` tells, once).
 
         :returns: the image when the re-read finds it ``active`` (the
             snapshot succeeded after all), else ``None``.
@@ -736,10 +737,8 @@ class AttemptEngine:
         if leave:
             # Glance has no conditional delete: another try of this
             # snapshot may be finishing the image (see Cleanup.LEFT).
-            attempt.reason = (
-                '%s; image %s is left in place: another try of this '
-                'snapshot may be finishing it, and a retry adopts it'
-                % (attempt.reason, image_id))
+            # The attempt's reason stays its failure: the image is named
+            # once, by result.leftover_text (one home for that sentence).
             LOG.warning('Image %(id)s of a failed snapshot attempt is left '
                         'in place (status %(status)s) for another try or a '
                         'retry to finish', {'id': image_id,

@@ -646,10 +646,11 @@ class TestInterruptDuringUpload(AttemptTestBase):
             self.assertEqual(([left], [left]),
                              (result.leftover, result.left_in_place))
             self.assertIn('interrupted', result.attempts[0].reason)
-            self.assertIn('image %s is left in place' % left,
-                          result.attempts[0].reason)
-            self.assertIn('left in place, not deleted',
-                          result.leftover_text())
+            # Named once, by the result (not again in the attempt's
+            # reason, which a failure message also quotes).
+            self.assertNotIn('left in place', result.attempts[0].reason)
+            self.assertIn('%s (status queued) left in place, not deleted'
+                          % left, result.leftover_text())
 
     def test_interrupt_when_the_other_try_finished_is_the_success(self):
         real_get = fake_glanceclient._Images.get
@@ -711,8 +712,10 @@ class TestCleanupRacingAnotherTry(AttemptTestBase):
                 self.assertNotIn('delete', self.fake.calls)
                 self.assertIn(IMAGE_ID, self.fake.images)
                 self.assertEqual([], err.result.cleaned_up)
-                self.assertIn('image %s is left in place' % IMAGE_ID,
-                              err.format_message())
+                self.assertIn('image(s) %s (status queued) left in place'
+                              % IMAGE_ID, err.format_message())
+                self.assertEqual(1, err.format_message().count(
+                    'left in place'))
 
     def test_retry_adopts_the_image_left_queued(self):
         self.fake.fail('add_member', gexc.HTTPServiceUnavailable('busy'))
@@ -1138,3 +1141,60 @@ class TestPayloadTooLargeLocation(AttemptTestBase,
         self.assertEqual(['upload', 'location'],
                          [a.method for a in err.result.attempts])
         self.assertNothingLeft()
+
+
+class TestLeftInPlaceSaidOnce(AttemptTestBase):
+    """Kind: every failure that leaves an image names it once.
+
+    The "left in place" sentence (why the image is kept, what adopts or
+    deletes it) is the result's (``leftover_text``); the attempt's reason,
+    which the failure message and the result's description also quote,
+    stays the failure.
+    """
+
+    SAID = ('left in place', 'a retry of this snapshot adopts it',
+            'another try of this snapshot may be finishing it')
+
+    def assertSaidOnce(self, err, image_id=IMAGE_ID):
+        self.assertEqual([image_id], err.result.left_in_place)
+        for text in (err.format_message(), err.result.describe()):
+            for said in self.SAID:
+                self.assertEqual(1, text.count(said), (said, text))
+            self.assertIn(image_id, text)
+
+    def _fresh(self):
+        self.fake.images.clear()
+        self.fake.used_ids.clear()
+        self.fake.members.clear()
+        self.fake.calls.clear()
+
+    def test_transient_upload_faults(self):
+        for fault in (gexc.HTTPServiceUnavailable('busy'),
+                      gexc.HTTPBadGateway('proxy'),
+                      gexc.CommunicationError('reset'),
+                      requests.exceptions.ChunkedEncodingError('cut')):
+            with self.subTest(fault=repr(fault)):
+                self._fresh()
+                self.fake.fail('upload', fault)
+                self.assertSaidOnce(self.fails())
+
+    def test_transient_member_add_fault(self):
+        req = self.make_request()
+        req = request.SnapshotRequest.from_dict(
+            dict(req.to_dict(), requester={'project_id': 'other'}))
+        self.fake.fail('add_member', gexc.HTTPServiceUnavailable('busy'))
+        self.assertSaidOnce(self.fails(req))
+
+    def test_lost_create_then_unreadable_read_back(self):
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('busy'))
+        with TestLostCreateThenUnreadableReadBack._lost_create(self):
+            err = self.fails()
+        self.assertSaidOnce(err)
+
+    def test_contradicted_success(self):
+        svc = self.make_service()
+        result = svc.snapshot(self.make_request())
+        self.fake.images[IMAGE_ID]['status'] = 'queued'
+        err = self.assertRaises(exception.ActivationFailed, svc.recheck,
+                                result, dict(self.fake.images[IMAGE_ID]))
+        self.assertSaidOnce(err)
