@@ -22,6 +22,7 @@ import json
 import types
 from unittest import mock
 
+import fixtures
 from glanceclient import exc as gexc
 import requests
 
@@ -1198,3 +1199,81 @@ class TestLeftInPlaceSaidOnce(AttemptTestBase):
         err = self.assertRaises(exception.ActivationFailed, svc.recheck,
                                 result, dict(self.fake.images[IMAGE_ID]))
         self.assertSaidOnce(err)
+
+
+class TestRetryAfterFallback(AttemptTestBase):
+    """Kind: a retry of a snapshot whose earlier try fell back a format.
+
+    The earlier try's raw upload was refused (415) and its qcow2 upload
+    met a transient fault (the qcow2 image is left in place).  The retry
+    adopts that image: its attempt is the plan's qcow2 attempt (number,
+    format and size as sent), and after it the plan goes on past qcow2.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.sent = []
+        real = fake_glanceclient._Images.upload
+
+        def upload(images, image_id, data, image_size=None):
+            self.sent.append((image_id,
+                              self.fake.images[image_id]['disk_format']))
+            return real(images, image_id, data, image_size)
+        self.useFixture(fixtures.MockPatchObject(
+            fake_glanceclient._Images, 'upload', upload))
+
+    def _earlier_try(self):
+        self.fake.fail('upload', gexc.HTTPException(
+            'HTTP 415 Unsupported Media Type: Image failed safety checks'))
+        self.fake.failures['upload'].append(
+            gexc.HTTPServiceUnavailable('busy'))
+        err = self.fails()
+        self.assertEqual([(1, 'raw'), (2, 'qcow2')],
+                         [(a.number, a.disk_format)
+                          for a in err.result.attempts])
+        (left,) = err.result.left_in_place
+        self.sent.clear()
+        return left
+
+    def test_retry_reports_the_attempt_it_finished(self):
+        left = self._earlier_try()
+        result = self.snapshot()
+        self.assertEqual(('active', left), (result.status, result.image_id))
+        (attempt,) = result.attempts
+        self.assertEqual((2, 'upload', 'qcow2', left),
+                         (attempt.number, attempt.method,
+                          attempt.disk_format, attempt.image_id))
+        self.assertEqual([(left, 'qcow2')], self.sent)
+        self.assertEqual(attempt.size, result.size)
+        self.assertIn('attempt 2: upload qcow2/bare (1536 B) -> active',
+                      result.describe())
+        self.assertEqual(2, result.to_dict()['attempts'][0]['number'])
+
+    def test_failed_retry_goes_on_past_the_adopted_format(self):
+        left = self._earlier_try()
+        # The adopted qcow2 image is refused now; the next upload meets a
+        # transient fault.
+        self.fake.fail('upload', gexc.HTTPException(
+            'HTTP 415 Unsupported Media Type: Image failed safety checks'))
+        self.fake.failures['upload'].append(
+            gexc.HTTPServiceUnavailable('busy'))
+        err = self.fails()
+        self.assertEqual(
+            [(2, 'qcow2', left)],
+            [(a.number, a.disk_format, a.image_id)
+             for a in err.result.attempts[:1]])
+        self.assertEqual([3], [a.number for a in err.result.attempts[1:]])
+        self.assertEqual(['qcow2', 'vmdk'], [f for _, f in self.sent])
+        message = err.format_message()
+        self.assertIn('upload qcow2: Glance refused the qcow2 payload of '
+                      'image %s' % left, message)
+        self.assertIn('; upload vmdk: ', message)
+        self.assertEqual(1, message.count('upload qcow2'))
+        described = err.result.describe()
+        self.assertIn('attempt 2: upload qcow2/bare', described)
+        self.assertIn('attempt 3: upload vmdk/bare', described)
+
+    def test_plain_run_numbers_as_planned(self):
+        result = self.snapshot()
+        self.assertEqual([1], [a.number for a in result.attempts])
+        self.assertIn('attempt 1: upload raw/bare', result.describe())
