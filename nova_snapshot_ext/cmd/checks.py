@@ -320,7 +320,9 @@ def check_glance(conf: cfg.ConfigOpts,
 
     :returns: the API version ids (``['v2.17', ...]``).
     :raises CLIError: exit 3 when Glance cannot be reached, refuses the
-        credentials (401), or the endpoint does not answer like Glance.
+        credentials (401), or the endpoint does not answer like Glance;
+        exit 1 when Glance was reached and failed (a persistent 500, an
+        answer cut mid-body or too slow, each asked twice).
     """
     where = redaction.redact_url(glance.endpoint)
     option = endpoint_source(conf, glance)
@@ -335,6 +337,14 @@ def check_glance(conf: cfg.ConfigOpts,
                        'GET /versions in time: %s'
                        % (where, option, err.format_message()), EXIT_FAILED)
     except exception.GlanceUnavailable as err:
+        if not exception.unreachable(err):
+            # Glance answered and its answer was cut mid-body (asked
+            # twice): reached, so Glance failed -- exit 1, as any cut
+            # answer (glance_error), never "could not be reached".
+            raise CLIError('Glance at %s (%s) failed to answer GET '
+                           '/versions (asked twice): %s'
+                           % (where, option, err.kwargs.get('reason')),
+                           EXIT_FAILED)
         raise CLIError('Glance at %s (%s) could not be reached: %s'
                        % (where, option, err.kwargs.get('reason')),
                        EXIT_UNREACHABLE)

@@ -199,3 +199,77 @@ class TestOverQuotaIsOneCause(base.TestCase):
         # A record Glance refuses whatever the usage: change the input.
         err = exception.PropertyQuotaExceeded(count=200, quota=128)
         self.assertEqual(checks.EXIT_INPUT, self._exit(err))
+
+
+class TestVersionsCutAtConnect(base.TestCase):
+    """Kind: GET /versions answered, its body cut mid-answer (twice).
+
+    The real :class:`~nova_snapshot_ext.image.glance.GlanceClient` over
+    glanceclient (faked at its boundary), whose ``versions.list`` raises
+    what the layers under it raise for a body that did not come whole.
+    """
+
+    @staticmethod
+    def _chained(outer, inner):
+        try:
+            raise inner
+        except BaseException:  # noqa: B902 - building a chain
+            try:
+                raise outer
+            except BaseException as err:  # noqa: B902
+                return err
+
+    def cuts(self):
+        import http.client
+
+        from keystoneauth1 import exceptions as ks_exc
+        import requests
+        import urllib3
+
+        return (
+            requests.exceptions.ChunkedEncodingError('cut mid-body'),
+            http.client.IncompleteRead(b'{"versions": [{"i'),
+            self._chained(ks_exc.UnknownConnectionError('x', None),
+                          requests.exceptions.ChunkedEncodingError(
+                              urllib3.exceptions.ProtocolError(
+                                  'Connection broken', http.client.
+                                  IncompleteRead(b'{"ver', 40)))),
+        )
+
+    def setUp(self):
+        super().setUp()
+        from tests.unit import fake_glanceclient
+
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.client = glance.GlanceClient(session=mock.Mock(),
+                                          endpoint_override=(
+                                              'http://glance.test:9292'))
+
+    def test_a_cut_versions_answer_is_glance_failing(self):
+        for cut in self.cuts():
+            with self.subTest(cut=repr(cut)):
+                self.fake.failures['versions'] = [cut, cut]
+                cli = self.assertRaises(checks.CLIError,
+                                        checks.check_glance, self.conf,
+                                        self.client)
+                self.assertEqual(checks.EXIT_FAILED, cli.code)
+                self.assertNotIn('could not be reached', cli.message)
+                self.assertIn('GET /versions', cli.message)
+                self.assertIn('Glance was reached but its answer was cut '
+                              'short', cli.message)
+                self.assertEqual([], self.fake.failures['versions'])
+
+    def test_one_cut_is_asked_again(self):
+        self.fake.failures['versions'] = [self.cuts()[0]]
+        self.assertIn('v2.17', checks.check_glance(self.conf, self.client))
+
+    def test_a_reset_before_any_answer_is_still_unreachable(self):
+        import requests
+
+        reset = requests.exceptions.ConnectionError('reset by peer')
+        self.fake.failures['versions'] = [reset, reset]
+        cli = self.assertRaises(checks.CLIError, checks.check_glance,
+                                self.conf, self.client)
+        self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
+        self.assertIn('could not be reached', cli.message)
