@@ -1277,3 +1277,48 @@ class TestRetryAfterFallback(AttemptTestBase):
         result = self.snapshot()
         self.assertEqual([1], [a.number for a in result.attempts])
         self.assertIn('attempt 1: upload raw/bare', result.describe())
+
+
+class TestLocationLeftInPlaceSaidOnce(AttemptTestBase,
+                                      test_service.LocationTestBase):
+    """The same kind on a location attempt: its POST lost (reset)."""
+
+    assertSaidOnce = TestLeftInPlaceSaidOnce.assertSaidOnce
+    SAID = TestLeftInPlaceSaidOnce.SAID
+
+    def test_location_post_lost(self):
+        self.fake.fail('add_image_location',
+                       gexc.CommunicationError('reset before'))
+        err = self.fails()
+        (left,) = err.result.left_in_place
+        self.assertSaidOnce(err, left)
+
+
+class TestInterruptLeftInPlaceSaidOnce(AttemptTestBase):
+    """The same kind after Ctrl-C / SIGTERM: the CLI's message."""
+
+    def test_interrupt_message_names_the_image_once(self):
+        import io
+
+        from nova_snapshot_ext.cmd import main
+
+        for error in (KeyboardInterrupt(), SystemExit(143)):
+            with self.subTest(error=repr(error)):
+                self.fake.images.clear()
+                self.fake.used_ids.clear()
+                with mock.patch.object(fake_glanceclient._Images, 'upload',
+                                       side_effect=error):
+                    err = self.assertRaises(BaseException, self.snapshot,
+                                            self.other_snapshot(
+                                                repr(error), image_id=None))
+                (left,) = err.snapshot_result.left_in_place
+                stderr = io.StringIO()
+                with mock.patch('sys.stderr', stderr):
+                    main._report_interrupt(
+                        exception.SnapshotInterrupted(
+                            err.snapshot_result, KeyboardInterrupt()),
+                        'text')
+                for text in (stderr.getvalue(),
+                             err.snapshot_result.describe()):
+                    self.assertEqual(1, text.count('left in place'), text)
+                    self.assertIn(left, text)
