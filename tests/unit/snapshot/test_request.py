@@ -560,3 +560,33 @@ class TestSameDeviceNameTwice(base.TestCase):
         data['block_device_mappings'][1]['device_name'] = '/dev/vdA'
         data['block_device_mappings'][2]['device_name'] = 'dev/vda'
         self.assertEqual(3, len(self._parse(data).block_device_mappings))
+
+    def test_cli_refuses_it_before_glance_with_exit_2(self):
+        import io
+        import json
+        import os
+
+        import fixtures
+
+        from nova_snapshot_ext.cmd import main
+
+        tmp = self.useFixture(fixtures.TempDir()).path
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        conf = os.path.join(tmp, 'c.conf')
+        with open(conf, 'w') as f:
+            # Nothing listens on port 9: a refusal after a connection try
+            # would be exit 3, not 2.
+            f.write('[snapshot_ext_glance]\nauth_type = none\n'
+                    'endpoint_override = http://127.0.0.1:9\n')
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['device_name'] = '/dev/vda'
+        path = os.path.join(tmp, 'r.json')
+        with open(path, 'w') as f:
+            json.dump(data, f)
+        self.assertEqual(2, main.main(['snapshot', '--config-file', conf,
+                                       '--format', 'json', path]))
+        error = json.loads(stdout.getvalue())['error']
+        self.assertIn('block_device_mappings[1].device_name', error)
+        self.assertIn('block_device_mappings[0].device_name', error)
