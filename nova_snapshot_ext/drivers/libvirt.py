@@ -172,6 +172,12 @@ class LibvirtDriver(driver.SnapshotDriver):
         value = self._option('virt_type')
         if value:
             return value
+        # Outside nova-api nobody registers [libvirt]: asked, not caught
+        # (an exception per read, and the drivers are read on every
+        # snapshot).
+        if 'libvirt' not in self.conf or (
+                'virt_type' not in self.conf.libvirt):
+            return DEFAULT_VIRT_TYPE
         try:
             value = self.conf.libvirt.virt_type
         except (cfg.NoSuchOptError, cfg.NoSuchGroupError):

@@ -196,6 +196,11 @@ def _shown(key: str) -> str:
     return text if len(text) <= 80 else text[:77] + '...'
 
 
+#: Property name -> its :func:`collation_key`, for names that passed the
+#: storable-text check (every snapshot carries mostly the same names).
+_NAME_KEYS: dict[str, str] = {}
+
+
 def check_record(name: str, properties: ty.Mapping[str, ty.Any],
                  optional: ty.Collection[str] = (),
                  member: str | None = None) -> list[tuple[str, str]]:
@@ -224,18 +229,25 @@ def check_record(name: str, properties: ty.Mapping[str, ty.Any],
     seen: dict[str, str] = {}
     for key in sorted(properties):
         value = properties[key]
-        _check_text('property name', key, key)
+        folded = _NAME_KEYS.get(key)
+        if folded is None:
+            _check_text('property name', key, key)
+            folded = collation_key(key)
+            if len(_NAME_KEYS) >= 4096:
+                _NAME_KEYS.clear()
+            _NAME_KEYS[key] = folded
         if isinstance(value, str):
             _check_text('property', key, value)
             # Fewer than MAX / 3 characters cannot reach the limit: skip
             # the encoding for every ordinary value.
             if len(value) * 3 > MAX_TEXT_BYTES:
-                size = len(value.encode('utf-8'))
+                # ASCII (the mappings' JSON): one byte a character.
+                size = (len(value) if value.isascii()
+                        else len(value.encode('utf-8')))
                 if size > MAX_TEXT_BYTES:
                     raise exception.PropertyValueTooLarge(
                         property=_shown(key), size=size,
                         limit=MAX_TEXT_BYTES)
-        folded = collation_key(key)
         other = seen.get(folded)
         if other is None:
             seen[folded] = key

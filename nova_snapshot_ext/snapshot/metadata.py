@@ -38,6 +38,7 @@ only ``image_``-prefixed keys are image metadata, so only those are read.
 from __future__ import annotations
 
 import dataclasses
+import json
 import operator
 import typing as ty
 
@@ -465,13 +466,21 @@ def mapping_entries(bdms: ty.Sequence[request_mod.BlockDeviceMapping]
             # Whether it is encrypted, and how, is kept.
             entry['encryption_secret_uuid'] = None
             local.append(entry)
-    entries = local + volumes
-    for entry in entries:
-        entry['delete_on_termination'] = bool(entry['delete_on_termination'])
+        if entry['delete_on_termination'] is not True:
+            entry['delete_on_termination'] = bool(
+                entry['delete_on_termination'])
         name = entry['device_name']
         if name and not name.startswith('/dev/'):
             entry['device_name'] = '/dev/' + name
-    return entries
+    return local + volumes
+
+
+#: ``jsonutils.dumps`` (what Nova writes) with one encoder for every
+#: snapshot: same text (same separators, ASCII, ``to_primitive`` for
+#: anything JSON has no type for), without a new encoder per call or the
+#: circular-reference bookkeeping the flat entries do not need.
+_MAPPINGS_JSON = json.JSONEncoder(check_circular=False,
+                                  default=jsonutils.to_primitive).encode
 
 
 def _encode(value: ty.Any) -> str:
@@ -624,7 +633,7 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     if server.root_device_name:
         properties['root_device_name'] = server.root_device_name
     if mappings:
-        properties['block_device_mapping'] = jsonutils.dumps(mappings)
+        properties['block_device_mapping'] = _MAPPINGS_JSON(mappings)
         properties['bdm_v2'] = 'True'
 
     member = None

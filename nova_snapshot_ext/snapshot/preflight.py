@@ -140,23 +140,50 @@ def _short(value: ty.Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-#: id(definition) -> (definition, its jsonschema validator).  The
-#: definitions come from the cached capabilities, so one validator serves
-#: every snapshot (building one costs more than validating a value).
-_VALIDATORS: dict[int, tuple[ty.Mapping[str, ty.Any], ty.Any]] = {}
+#: id(definition) -> (definition, its jsonschema validator, the values
+#: it accepted).  The definitions come from the cached capabilities, so
+#: one validator serves every snapshot (building one costs more than
+#: validating a value), and a value it accepted once (the inherited
+#: ``os_type``, ``hw_disk_bus``... of every snapshot of a server) is not
+#: validated again.
+_VALIDATORS: dict[int, tuple[ty.Mapping[str, ty.Any], ty.Any,
+                             set[tuple[type, ty.Any]]]] = {}
+
+#: Accepted values longer than this are not remembered (validated each
+#: time); nor more than :data:`_ACCEPTED_KEPT` of them per definition.
+_ACCEPTED_LENGTH = 255
+_ACCEPTED_KEPT = 1024
 
 
-def _validator(definition: ty.Mapping[str, ty.Any]) -> ty.Any:
+def _validator(definition: ty.Mapping[str, ty.Any]
+               ) -> tuple[ty.Any, set[tuple[type, ty.Any]]]:
     cached = _VALIDATORS.get(id(definition))
     if cached is not None and cached[0] is definition:
-        return cached[1]
+        return cached[1], cached[2]
     cls = jsonschema.validators.validator_for(
         definition, default=jsonschema.Draft4Validator)
     validator = cls(definition)
     if len(_VALIDATORS) >= 4096:
         _VALIDATORS.clear()
-    _VALIDATORS[id(definition)] = (definition, validator)
-    return validator
+    accepted: set[tuple[type, ty.Any]] = set()
+    _VALIDATORS[id(definition)] = (definition, validator, accepted)
+    return validator, accepted
+
+
+#: The base attributes a name was judged against -> the property names
+#: that passed :func:`check_property_name` and the 4-byte check there (a
+#: name's verdict depends on nothing else; every snapshot of a cloud
+#: carries mostly the same names).
+_NAMES_PASSED: dict[frozenset[str], set[str]] = {}
+
+
+def _names_passed(base_names: frozenset[str]) -> set[str]:
+    passed = _NAMES_PASSED.get(base_names)
+    if passed is None:
+        if len(_NAMES_PASSED) >= 64:
+            _NAMES_PASSED.clear()
+        passed = _NAMES_PASSED.setdefault(base_names, set())
+    return passed
 
 
 def check_schema_value(key: str, value: ty.Any,
@@ -171,8 +198,17 @@ def check_schema_value(key: str, value: ty.Any,
         ``pattern``, ``minimum``...), naming the key, the value and the
         keyword.
     """
-    validator = _validator(definition)
+    validator, accepted = _validator(definition)
+    # By type too: True == 1, but a schema may take one and not the other.
+    seen = ((type(value), value) if isinstance(value, (str, int)) and not (
+        isinstance(value, str) and len(value) > _ACCEPTED_LENGTH) else None)
+    if seen is not None and seen in accepted:
+        return
     if validator.is_valid(value):
+        if seen is not None:
+            if len(accepted) >= _ACCEPTED_KEPT:
+                accepted.clear()
+            accepted.add(seen)
         return
     errors = sorted(validator.iter_errors(value),
                     key=lambda e: str(e.validator))
@@ -266,14 +302,19 @@ def check_image_record(record: metadata_mod.ImageRecord,
     # Every base attribute, including those the plugin sets itself from
     # the record (name, visibility, min_ram...): such a key among the
     # properties came from user metadata and would be silently replaced.
-    base_names = (capabilities.base_attributes | PLUGIN_ATTRIBUTES) - (
+    base_names = frozenset(
+        (capabilities.base_attributes | PLUGIN_ATTRIBUTES) -
         _custom_schema_keys(schema_props))
+    names_passed = _names_passed(base_names)
     for key, value in sorted(properties.items()):
-        check_property_name(key, base_names)
+        if key not in names_passed:
+            check_property_name(key, base_names)
+            _check_bmp('property', key, key)
+            if len(names_passed) < _ACCEPTED_KEPT:
+                names_passed.add(key)
         if not isinstance(value, str):
             raise exception.PropertyValueNotString(
                 property=key, type=type(value).__name__)
-        _check_bmp('property', key, key)
         _check_bmp('property value of', key, value)
         definition = schema_props.get(key)
         if isinstance(definition, dict):

@@ -142,6 +142,9 @@ class SnapshotService:
                 conf.snapshot_ext)
         self._engine = attempts_mod.AttemptEngine(
             conf, self.capabilities, self._location_source, sleep, clock)
+        # (capabilities, plan inputs, decision) of the last plain plan.
+        self._decided: tuple[caps_mod.GlanceCapabilities, tuple[ty.Any, ...],
+                             plan_mod.PlanDecision] | None = None
 
     @property
     def location_source(self) -> locations.LocationSource | None:
@@ -199,9 +202,26 @@ class SnapshotService:
             # cause's exit code, not "location unusable".
             raise next(iter(capabilities.unread.values()))
         location, why_not = self.assess_location(capabilities, glance)
-        return plan_mod.decide(capabilities, self.driver, group.disk_formats,
-                               group.activation_method, location, why_not,
-                               source.redacted if source else None)
+        # The decision depends on these alone; the same inputs (every
+        # snapshot while the capabilities are cached) get the same plan.
+        inputs = (tuple(group.disk_formats), group.activation_method,
+                  group.driver_formats_only, self.driver.disk_formats,
+                  location, tuple(why_not))
+        kept = self._decided
+        if kept is not None and kept[0] is capabilities and (
+                kept[1] == inputs):
+            return plan_mod.PlanDecision(list(kept[2].attempts),
+                                         list(kept[2].notes))
+        decision = plan_mod.decide(
+            capabilities, self.driver, group.disk_formats,
+            group.activation_method, location, why_not,
+            source.redacted if source else None)
+        # Only a plain plan is kept: a refusal's error is raised (a fresh
+        # one each time), a fallback plan's warning is logged each time.
+        self._decided = ((capabilities, inputs, decision)
+                         if decision.error is None and decision.attempts
+                         and not decision.attempts[0].fallback else None)
+        return decision
 
     def assess_location(self, capabilities: caps_mod.GlanceCapabilities,
                         glance: glance_mod.GlanceClient

@@ -316,7 +316,7 @@ class _Versions:
 class _HTTPClient:
     """glanceclient's ``http_client``: the routes the wrapper calls directly.
 
-    ``post``/``get`` answer ``(response, body)`` like glanceclient's
+    ``post``/``put``/``get`` answer ``(response, body)`` like glanceclient's
     ``SessionClient``; each route runs the matching controller method
     above (same failure injection names).  A body Glance's schema refuses
     is a 400 here (``images.create`` refuses it client-side).  Without
@@ -344,6 +344,16 @@ class _HTTPClient:
                 parts[2], data['url'], data.get('validation_data') or {})
             return None, None
         raise AssertionError('unexpected POST %s' % url)
+
+    def put(self, url, data=None, headers=None):
+        parts = url.strip('/').split('/')
+        if parts[:2] == ['v2', 'images'] and parts[3:] == ['file']:
+            size = (headers or {}).get('x-openstack-image-size')
+            if size is None:
+                return None, self.images.upload(parts[2], data)
+            return None, self.images.upload(parts[2], data,
+                                            image_size=int(size))
+        raise AssertionError('unexpected PUT %s' % url)
 
     def get(self, url, headers=None):
         parts = url.strip('/').split('/')
