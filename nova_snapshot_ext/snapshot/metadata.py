@@ -604,7 +604,7 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
             # Nova's _convert_to_v2 omits empty kernel/ramdisk ids.
             continue
         properties[key] = _encode(value)
-    if dropped:
+    if dropped and LOG.isEnabledFor(logging.DEBUG):
         LOG.debug('Snapshot of server %(server)s does not inherit %(keys)s',
                   {'server': server.uuid,
                    'keys': '; '.join('%s: %s' % (k, ', '.join(sorted(v)))

@@ -51,6 +51,7 @@ only after Glance refused every upload format); ``upload`` never adds it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing as ty
 
 from oslo_config import cfg
@@ -97,6 +98,12 @@ class PlannedAttempt:
         E.g. ``upload qcow2 (1536 B, valid empty image)`` or
         ``location http://host/empty.qcow2 (new API, qcow2, 1536 B)``.
         """
+        return self._description
+
+    @functools.cached_property
+    def _description(self) -> str:
+        # Once per planned attempt: a kept plan serves many snapshots, and
+        # each result lists the plan.
         if self.method == 'location':
             return 'location %s (%s API, %s, %d B)' % (
                 self.url, self.location_api, self.disk_format, self.size)
