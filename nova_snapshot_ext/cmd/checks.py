@@ -55,14 +55,23 @@ EXIT_UNREACHABLE = 3
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
+#: Over the project's Glance quota (unified limits), whether the
+#: preflight's usage read foresaw it (nothing created) or Glance's 413 said
+#: so at the create or upload: neither bad input (the same request passes
+#: once the limit is raised or usage freed) nor Glance unreachable.
+QUOTA_EXIT = EXIT_FAILED
+
 #: The one exit-status table (``--help``, README, docs).
 EXIT_CODES = (
     (EXIT_OK, 'done (audit: nothing left unrepaired)'),
-    (EXIT_FAILED, 'the operation failed: the snapshot was not activated, '
-                  'probe found the identity cannot snapshot, or audit '
-                  'found problems it did not repair'),
+    (EXIT_FAILED, 'the operation failed: the snapshot was not activated '
+                  '(also when over the project\'s Glance quota, found '
+                  'before the create or by Glance), probe found the '
+                  'identity cannot snapshot, or audit found problems it '
+                  'did not repair'),
     (EXIT_INPUT, 'bad input or configuration: usage, the request, an '
-                 'option, or a preflight refusal (nothing was created)'),
+                 'option, or a preflight refusal of the image record '
+                 '(nothing was created)'),
     (EXIT_UNREACHABLE, 'cannot reach or authenticate: Keystone or Glance '
                        'unreachable, credentials refused, no image '
                        'endpoint, or the endpoint is not Glance'),
@@ -311,7 +320,9 @@ def check_glance(conf: cfg.ConfigOpts,
 
     :returns: the API version ids (``['v2.17', ...]``).
     :raises CLIError: exit 3 when Glance cannot be reached, refuses the
-        credentials (401), or the endpoint does not answer like Glance.
+        credentials (401), or the endpoint does not answer like Glance;
+        exit 1 when Glance was reached and failed (a persistent 500, an
+        answer cut mid-body or too slow, each asked twice).
     """
     where = redaction.redact_url(glance.endpoint)
     option = endpoint_source(conf, glance)
@@ -326,6 +337,14 @@ def check_glance(conf: cfg.ConfigOpts,
                        'GET /versions in time: %s'
                        % (where, option, err.format_message()), EXIT_FAILED)
     except exception.GlanceUnavailable as err:
+        if not exception.unreachable(err):
+            # Glance answered and its answer was cut mid-body (asked
+            # twice): reached, so Glance failed -- exit 1, as any cut
+            # answer (glance_error), never "could not be reached".
+            raise CLIError('Glance at %s (%s) failed to answer GET '
+                           '/versions (asked twice): %s'
+                           % (where, option, err.kwargs.get('reason')),
+                           EXIT_FAILED)
         raise CLIError('Glance at %s (%s) could not be reached: %s'
                        % (where, option, err.kwargs.get('reason')),
                        EXIT_UNREACHABLE)

@@ -606,6 +606,13 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(*checks.activation_failure(err), fmt,
                      result=failed.to_dict() if failed else None,
                      left=list(getattr(failed, 'leftover', []) or []))
+    except exception.GlanceQuotaExceeded as err:
+        # Over the project's Glance quota: the request and configuration
+        # are good (2 would say change them), Glance was reached (not 3);
+        # the snapshot was not made, as when Glance's own 413 says so at
+        # the create or upload: exit 1 on both paths
+        # (checks.QUOTA_EXIT, doc/source/cli.rst).
+        return _fail(err.format_message(), checks.QUOTA_EXIT, fmt)
     except (exception.InvalidRequest, exception.InvalidServerState,
             exception.ConfigurationError, exception.DriverNotFound,
             exception.DriverLoadError, exception.PreflightError,

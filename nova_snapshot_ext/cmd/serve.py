@@ -32,7 +32,11 @@ With ``--format json`` the first line on stdout is one JSON object:
 "status_command"}``; progress goes to stderr.  ``glance_api_conf`` is the
 ``glance-api.conf`` the embedded Glance runs with (removed at stop), for
 ``nova-snapshot-ext-status upgrade check --glance-api-conf``
-(``status_command`` is that command, ready to run).  Exit status 0 once
+(``status_command`` is that command, ready to run).  Every printed command
+runs as printed from any shell (:func:`console_command`): the console
+script by its absolute path beside the running interpreter (a tox or
+virtualenv ``bin`` that is not on the user's ``PATH``), else ``python -m``
+with that interpreter; paths are shell-quoted.  Exit status 0 once
 stopped by Ctrl-C or SIGTERM; 2 for a bad argument; 3 when Glance cannot
 start.
 """
@@ -44,8 +48,10 @@ import importlib
 import json
 import os
 import re
+import shlex
 import signal
 import sys
+import sysconfig
 import time
 import typing as ty
 
@@ -146,11 +152,42 @@ def _sample_project() -> str:
         return str(json.load(f)['requester']['project_id'])
 
 
+#: The console scripts serve prints (setup.cfg console_scripts), and the
+#: modules that run them.
+MAIN_SCRIPT = ('nova-snapshot-ext', 'nova_snapshot_ext.cmd.main')
+STATUS_SCRIPT = ('nova-snapshot-ext-status', 'nova_snapshot_ext.cmd.status')
+
+
+def console_command(script: str, module: str) -> str:
+    """How to run console script ``script`` from any shell, shell-quoted.
+
+    The serve process may run in an environment whose ``bin`` is on its
+    own ``PATH`` only (``tox -e demo``, a virtualenv not activated in the
+    user's other terminal): never the bare name.
+
+    :returns: the absolute path of ``script`` in the running
+        interpreter's scripts directory (where pip installs it) or beside
+        the interpreter, when it is there and executable; else
+        ``<this interpreter> -m <module>``.
+    """
+    python = os.path.abspath(sys.executable)
+    for directory in (sysconfig.get_path('scripts'),
+                      os.path.dirname(python)):
+        path = os.path.join(os.path.abspath(directory), script)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return shlex.quote(path)
+    return '%s -m %s' % (shlex.quote(python), module)
+
+
 def commands(prog: str, config_file: str, request: str) -> list[str]:
-    """The commands to try, as they are printed."""
-    return ['%s probe --config-file %s' % (prog, config_file),
-            '%s snapshot --config-file %s %s' % (prog, config_file, request),
-            '%s audit --config-file %s' % (prog, config_file)]
+    """The commands to try, as they are printed.
+
+    :param prog: the main command (:func:`console_command`).
+    """
+    conf, req = shlex.quote(config_file), shlex.quote(request)
+    return ['%s probe --config-file %s' % (prog, conf),
+            '%s snapshot --config-file %s %s' % (prog, conf, req),
+            '%s audit --config-file %s' % (prog, conf)]
 
 
 def status_command(prog: str, config_file: str,
@@ -159,9 +196,11 @@ def status_command(prog: str, config_file: str,
 
     ``--glance-api-conf`` tells it Glance's default store, which only an
     admin may read from Glance itself.
+
+    :param prog: the status command (:func:`console_command`).
     """
-    return '%s-status --config-file %s --glance-api-conf %s upgrade check' % (
-        prog, config_file, glance_api_conf)
+    return '%s --config-file %s --glance-api-conf %s upgrade check' % (
+        prog, shlex.quote(config_file), shlex.quote(glance_api_conf))
 
 
 def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
@@ -172,7 +211,6 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
         until Ctrl-C or SIGTERM, which raise ``KeyboardInterrupt``).
     :raises CLIError: a bad argument (2), Glance failed to start (3).
     """
-    from nova_snapshot_ext.cmd import config
     from nova_snapshot_ext.cmd import demo as demo_cmd
     from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
@@ -208,9 +246,9 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
                                                   'nova-snapshot-ext.conf')
         token = glance.token(project, DEFAULT_USER, roles=roles)
         demo.write_config(written, glance.endpoint, token, args.driver)
-        # The console script is named after the project.
-        lines = commands(config.PROJECT, written, request_mod.SAMPLE_REQUEST)
-        status = status_command(config.PROJECT, written,
+        lines = commands(console_command(*MAIN_SCRIPT), written,
+                         request_mod.SAMPLE_REQUEST)
+        status = status_command(console_command(*STATUS_SCRIPT), written,
                                 glance.glance_api_conf)
         if conf.format == 'json':
             print(json.dumps({

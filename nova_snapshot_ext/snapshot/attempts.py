@@ -103,6 +103,27 @@ def _glance_failed_on_record(err: exception.SnapshotExtException) -> bool:
             status not in GATEWAY_STATUSES)
 
 
+def _position(plan: ty.Sequence[plan_mod.PlannedAttempt], index: int,
+              attempt: result_mod.Attempt) -> int:
+    """The plan position of what ``attempt`` (run as ``plan[index]``) sent.
+
+    ``index`` itself, unless the attempt adopted an image of another
+    format and uploaded to it (:meth:`AttemptEngine._finish` keeps the
+    image's own format): then the first later position planning that
+    upload, or ``index`` when the plan has none.
+    """
+    planned = plan[index]
+    sent = (attempt.method, attempt.disk_format, attempt.container_format)
+    if attempt.method != 'upload' or sent == (
+            planned.method, planned.disk_format, planned.container_format):
+        return index
+    for later in range(index + 1, len(plan)):
+        other = plan[later]
+        if sent == (other.method, other.disk_format, other.container_format):
+            return later
+    return index
+
+
 def _member_event(err: exception.SnapshotExtException) -> Event:
     """A failed member add, classified: refused (4xx) or transient.
 
@@ -202,13 +223,21 @@ class AttemptEngine:
                 size=planned.size,
                 image_id=identity.attempt_id(record, index, planned,
                                              generation),
-                location_api=planned.location_api, url=planned.url)
+                location_api=planned.location_api, url=planned.url,
+                number=index + 1)
             result.attempts.append(attempt)
             try:
                 outcome = self._attempt(run, attempt, planned)
                 step, outcome = self._end(run, attempt, outcome)
             except BaseException as err:
                 raise self._interrupted(run, attempt, err)
+            if step is not Step.NEXT_ID:
+                # An earlier try's image of a later planned format (its
+                # fallback) was adopted: this was that planned attempt;
+                # the plan goes on after it, never sends it again.
+                index = _position(plan, index, attempt)
+                planned = plan[index]
+                attempt.number = index + 1
             if step is Step.ACTIVE:
                 assert outcome.image is not None
                 result.plan = [p.describe() for p in plan]
@@ -666,8 +695,9 @@ class AttemptEngine:
         after ``tries`` is named in ``result.leftover``.  With ``leave``
         (:attr:`~.outcome.Cleanup.LEFT`) nothing is deleted: the image is
         read once (active is the success; gone or foreign: nothing to
-        name) and otherwise named as left in place, in the attempt's
-        reason and in ``result.leftover`` / ``result.left_in_place``.
+        name) and otherwise named as left in place in ``result.leftover``
+        / ``result.left_in_place`` (which
+        :meth:`~.result.SnapshotResult.leftover_text` tells, once).
 
         :returns: the image when the re-read finds it ``active`` (the
             snapshot succeeded after all), else ``None``.
@@ -736,10 +766,8 @@ class AttemptEngine:
         if leave:
             # Glance has no conditional delete: another try of this
             # snapshot may be finishing the image (see Cleanup.LEFT).
-            attempt.reason = (
-                '%s; image %s is left in place: another try of this '
-                'snapshot may be finishing it, and a retry adopts it'
-                % (attempt.reason, image_id))
+            # The attempt's reason stays its failure: the image is named
+            # once, by result.leftover_text (one home for that sentence).
             LOG.warning('Image %(id)s of a failed snapshot attempt is left '
                         'in place (status %(status)s) for another try or a '
                         'retry to finish', {'id': image_id,

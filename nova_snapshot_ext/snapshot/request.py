@@ -312,6 +312,42 @@ class BlockDeviceMapping:
         return bdm
 
 
+def _check_device_names(bdms: ty.Sequence[BlockDeviceMapping]) -> None:
+    """Refuse two mappings of one device name (one pass, one set).
+
+    Nova adds ``/dev/`` to a name without it (``prepend_dev``), so
+    ``vda`` and ``/dev/vda`` are one device; the key is the name without
+    surrounding blanks and without one leading ``/dev/``.  Names are
+    case-sensitive, as in Nova and the guest.
+
+    ``no_device`` mappings are left out: in Nova they suppress a device
+    rather than attach one (``snapshot_volume_backed`` compares an image
+    mapping's name only with the mappings that are not ``no_device``, and
+    a ``no_device`` entry of a name is how a mapping of the image is
+    masked), so they take no name.  A mapping without a name gets one
+    from Nova at boot and collides with none.
+
+    :raises InvalidRequest: naming the second mapping's ``device_name``,
+        and the first's in the reason.
+    """
+    seen: dict[str, int] = {}
+    for i, bdm in enumerate(bdms):
+        name = bdm.device_name
+        if not name or bdm.no_device:
+            continue
+        key = name.strip()
+        if key.startswith('/dev/'):
+            key = key[5:]
+        first = seen.setdefault(key, i)
+        if first != i:
+            _fail('block_device_mappings[%d].device_name' % i,
+                  'device %r is already the device of '
+                  'block_device_mappings[%d].device_name (%r): Nova adds '
+                  '/dev/ to a name without it, and a server attaches one '
+                  'disk per device name; give each mapping its own'
+                  % (name, first, bdms[first].device_name))
+
+
 @dataclasses.dataclass
 class Server:
     """The server being snapshotted (Nova's instance fields)."""
@@ -599,6 +635,7 @@ class SnapshotRequest:
             _fail('block_device_mappings[%d].boot_index' % roots[1],
                   'a second mapping with boot_index 0; a server has one '
                   'root disk')
+        _check_device_names(self.block_device_mappings)
         if not self.is_volume_backed():
             _fail('block_device_mappings',
                   'server %s is not volume-backed (its root disk is not a '

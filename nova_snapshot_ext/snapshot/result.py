@@ -60,6 +60,11 @@ class Attempt:
         when the attempt failed, the step that failed -- ``'create'``
         when Glance refused or already held the image, so nothing was
         uploaded or added; ``None`` before the first.
+    :ivar number: the attempt's position in the plan (1-based, as
+        ``plan`` lists it): the planned attempt whose image it activated
+        or tried -- after adopting an earlier try's image of a later
+        planned format (that try's fallback), that format's position.
+        ``None`` outside the engine.
 
     The end is recorded once, in ``state``; :attr:`outcome` and
     :attr:`created` are read from it.
@@ -79,6 +84,7 @@ class Attempt:
     location_api: str | None = None
     url: str | None = None
     step: str | None = None
+    number: int | None = None
 
     def enter(self, state: State) -> None:
         """Record ``state`` (called by :func:`~.transitions.move` only)."""
@@ -321,7 +327,10 @@ class SnapshotResult:
         for note in self.notes:
             lines.append('  note: %s' % note)
         for i, attempt in enumerate(self.attempts, 1):
-            lines.append('  attempt %d: %s' % (i, attempt.describe()))
+            # Numbered as the plan above lists it (a skipped or adopted
+            # position shows), else in order.
+            lines.append('  attempt %d: %s' % (attempt.number or i,
+                                               attempt.describe()))
         if self.leftover:
             lines.append('  LEFT BEHIND: %s' % self.leftover_text())
         for image_id in self.unconfirmed:

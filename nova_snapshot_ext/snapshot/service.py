@@ -426,10 +426,10 @@ class SnapshotService:
         if cleanup is Cleanup.LEFT:
             # The intermediary may still forward the upload, another try
             # may be finishing the image: it is named, not deleted.
+            # The attempt's reason stays its failure; the message names
+            # the image once, by leftover_text.
             result.leave(image_id, 'queued')
             reason += '; ' + result.leftover_text()
-            if attempt is not None:
-                attempt.reason = reason
             cleanup = Cleanup.NONE
         try:
             # The table's cleanup: this snapshot's image, if still queued

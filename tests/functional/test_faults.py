@@ -513,6 +513,27 @@ def _left_in_place(stdout):
     return left if isinstance(left, list) else []
 
 
+class TestVersionsCut(FaultTestBase):
+    """GET /versions at connect answered with its body cut (twice)."""
+
+    def test_a_cut_versions_answer_is_glance_failing(self):
+        # Glance was reached (the status line and headers came): exit 1,
+        # as any cut answer, never "could not be reached" (exit 3).
+        self.proxy.add_rule('GET', r'^/versions$', 'truncate',
+                            times='always')
+        proc, _ = self.run_cli('upload', self.write_request(
+            fresh_request_dict(self.project_id, self.user_id)))
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        error = json.loads(proc.stdout)['error']
+        self.assertIn('GET /versions', error)
+        self.assertIn('Glance was reached but its answer was cut short',
+                      error)
+        self.assertNotIn('could not be reached', proc.stderr)
+        self.assertGreaterEqual(self.proxy.count('GET', r'^/versions$'), 2)
+        self.assertEqual(0, self.proxy.count('POST', r'^/v2/images$'))
+        self.assertEqual([], self.glance_view())
+
+
 class TestFaultCore(FaultTestBase, CellMixin):
     """The core cells, run in CI."""
 
@@ -705,7 +726,7 @@ class TestConcurrentProcesses(TestConcurrentTries):
 def load_tests(loader, standard_tests, pattern):
     """Leave the full matrix out unless ``NOVA_SNAPSHOT_EXT_FAULTS=all``."""
     suite = loader.suiteClass()
-    for cls in (TestFaultCore, TestConcurrentTries):
+    for cls in (TestFaultCore, TestConcurrentTries, TestVersionsCut):
         suite.addTests(loader.loadTestsFromTestCase(cls))
     if _full_run():
         suite.addTests(loader.loadTestsFromTestCase(TestFaultMatrix))

@@ -279,7 +279,9 @@ class TestGlanceQuotas(KeystoneCLITestCase):
         return self.snapshot(conf, project='alt')
 
     def assertRefusedBeforeCreate(self, proc, name, resource):
-        self.assertEqual(2, proc.returncode, proc.stderr)
+        # Over the project's quota: exit 1, as when Glance's 413 says so at
+        # the create (test_quota_reached_at_the_create).
+        self.assertEqual(1, proc.returncode, proc.stderr)
         error = self.error_of(proc)
         self.assertIn("Glance's quota %s" % resource, error)
         self.assertIn('nothing was created', error)
@@ -337,6 +339,26 @@ class TestGlanceQuotas(KeystoneCLITestCase):
         proc, name = self.alt_snapshot()
         self.assertEqual(0, proc.returncode, proc.stderr)
         self.assertEqual('active', json.loads(proc.stdout)['image']['status'])
+
+    def test_quota_reached_at_the_create(self):
+        # The limit drops between the preflight and the create: Glance
+        # answers 413 to the create; the same exit status as the
+        # preflight's refusal of the same quota.
+        count = len(self.kg.images_of('alt'))
+        self.kg.proxy.clear()
+        self.kg.proxy.add_rule(
+            'POST', r'^/v2/images$', 'hook',
+            hook=lambda: self.kg.keystone.set_project_limit(
+                'alt', 'image_count_total', count))
+        self.addCleanup(self.kg.proxy.clear)
+        self.addCleanup(self.kg.keystone.set_project_limit, 'alt',
+                        'image_count_total',
+                        embedded_keystone.GLANCE_LIMITS['image_count_total'])
+        proc, name = self.alt_snapshot()
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        self.assertIn('image_count_total', self.error_of(proc))
+        self.assertEqual([], self.images_named(name, 'alt'))
+        self.assertEqual(1, self.kg.proxy.count('POST', r'^/v2/images$'))
 
     def test_quota_reached_during_the_upload(self):
         # The limit drops between the preflight and the upload: Glance

@@ -20,6 +20,7 @@ started or wrote is left.
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -100,22 +101,29 @@ class TestServe(testtools.TestCase):
         self.assertEqual(os.path.join(base_dir, 'glance-api.conf'),
                          glance_conf)
         self.assertTrue(os.path.isfile(glance_conf))
-        status_args = info['status_command'].split()
-        self.assertEqual('nova-snapshot-ext-status', status_args[0])
+        # As printed, from a shell whose PATH lacks this environment's bin
+        # (a README user's other terminal after tox -e demo -- serve).
+        status_args = shlex.split(info['status_command'])
+        self.assertTrue(os.path.isabs(status_args[0]), status_args)
         self.assertIn('--glance-api-conf %s' % glance_conf,
                       info['status_command'])
         status = subprocess.run(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.status'] +
-            status_args[1:], capture_output=True, text=True, timeout=180,
-            check=False)
+            status_args, capture_output=True, text=True, timeout=180,
+            check=False, env=dict(os.environ, PATH=os.defpath))
         # (the table wraps long paths: compare without its whitespace)
         self.assertIn('(from%s:' % glance_conf,
                       ''.join(status.stdout.replace('|', ' ').split()),
                       status.stdout + status.stderr)
-        # The printed commands are the ones just run.
+        # The printed commands are the ones just run, and run as printed.
         self.assertEqual(3, len(info['commands']))
         self.assertIn('probe --config-file %s' % out_conf,
                       info['commands'][0])
+        printed = subprocess.run(
+            shlex.split(info['commands'][0]) + ['--no-write-check'],
+            capture_output=True, text=True, timeout=180, check=False,
+            env=dict(os.environ, PATH=os.defpath))
+        self.assertEqual(0, printed.returncode, printed.stderr)
+        self.assertIn('upload qcow2', printed.stdout)
 
         proc.send_signal(signal.SIGINT)
         self.assertEqual(0, proc.wait(60), self.read(stderr))

@@ -12,9 +12,16 @@
 
 """One exit status per cause (doc/source/cli.rst "Exit status by cause")."""
 
+import io
+import json
+import os
+from unittest import mock
+
+import fixtures
 from glanceclient import exc as gexc
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance
 from tests import base
@@ -141,3 +148,128 @@ class TestVersionsAtConnect(base.TestCase):
                                 [{'id': 'v1.0'}])
         self.assertIn('is not a Glance image API', cli.message)
         self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
+
+
+class TestOverQuotaIsOneCause(base.TestCase):
+    """Kind: over the project's Glance quota, before or at the create."""
+
+    def setUp(self):
+        super().setUp()
+        self.stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        self.conf = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'c.conf')
+        open(self.conf, 'w').close()
+
+    def _exit(self, err, *extra):
+        def handler(conf):
+            raise err
+        with mock.patch.dict(main.HANDLERS, snapshot=handler):
+            return main.main(['snapshot', 'r.json', '--config-file',
+                              self.conf] + list(extra))
+
+    def _paths(self, resource):
+        preflight = exception.GlanceQuotaExceeded(
+            project='p', resource=resource,
+            reason='%s: uses 10 of 10' % resource)
+        at_create = exception.ActivationFailed(
+            name='s', reason='r', cause=exception.GlanceOverLimit(
+                operation='create', status=413,
+                reason='Resource %s is over limit' % resource))
+        return preflight, at_create
+
+    def test_preflight_and_glance_refusal_exit_alike(self):
+        for resource in ('image_count_total', 'image_count_uploading',
+                         'image_size_total'):
+            preflight, at_create = self._paths(resource)
+            codes = {self._exit(preflight), self._exit(at_create)}
+            self.assertEqual({checks.QUOTA_EXIT}, codes, resource)
+        self.assertEqual(checks.EXIT_FAILED, checks.QUOTA_EXIT)
+
+    def test_json_says_the_same_code(self):
+        for err in self._paths('image_count_total'):
+            self.stdout.seek(0)
+            self.stdout.truncate()
+            self.assertEqual(1, self._exit(err, '--format', 'json'))
+            self.assertEqual(1, json.loads(self.stdout.getvalue())[
+                'exit_code'])
+
+    def test_other_preflight_refusals_stay_bad_input(self):
+        # A record Glance refuses whatever the usage: change the input.
+        err = exception.PropertyQuotaExceeded(count=200, quota=128)
+        self.assertEqual(checks.EXIT_INPUT, self._exit(err))
+
+
+class TestVersionsCutAtConnect(base.TestCase):
+    """Kind: GET /versions answered, its body cut mid-answer (twice).
+
+    The real :class:`~nova_snapshot_ext.image.glance.GlanceClient` over
+    glanceclient (faked at its boundary), whose ``versions.list`` raises
+    what the layers under it raise for a body that did not come whole.
+    """
+
+    @staticmethod
+    def _chained(outer, inner):
+        try:
+            raise inner
+        except BaseException:  # noqa: B902 - building a chain
+            try:
+                raise outer
+            except BaseException as err:  # noqa: B902
+                return err
+
+    def cuts(self):
+        import http.client
+
+        from keystoneauth1 import exceptions as ks_exc
+        import requests
+        import urllib3
+
+        return (
+            requests.exceptions.ChunkedEncodingError('cut mid-body'),
+            http.client.IncompleteRead(b'{"versions": [{"i'),
+            self._chained(ks_exc.UnknownConnectionError('x', None),
+                          requests.exceptions.ChunkedEncodingError(
+                              urllib3.exceptions.ProtocolError(
+                                  'Connection broken', http.client.
+                                  IncompleteRead(b'{"ver', 40)))),
+        )
+
+    def setUp(self):
+        super().setUp()
+        from tests.unit import fake_glanceclient
+
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.client = glance.GlanceClient(session=mock.Mock(),
+                                          endpoint_override=(
+                                              'http://glance.test:9292'))
+
+    def test_a_cut_versions_answer_is_glance_failing(self):
+        for cut in self.cuts():
+            with self.subTest(cut=repr(cut)):
+                self.fake.failures['versions'] = [cut, cut]
+                cli = self.assertRaises(checks.CLIError,
+                                        checks.check_glance, self.conf,
+                                        self.client)
+                self.assertEqual(checks.EXIT_FAILED, cli.code)
+                self.assertNotIn('could not be reached', cli.message)
+                self.assertIn('GET /versions', cli.message)
+                self.assertIn('Glance was reached but its answer was cut '
+                              'short', cli.message)
+                self.assertEqual([], self.fake.failures['versions'])
+
+    def test_one_cut_is_asked_again(self):
+        self.fake.failures['versions'] = [self.cuts()[0]]
+        self.assertIn('v2.17', checks.check_glance(self.conf, self.client))
+
+    def test_a_reset_before_any_answer_is_still_unreachable(self):
+        import requests
+
+        reset = requests.exceptions.ConnectionError('reset by peer')
+        self.fake.failures['versions'] = [reset, reset]
+        cli = self.assertRaises(checks.CLIError, checks.check_glance,
+                                self.conf, self.client)
+        self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
+        self.assertIn('could not be reached', cli.message)

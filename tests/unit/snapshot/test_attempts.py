@@ -22,6 +22,7 @@ import json
 import types
 from unittest import mock
 
+import fixtures
 from glanceclient import exc as gexc
 import requests
 
@@ -646,10 +647,11 @@ class TestInterruptDuringUpload(AttemptTestBase):
             self.assertEqual(([left], [left]),
                              (result.leftover, result.left_in_place))
             self.assertIn('interrupted', result.attempts[0].reason)
-            self.assertIn('image %s is left in place' % left,
-                          result.attempts[0].reason)
-            self.assertIn('left in place, not deleted',
-                          result.leftover_text())
+            # Named once, by the result (not again in the attempt's
+            # reason, which a failure message also quotes).
+            self.assertNotIn('left in place', result.attempts[0].reason)
+            self.assertIn('%s (status queued) left in place, not deleted'
+                          % left, result.leftover_text())
 
     def test_interrupt_when_the_other_try_finished_is_the_success(self):
         real_get = fake_glanceclient._Images.get
@@ -711,8 +713,10 @@ class TestCleanupRacingAnotherTry(AttemptTestBase):
                 self.assertNotIn('delete', self.fake.calls)
                 self.assertIn(IMAGE_ID, self.fake.images)
                 self.assertEqual([], err.result.cleaned_up)
-                self.assertIn('image %s is left in place' % IMAGE_ID,
-                              err.format_message())
+                self.assertIn('image(s) %s (status queued) left in place'
+                              % IMAGE_ID, err.format_message())
+                self.assertEqual(1, err.format_message().count(
+                    'left in place'))
 
     def test_retry_adopts_the_image_left_queued(self):
         self.fake.fail('add_member', gexc.HTTPServiceUnavailable('busy'))
@@ -1138,3 +1142,183 @@ class TestPayloadTooLargeLocation(AttemptTestBase,
         self.assertEqual(['upload', 'location'],
                          [a.method for a in err.result.attempts])
         self.assertNothingLeft()
+
+
+class TestLeftInPlaceSaidOnce(AttemptTestBase):
+    """Kind: every failure that leaves an image names it once.
+
+    The "left in place" sentence (why the image is kept, what adopts or
+    deletes it) is the result's (``leftover_text``); the attempt's reason,
+    which the failure message and the result's description also quote,
+    stays the failure.
+    """
+
+    SAID = ('left in place', 'a retry of this snapshot adopts it',
+            'another try of this snapshot may be finishing it')
+
+    def assertSaidOnce(self, err, image_id=IMAGE_ID):
+        self.assertEqual([image_id], err.result.left_in_place)
+        for text in (err.format_message(), err.result.describe()):
+            for said in self.SAID:
+                self.assertEqual(1, text.count(said), (said, text))
+            self.assertIn(image_id, text)
+
+    def _fresh(self):
+        self.fake.images.clear()
+        self.fake.used_ids.clear()
+        self.fake.members.clear()
+        self.fake.calls.clear()
+
+    def test_transient_upload_faults(self):
+        for fault in (gexc.HTTPServiceUnavailable('busy'),
+                      gexc.HTTPBadGateway('proxy'),
+                      gexc.CommunicationError('reset'),
+                      requests.exceptions.ChunkedEncodingError('cut')):
+            with self.subTest(fault=repr(fault)):
+                self._fresh()
+                self.fake.fail('upload', fault)
+                self.assertSaidOnce(self.fails())
+
+    def test_transient_member_add_fault(self):
+        req = self.make_request()
+        req = request.SnapshotRequest.from_dict(
+            dict(req.to_dict(), requester={'project_id': 'other'}))
+        self.fake.fail('add_member', gexc.HTTPServiceUnavailable('busy'))
+        self.assertSaidOnce(self.fails(req))
+
+    def test_lost_create_then_unreadable_read_back(self):
+        self.fake.fail('get', gexc.HTTPServiceUnavailable('busy'))
+        with TestLostCreateThenUnreadableReadBack._lost_create(self):
+            err = self.fails()
+        self.assertSaidOnce(err)
+
+    def test_contradicted_success(self):
+        svc = self.make_service()
+        result = svc.snapshot(self.make_request())
+        self.fake.images[IMAGE_ID]['status'] = 'queued'
+        err = self.assertRaises(exception.ActivationFailed, svc.recheck,
+                                result, dict(self.fake.images[IMAGE_ID]))
+        self.assertSaidOnce(err)
+
+
+class TestRetryAfterFallback(AttemptTestBase):
+    """Kind: a retry of a snapshot whose earlier try fell back a format.
+
+    The earlier try's raw upload was refused (415) and its qcow2 upload
+    met a transient fault (the qcow2 image is left in place).  The retry
+    adopts that image: its attempt is the plan's qcow2 attempt (number,
+    format and size as sent), and after it the plan goes on past qcow2.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.sent = []
+        real = fake_glanceclient._Images.upload
+
+        def upload(images, image_id, data, image_size=None):
+            self.sent.append((image_id,
+                              self.fake.images[image_id]['disk_format']))
+            return real(images, image_id, data, image_size)
+        self.useFixture(fixtures.MockPatchObject(
+            fake_glanceclient._Images, 'upload', upload))
+
+    def _earlier_try(self):
+        self.fake.fail('upload', gexc.HTTPException(
+            'HTTP 415 Unsupported Media Type: Image failed safety checks'))
+        self.fake.failures['upload'].append(
+            gexc.HTTPServiceUnavailable('busy'))
+        err = self.fails()
+        self.assertEqual([(1, 'raw'), (2, 'qcow2')],
+                         [(a.number, a.disk_format)
+                          for a in err.result.attempts])
+        (left,) = err.result.left_in_place
+        self.sent.clear()
+        return left
+
+    def test_retry_reports_the_attempt_it_finished(self):
+        left = self._earlier_try()
+        result = self.snapshot()
+        self.assertEqual(('active', left), (result.status, result.image_id))
+        (attempt,) = result.attempts
+        self.assertEqual((2, 'upload', 'qcow2', left),
+                         (attempt.number, attempt.method,
+                          attempt.disk_format, attempt.image_id))
+        self.assertEqual([(left, 'qcow2')], self.sent)
+        self.assertEqual(attempt.size, result.size)
+        self.assertIn('attempt 2: upload qcow2/bare (1536 B) -> active',
+                      result.describe())
+        self.assertEqual(2, result.to_dict()['attempts'][0]['number'])
+
+    def test_failed_retry_goes_on_past_the_adopted_format(self):
+        left = self._earlier_try()
+        # The adopted qcow2 image is refused now; the next upload meets a
+        # transient fault.
+        self.fake.fail('upload', gexc.HTTPException(
+            'HTTP 415 Unsupported Media Type: Image failed safety checks'))
+        self.fake.failures['upload'].append(
+            gexc.HTTPServiceUnavailable('busy'))
+        err = self.fails()
+        self.assertEqual(
+            [(2, 'qcow2', left)],
+            [(a.number, a.disk_format, a.image_id)
+             for a in err.result.attempts[:1]])
+        self.assertEqual([3], [a.number for a in err.result.attempts[1:]])
+        self.assertEqual(['qcow2', 'vmdk'], [f for _, f in self.sent])
+        message = err.format_message()
+        self.assertIn('upload qcow2: Glance refused the qcow2 payload of '
+                      'image %s' % left, message)
+        self.assertIn('; upload vmdk: ', message)
+        self.assertEqual(1, message.count('upload qcow2'))
+        described = err.result.describe()
+        self.assertIn('attempt 2: upload qcow2/bare', described)
+        self.assertIn('attempt 3: upload vmdk/bare', described)
+
+    def test_plain_run_numbers_as_planned(self):
+        result = self.snapshot()
+        self.assertEqual([1], [a.number for a in result.attempts])
+        self.assertIn('attempt 1: upload raw/bare', result.describe())
+
+
+class TestLocationLeftInPlaceSaidOnce(AttemptTestBase,
+                                      test_service.LocationTestBase):
+    """The same kind on a location attempt: its POST lost (reset)."""
+
+    assertSaidOnce = TestLeftInPlaceSaidOnce.assertSaidOnce
+    SAID = TestLeftInPlaceSaidOnce.SAID
+
+    def test_location_post_lost(self):
+        self.fake.fail('add_image_location',
+                       gexc.CommunicationError('reset before'))
+        err = self.fails()
+        (left,) = err.result.left_in_place
+        self.assertSaidOnce(err, left)
+
+
+class TestInterruptLeftInPlaceSaidOnce(AttemptTestBase):
+    """The same kind after Ctrl-C / SIGTERM: the CLI's message."""
+
+    def test_interrupt_message_names_the_image_once(self):
+        import io
+
+        from nova_snapshot_ext.cmd import main
+
+        for error in (KeyboardInterrupt(), SystemExit(143)):
+            with self.subTest(error=repr(error)):
+                self.fake.images.clear()
+                self.fake.used_ids.clear()
+                with mock.patch.object(fake_glanceclient._Images, 'upload',
+                                       side_effect=error):
+                    err = self.assertRaises(BaseException, self.snapshot,
+                                            self.other_snapshot(
+                                                repr(error), image_id=None))
+                (left,) = err.snapshot_result.left_in_place
+                stderr = io.StringIO()
+                with mock.patch('sys.stderr', stderr):
+                    main._report_interrupt(
+                        exception.SnapshotInterrupted(
+                            err.snapshot_result, KeyboardInterrupt()),
+                        'text')
+                for text in (stderr.getvalue(),
+                             err.snapshot_result.describe()):
+                    self.assertEqual(1, text.count('left in place'), text)
+                    self.assertIn(left, text)

@@ -500,3 +500,93 @@ class TestDirectlyBuiltRequest(base.TestCase):
             change(req)
             err = self.assertRaises(exception.InvalidRequest, req.validate)
             self.assertEqual(field, err.kwargs['field'])
+
+
+class TestSameDeviceNameTwice(base.TestCase):
+    """Kind: two mappings of one device, in any spelling Nova makes one."""
+
+    _parse = TestSnapshotRequest._parse
+    assertFieldError = TestSnapshotRequest.assertFieldError
+
+    def test_same_device_in_any_spelling(self):
+        # The sample's root mapping is 'vda'; mapping 1 is '/dev/vdb'.
+        for first, second in (('vda', 'vda'), ('vda', '/dev/vda'),
+                              ('/dev/vda', 'vda'), ('/dev/vda', '/dev/vda'),
+                              ('/dev/vda', ' /dev/vda')):
+            with self.subTest(first=first, second=second):
+                data = base.sample_request_dict()
+                data['block_device_mappings'][0]['device_name'] = first
+                data['block_device_mappings'][1]['device_name'] = second
+                err = self.assertFieldError(
+                    data, 'block_device_mappings[1].device_name')
+                self.assertIn('block_device_mappings[0].device_name',
+                              err.format_message())
+
+    def test_local_mapping_colliding_with_a_later_one(self):
+        # Not only the root: the swap disk (mapping 2) and mapping 1.
+        data = base.sample_request_dict()
+        data['block_device_mappings'][2]['device_name'] = 'vdb'
+        err = self.assertFieldError(
+            data, 'block_device_mappings[2].device_name')
+        self.assertIn('block_device_mappings[1].device_name',
+                      err.format_message())
+
+    def test_built_in_python_is_refused_by_validate(self):
+        req = self._parse(base.sample_request_dict())
+        req.block_device_mappings[2].device_name = '/dev/vda'
+        err = self.assertRaises(exception.InvalidRequest, req.validate)
+        self.assertEqual('block_device_mappings[2].device_name',
+                         err.kwargs['field'])
+        self.assertIn('block_device_mappings[0].device_name',
+                      err.format_message())
+
+    def test_no_device_mapping_takes_no_name(self):
+        # Nova leaves no_device mappings out of the names in use: a
+        # no_device mapping of a name suppresses a device, attaches none.
+        data = base.sample_request_dict()
+        data['block_device_mappings'].append(
+            {'source_type': 'blank', 'destination_type': 'local',
+             'device_name': '/dev/vdb', 'no_device': True})
+        self.assertEqual(4, len(self._parse(data).block_device_mappings))
+
+    def test_unnamed_mappings_do_not_collide(self):
+        data = base.sample_request_dict()
+        for bdm in data['block_device_mappings'][1:]:
+            bdm['device_name'] = None
+        self.assertEqual(3, len(self._parse(data).block_device_mappings))
+
+    def test_other_names_and_case_are_other_devices(self):
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['device_name'] = '/dev/vdA'
+        data['block_device_mappings'][2]['device_name'] = 'dev/vda'
+        self.assertEqual(3, len(self._parse(data).block_device_mappings))
+
+    def test_cli_refuses_it_before_glance_with_exit_2(self):
+        import io
+        import json
+        import os
+
+        import fixtures
+
+        from nova_snapshot_ext.cmd import main
+
+        tmp = self.useFixture(fixtures.TempDir()).path
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        conf = os.path.join(tmp, 'c.conf')
+        with open(conf, 'w') as f:
+            # Nothing listens on port 9: a refusal after a connection try
+            # would be exit 3, not 2.
+            f.write('[snapshot_ext_glance]\nauth_type = none\n'
+                    'endpoint_override = http://127.0.0.1:9\n')
+        data = base.sample_request_dict()
+        data['block_device_mappings'][1]['device_name'] = '/dev/vda'
+        path = os.path.join(tmp, 'r.json')
+        with open(path, 'w') as f:
+            json.dump(data, f)
+        self.assertEqual(2, main.main(['snapshot', '--config-file', conf,
+                                       '--format', 'json', path]))
+        error = json.loads(stdout.getvalue())['error']
+        self.assertIn('block_device_mappings[1].device_name', error)
+        self.assertIn('block_device_mappings[0].device_name', error)
