@@ -56,7 +56,6 @@ VARIANTS = ('plugin', 'no-mappings-json', 'no-request-check', 'floor')
 
 def main(argv: list[str] | None = None) -> int:
     from nova_snapshot_ext.embedded import glance as embedded
-    from nova_snapshot_ext.embedded import tokenauth
     from nova_snapshot_ext.snapshot import metadata
     from nova_snapshot_ext.snapshot import request as request_mod
 
@@ -69,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
 
     sample, project, user = bench_run.sample_request()
     request = bench_run.scale_request(sample, args.mappings, None)
-    roles = list(bench_run.ROLES)
     template = bench_run.build_template(request)
     ready_json = template['properties']['block_device_mapping']
     encode = metadata._MAPPINGS_JSON
@@ -88,19 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[tuple[str, paths.BenchPath, list[float]]] = []
     with glance:
         for variant in VARIANTS:
-            name = 'floor' if variant == 'floor' else 'plugin'
-            spec = {'path': name, 'endpoint': glance.endpoint,
-                    'token': tokenauth.make_token(user, project, roles),
-                    'project_id': project, 'user_id': user,
-                    'roles': roles, 'template': template,
-                    'request': request, 'concurrency': 1,
-                    'location_url': '', 'glance_db': '',
-                    'prefix': 'ablate-%s-' % variant}
-            path = paths.PATHS[name](spec)
-            path.setup()
-            for seq in range(3):  # first snapshot and warm-up
-                path.snapshot(path.prepare(seq))
-            runs.append((variant, path, []))
+            runs.append((variant, bench_run.local_path(
+                'floor' if variant == 'floor' else 'plugin',
+                glance.endpoint, request, project, user,
+                'ablate-%s-' % variant, template=template), []))
         for i in range(args.n):
             for variant, path, times in runs:
                 prepared = path.prepare(3 + i)

@@ -33,7 +33,6 @@ import json
 import os
 import sys
 import time
-import uuid
 
 from bench import paths
 from bench import run as bench_run
@@ -47,9 +46,7 @@ def _pct(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
-    from nova_snapshot_ext.embedded import tokenauth
     from nova_snapshot_ext.image import payloads
-    from nova_snapshot_ext.snapshot import request as request_mod
 
     parser = argparse.ArgumentParser(prog='python -m bench.cpu')
     parser.add_argument('--paths', nargs=2, default=['plugin', 'floor'],
@@ -61,14 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                         help='also write the figures here')
     args = parser.parse_args(argv)
 
-    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
-        sample = json.load(f)
-    project, user = uuid.uuid4().hex, uuid.uuid4().hex
-    roles = ('member', 'reader')
-    for key in ('server', 'requester'):
-        sample[key]['project_id'] = project
-        sample[key]['user_id'] = user
-    sample['requester']['roles'] = list(roles)
+    sample, project, user = bench_run.sample_request()
     load0 = os.getloadavg()
     out: dict[str, dict[str, object]] = {}
     objects = demo.ObjectServer({'/bench/empty.qcow2':
@@ -77,23 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     with objects, glance:
         for mappings in args.mappings:
             request = bench_run.scale_request(sample, mappings, None)
-            runners = []
-            for name in args.paths:
-                spec = {'path': name, 'endpoint': glance.endpoint,
-                        'token': tokenauth.make_token(user, project, roles),
-                        'project_id': project, 'user_id': user,
-                        'roles': list(roles),
-                        'template': bench_run.build_template(request),
-                        'request': request, 'concurrency': 1,
-                        'location_url': objects.url('/bench/empty.qcow2'),
-                        'glance_db': os.path.join(glance.base_dir,
-                                                  'glance.sqlite'),
-                        'prefix': 'cpu-%s-m%d-' % (name, mappings)}
-                path = paths.PATHS[name](spec)
-                path.setup()
-                for seq in range(3):  # first snapshot and warm-up
-                    path.snapshot(path.prepare(seq))
-                runners.append((name, path, []))
+            runners = [(name, bench_run.local_path(
+                name, glance.endpoint, request, project, user,
+                'cpu-%s-m%d-' % (name, mappings),
+                location_url=objects.url('/bench/empty.qcow2'),
+                glance_db=os.path.join(glance.base_dir, 'glance.sqlite')),
+                [])
+                for name in args.paths]
             for i in range(args.n):
                 for name, path, times in runners:
                     prepared = path.prepare(3 + i)

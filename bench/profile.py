@@ -14,10 +14,10 @@
 
 Sets one bench path up exactly as its worker does (:mod:`bench.paths`),
 against an embedded real Glance (profile ``http-store``), makes the
-*first* snapshot unprofiled (capability discovery, glanceclient's schema
-download), then runs ``--n`` steady snapshots on one thread under
-:mod:`cProfile` (timer: process CPU time, so waiting for Glance does
-not count) and prints the top functions by own time and by
+first three snapshots unprofiled (capability discovery, glanceclient's
+schema download, warm-up), then runs ``--n`` steady snapshots on one
+thread under :mod:`cProfile` (timer: process CPU time, so waiting for
+Glance does not count) and prints the top functions by own time and by
 cumulative time, and the process CPU per snapshot with and without the
 profiler.  Not part of the test run or of ``tox -e bench``; run it in
 the bench env::
@@ -31,12 +31,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import os
 import pstats
 import sys
 import time
-import uuid
 
 from bench import paths
 from bench import run as bench_run
@@ -45,9 +43,7 @@ from bench import run as bench_run
 def main(argv: list[str] | None = None) -> int:
     from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
-    from nova_snapshot_ext.embedded import tokenauth
     from nova_snapshot_ext.image import payloads
-    from nova_snapshot_ext.snapshot import request as request_mod
 
     parser = argparse.ArgumentParser(prog='python -m bench.profile')
     parser.add_argument('--path', default='plugin', choices=list(paths.PATHS))
@@ -62,35 +58,21 @@ def main(argv: list[str] | None = None) -> int:
                         help='also write the raw profile (pstats) here')
     args = parser.parse_args(argv)
 
-    with open(request_mod.SAMPLE_REQUEST, encoding='utf-8') as f:
-        request = json.load(f)
-    project, user = uuid.uuid4().hex, uuid.uuid4().hex
-    roles = ('member', 'reader')
-    for key in ('server', 'requester'):
-        request[key]['project_id'] = project
-        request[key]['user_id'] = user
-    request['requester']['roles'] = list(roles)
+    request, project, user = bench_run.sample_request()
     request = bench_run.scale_request(request, args.mappings,
                                       args.properties)
     objects = demo.ObjectServer({'/bench/empty.qcow2':
                                  payloads.payload('qcow2')})
     glance = embedded.from_profile('http-store', identity='token')
     with objects, glance:
-        spec = {'path': args.path, 'endpoint': glance.endpoint,
-                'token': tokenauth.make_token(user, project, roles),
-                'project_id': project, 'user_id': user,
-                'roles': list(roles),
-                'template': bench_run.build_template(request),
-                'request': request, 'concurrency': 1,
-                'location_url': objects.url('/bench/empty.qcow2'),
-                'glance_db': os.path.join(glance.base_dir, 'glance.sqlite'),
-                'prefix': 'profile-%s-' % args.path}
-        path = paths.PATHS[args.path](spec)
-        path.setup()
-        path.snapshot(path.prepare(0))
+        path = bench_run.local_path(
+            args.path, glance.endpoint, request, project, user,
+            'profile-%s-' % args.path,
+            location_url=objects.url('/bench/empty.qcow2'),
+            glance_db=os.path.join(glance.base_dir, 'glance.sqlite'))
         timings = {}
         for label, profiled in (('plain', False), ('profiled', True)):
-            inputs = [path.prepare(i + 1 + (args.n if profiled else 0))
+            inputs = [path.prepare(i + 3 + (args.n if profiled else 0))
                       for i in range(args.n)]
             profiler = (cProfile.Profile(time.process_time) if profiled
                         else None)

@@ -272,6 +272,42 @@ def build_template(request: dict[str, ty.Any]) -> dict[str, ty.Any]:
             'properties': dict(record.properties)}
 
 
+def local_path(name: str, endpoint: str, request: dict[str, ty.Any],
+               project: str, user: str, prefix: str,
+               template: dict[str, ty.Any] | None = None,
+               **extra: ty.Any) -> ty.Any:
+    """Set up path ``name`` in this process, warmed up, as a worker does.
+
+    For the tools that time paths call by call in one process
+    (:mod:`bench.cpu`, :mod:`bench.ablate`, :mod:`bench.profile`).
+
+    :param endpoint: Glance's URL (embedded, fake-token identity).
+    :param request: the request every path registers (a dict).
+    :param project: the project of the request's server and requester.
+    :param user: its user.
+    :param prefix: image name prefix of this path.
+    :param template: the record (default: :func:`build_template`).
+    :param extra: more worker spec keys (``location_url``, ``glance_db``).
+    :returns: the :class:`bench.paths.BenchPath`, set up, after its first
+        snapshot (discovery) and two warm-up snapshots.
+    """
+    from bench import paths
+    from nova_snapshot_ext.embedded import tokenauth
+
+    spec = {'path': name, 'endpoint': endpoint,
+            'token': tokenauth.make_token(user, project, ROLES),
+            'project_id': project, 'user_id': user, 'roles': list(ROLES),
+            'template': template or build_template(request),
+            'request': request, 'concurrency': 1, 'location_url': '',
+            'glance_db': '', 'prefix': prefix}
+    spec.update(extra)
+    path = paths.PATHS[name](spec)
+    path.setup()
+    for seq in range(3):
+        path.snapshot(path.prepare(seq))
+    return path
+
+
 def _device_name(index: int) -> str:
     """``/dev/vdb``, ..., ``/dev/vdz``, ``/dev/vdaa``... (index >= 1)."""
     letters = ''

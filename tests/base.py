@@ -35,6 +35,21 @@ def sample_request_dict():
         return copy.deepcopy(json.load(f))
 
 
+def chained(outer, inner):
+    """``outer`` raised while handling ``inner`` (its ``__context__``).
+
+    How the layers under glanceclient report one fault (urllib3 under
+    requests under keystoneauth); returns ``outer``, raised once.
+    """
+    try:
+        raise inner
+    except BaseException:  # noqa: B902 - building a chain
+        try:
+            raise outer
+        except BaseException as err:  # noqa: B902
+            return err
+
+
 def private_conf(config_files=()):
     """A private ConfigOpts with the plugin's options, parsed.
 
@@ -80,5 +95,5 @@ class TestCase(base.BaseTestCase):
             self.conf.set_override(name, value, group=group)
 
 
-__all__ = ['PrivateConf', 'TestCase', 'exception', 'private_conf',
+__all__ = ['PrivateConf', 'TestCase', 'chained', 'exception', 'private_conf',
            'sample_request_dict']

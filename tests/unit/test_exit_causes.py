@@ -209,16 +209,6 @@ class TestVersionsCutAtConnect(base.TestCase):
     what the layers under it raise for a body that did not come whole.
     """
 
-    @staticmethod
-    def _chained(outer, inner):
-        try:
-            raise inner
-        except BaseException:  # noqa: B902 - building a chain
-            try:
-                raise outer
-            except BaseException as err:  # noqa: B902
-                return err
-
     def cuts(self):
         import http.client
 
@@ -229,11 +219,11 @@ class TestVersionsCutAtConnect(base.TestCase):
         return (
             requests.exceptions.ChunkedEncodingError('cut mid-body'),
             http.client.IncompleteRead(b'{"versions": [{"i'),
-            self._chained(ks_exc.UnknownConnectionError('x', None),
-                          requests.exceptions.ChunkedEncodingError(
-                              urllib3.exceptions.ProtocolError(
-                                  'Connection broken', http.client.
-                                  IncompleteRead(b'{"ver', 40)))),
+            base.chained(ks_exc.UnknownConnectionError('x', None),
+                         requests.exceptions.ChunkedEncodingError(
+                             urllib3.exceptions.ProtocolError(
+                                 'Connection broken', http.client.
+                                 IncompleteRead(b'{"ver', 40)))),
         )
 
     def setUp(self):

@@ -103,14 +103,7 @@ class TestTranslate(base.TestCase):
     def test_a_cut_answer_is_a_reached_glance_failing(self):
         # The kind: the status line came, the body did not come whole
         # (whatever layer says so, and however deep in the chain).
-        def chained(outer, inner):
-            try:
-                raise inner
-            except BaseException:  # noqa: B902 - building a chain
-                try:
-                    raise outer
-                except BaseException as err:  # noqa: B902
-                    return err
+        chained = base.chained
         errors = [
             requests.exceptions.ChunkedEncodingError('cut mid-body'),
             requests.exceptions.ContentDecodingError('bad gzip'),
