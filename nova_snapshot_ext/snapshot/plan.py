@@ -203,8 +203,14 @@ def build_plan(capabilities: caps_mod.GlanceCapabilities,
     return place_location(uploads, location, method)
 
 
-def _formats_only(driver: driver_mod.SnapshotDriver,
-                  value: bool | None) -> bool:
+def formats_only(driver: driver_mod.SnapshotDriver,
+                 value: bool | None = None) -> bool:
+    """``[snapshot_ext] driver_formats_only`` as the plan reads it.
+
+    :param value: the caller's value; ``None`` reads the driver's own
+        configuration (a host may load the driver on another conf than
+        the service's).
+    """
     if value is not None:
         return value
     try:
@@ -222,7 +228,7 @@ def fallback_formats(capabilities: caps_mod.GlanceCapabilities,
     Empty when ``pinned`` is set or ``driver_formats_only`` is true
     (``None``: read from the driver's configuration).
     """
-    if pinned or _formats_only(driver, driver_formats_only):
+    if pinned or formats_only(driver, driver_formats_only):
         return []
     own = set(candidate_formats(driver))
     others = [f for f in payloads.SUPPORTED_FORMATS
@@ -269,7 +275,7 @@ def explain_empty_plan(capabilities: caps_mod.GlanceCapabilities,
                % ', '.join(candidates))
         if pinned:
             why += ' (option [snapshot_ext] disk_formats)'
-        elif _formats_only(driver, driver_formats_only):
+        elif formats_only(driver, driver_formats_only):
             why += ' (option [snapshot_ext] driver_formats_only)'
         else:
             why += (', and this Glance allows no other format an honest '

@@ -207,7 +207,7 @@ class SnapshotService:
         # driver_formats_only as the policy reads it: from the driver's
         # configuration, which a host may load apart from this service's.
         inputs = (tuple(group.disk_formats), group.activation_method,
-                  plan_mod._formats_only(self.driver, None),
+                  plan_mod.formats_only(self.driver),
                   self.driver.disk_formats, location, tuple(why_not))
         kept = self._decided
         if kept is not None and kept[0] is capabilities and (
