@@ -156,6 +156,18 @@ def _str(data: dict, key: str, path: str, required: bool = False,
     return value
 
 
+def _id(data: dict, key: str, path: str) -> str | None:
+    """An id field (Cinder, Glance, key manager): a string, not blanks.
+
+    Blanks alone name nothing, and the one spelling of an id
+    (:func:`cinder_id`) strips them: such an id would be stored empty.
+    """
+    value = _str(data, key, path)
+    if value is not None and value and not value.strip():
+        _fail(path + key, 'is blank: give the id, or leave the field out')
+    return value
+
+
 def _int(data: dict, key: str, path: str,
          minimum: int | None = None) -> int | None:
     value = data.get(key)
@@ -291,9 +303,9 @@ class BlockDeviceMapping:
             disk_bus=_str(data, 'disk_bus', path),
             device_type=_str(data, 'device_type', path),
             guest_format=_str(data, 'guest_format', path),
-            volume_id=_str(data, 'volume_id', path),
-            snapshot_id=_str(data, 'snapshot_id', path),
-            image_id=_str(data, 'image_id', path),
+            volume_id=_id(data, 'volume_id', path),
+            snapshot_id=_id(data, 'snapshot_id', path),
+            image_id=_id(data, 'image_id', path),
             volume_size=_int(data, 'volume_size', path, minimum=0),
             delete_on_termination=_bool(data, 'delete_on_termination', path),
             no_device=_bool(data, 'no_device', path),
@@ -301,11 +313,12 @@ class BlockDeviceMapping:
             volume_type=_str(data, 'volume_type', path),
             encrypted=(None if data.get('encrypted') is None
                        else _bool(data, 'encrypted', path)),
-            encryption_secret_uuid=_str(data, 'encryption_secret_uuid', path),
+            encryption_secret_uuid=_id(data, 'encryption_secret_uuid', path),
             encryption_format=_str(data, 'encryption_format', path),
             encryption_options=_str(data, 'encryption_options', path),
         )
-        if bdm.is_volume and not bdm.no_device and not bdm.snapshot_id:
+        if bdm.is_volume and not bdm.no_device and not (
+                bdm.snapshot_id and bdm.snapshot_id.strip()):
             _fail(path + 'snapshot_id',
                   'a volume mapping must carry the id of the Cinder '
                   'snapshot the host took of volume %s' % bdm.volume_id)

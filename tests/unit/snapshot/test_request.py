@@ -101,6 +101,27 @@ class TestSnapshotRequest(base.TestCase):
         del data['block_device_mappings'][1]['snapshot_id']
         self.assertFieldError(data, 'block_device_mappings[1].snapshot_id')
 
+    def test_blank_ids_are_refused(self):
+        # Blanks alone name no snapshot, volume or image: stripped to the
+        # one spelling of an id they would be stored empty (an active
+        # image that cannot boot).
+        for field in ('snapshot_id', 'volume_id', 'image_id',
+                      'encryption_secret_uuid'):
+            for blank in (' ', '\t', '  \n '):
+                with self.subTest(field=field, blank=blank):
+                    data = base.sample_request_dict()
+                    data['block_device_mappings'][1][field] = blank
+                    err = self.assertFieldError(
+                        data, 'block_device_mappings[1].%s' % field)
+                    self.assertIn('blank', err.format_message())
+
+    def test_blank_snapshot_id_of_a_request_built_in_python(self):
+        req = self._parse(base.sample_request_dict())
+        req.block_device_mappings[1].snapshot_id = '   '
+        err = self.assertRaises(exception.InvalidRequest, req.validate)
+        self.assertEqual('block_device_mappings[1].snapshot_id',
+                         err.kwargs['field'])
+
     def test_unknown_bdm_field(self):
         data = base.sample_request_dict()
         data['block_device_mappings'][2]['virtual_nam'] = 'swap'
