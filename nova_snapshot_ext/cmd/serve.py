@@ -242,8 +242,10 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
         except embedded.EmbeddedGlanceError as err:
             raise checks.CLIError('the embedded Glance failed: %s' % err,
                                   checks.EXIT_UNREACHABLE)
-        written = args.config_out or os.path.join(glance.base_dir,
-                                                  'nova-snapshot-ext.conf')
+        # Absolute: the commands printed run from any directory.
+        written = (os.path.abspath(args.config_out) if args.config_out
+                   else os.path.join(glance.base_dir,
+                                     'nova-snapshot-ext.conf'))
         token = glance.token(project, DEFAULT_USER, roles=roles)
         demo.write_config(written, glance.endpoint, token, args.driver)
         lines = commands(console_command(*MAIN_SCRIPT), written,

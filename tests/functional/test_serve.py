@@ -48,13 +48,13 @@ class TestServe(testtools.TestCase):
             list(args), capture_output=True, text=True, timeout=180,
             check=False)
 
-    def start(self, *args):
+    def start(self, *args, cwd=None):
         stderr = open(os.path.join(self.tmp, 'serve.err'), 'w+')
         self.addCleanup(stderr.close)
         proc = subprocess.Popen(
             [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'serve',
              '--format', 'json'] + list(args),
-            stdout=subprocess.PIPE, stderr=stderr, text=True)
+            stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=cwd)
 
         def kill():
             if proc.poll() is None:
@@ -133,6 +133,23 @@ class TestServe(testtools.TestCase):
         self.assertRaises(urllib.error.URLError, urllib.request.urlopen,
                           info['endpoint'] + '/versions', timeout=5)
         self.assertIn('Glance stopped', self.read(stderr))
+
+    def test_a_relative_config_out_is_printed_as_it_runs_anywhere(self):
+        # --config-out given relative to serve's directory: the printed
+        # commands run from another one (the operator's other terminal).
+        proc, info, stderr = self.start('--config-out', 'rel.conf',
+                                        cwd=self.tmp)
+        written = os.path.join(self.tmp, 'rel.conf')
+        self.assertEqual(written, info['config_file'])
+        self.assertIn('--config-file %s' % written, info['commands'][0])
+        printed = subprocess.run(
+            shlex.split(info['commands'][0]) + ['--no-write-check'],
+            capture_output=True, text=True, timeout=180, check=False,
+            cwd='/', env=dict(os.environ, PATH=os.defpath))
+        self.assertEqual(0, printed.returncode, printed.stderr)
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(0, proc.wait(60), self.read(stderr))
+        self.assertFalse(os.path.exists(written))
 
     def test_bad_arguments_start_nothing(self):
         for args, word in ((['--profile', 'nosuch'], '--profile nosuch'),
