@@ -271,11 +271,22 @@ def _check_static_credentials(session: ty.Any, auth_type: str) -> None:
 def find_endpoint(conf: cfg.ConfigOpts, session: ty.Any) -> None:
     """Check that the catalog has the image endpoint the options ask for.
 
-    :raises CLIError: exit 3, no such endpoint.
+    :raises CLIError: exit 3, no such endpoint; exit 2, an auth plugin
+        that reads no catalog (``admin_token``, ``none``, ``http_basic``)
+        has no ``endpoint`` and there is no ``endpoint_override``.
     """
     group = conf[opts.GLANCE_GROUP]
     if group.endpoint_override or session.auth is None:
         return
+    if hasattr(session.auth, 'endpoint') and not session.auth.endpoint:
+        # admin_token, none, http_basic: the plugin names Glance itself
+        # and reads no catalog; without its endpoint there is nothing to
+        # look in (a missing option, not an unreachable Keystone).
+        raise CLIError('[%s] auth_type %s reads no Keystone catalog: set '
+                       '[%s] endpoint (or endpoint_override) to the Glance '
+                       'URL' % (opts.GLANCE_GROUP,
+                                getattr(group, 'auth_type', None),
+                                opts.GLANCE_GROUP))
     kwargs = glance_mod.adapter_kwargs(conf)
     wanted = ', '.join('%s=%s' % (k, kwargs[k]) for k in (
         'service_type', 'interface', 'region_name') if k in kwargs)

@@ -168,6 +168,27 @@ class TestCLIInput(CLITestCase):
                       'admin_token', err)
         self.assertNotIn('Keystone catalog', err)
 
+    def test_catalogless_auth_plugin_without_endpoint_is_bad_config(self):
+        # admin_token / none / http_basic read no catalog: without their
+        # endpoint (and no endpoint_override) the option is missing; no
+        # Keystone was asked, none is unreachable.
+        for plugin, extra in (('admin_token', 'token = t\n'),
+                              ('none', ''),
+                              ('http_basic', 'username = u\n'
+                                             'password = p\n')):
+            with self.subTest(plugin=plugin):
+                self.stderr.seek(0)
+                self.stderr.truncate()
+                conf = self.write('c-%s.conf' % plugin,
+                                  '[snapshot_ext_glance]\nauth_type = %s\n'
+                                  '%s' % (plugin, extra))
+                self.assertEqual(2, self.run_main('--config-file', conf,
+                                                  'probe'))
+                err = self.stderr.getvalue()
+                self.assertIn('[snapshot_ext_glance] endpoint', err)
+                self.assertIn('auth_type %s' % plugin, err)
+                self.assertNotIn('catalog has no image endpoint', err)
+
     def test_bad_format_value_named_without_internal_repr(self):
         for argv in (['--format', 'xml', 'probe'],
                      ['probe', '--format=JSON']):
