@@ -59,9 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     from nova_snapshot_ext.snapshot import metadata
     from nova_snapshot_ext.snapshot import request as request_mod
 
-    parser = argparse.ArgumentParser(prog='python -m bench.ablate')
-    parser.add_argument('--mappings', type=int, default=50)
-    parser.add_argument('--n', type=int, default=150)
+    parser = argparse.ArgumentParser(
+        prog='python -m bench.ablate', description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--mappings', type=int, default=50,
+                        help='mappings per snapshot (default: %(default)s)')
+    parser.add_argument('--n', type=int, default=150,
+                        help='snapshots per variant (default: %(default)s)')
     args = parser.parse_args(argv)
     if args.n < 1 or args.mappings < 1:
         parser.error('--n and --mappings must be >= 1')

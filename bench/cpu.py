@@ -48,12 +48,20 @@ def main(argv: list[str] | None = None) -> int:
     from nova_snapshot_ext.embedded import glance as embedded
     from nova_snapshot_ext.image import payloads
 
-    parser = argparse.ArgumentParser(prog='python -m bench.cpu')
+    parser = argparse.ArgumentParser(
+        prog='python -m bench.cpu', description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--paths', nargs=2, default=['plugin', 'floor'],
-                        choices=list(paths.PATHS))
+                        choices=list(paths.PATHS), metavar='PATH',
+                        help='exactly two paths; the ratio is the first\'s '
+                             'to the second\'s (default: plugin floor)')
     parser.add_argument('--mappings', type=int, nargs='+',
-                        default=[1, 10, 50])
-    parser.add_argument('--n', type=int, default=200)
+                        default=[1, 10, 50],
+                        help='workloads: mappings per snapshot (default: '
+                             '1 10 50)')
+    parser.add_argument('--n', type=int, default=200,
+                        help='snapshots per path and workload (default: '
+                             '%(default)s)')
     parser.add_argument('--json', default=None,
                         help='also write the figures here')
     args = parser.parse_args(argv)

@@ -45,10 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     from nova_snapshot_ext.embedded import glance as embedded
     from nova_snapshot_ext.image import payloads
 
-    parser = argparse.ArgumentParser(prog='python -m bench.profile')
-    parser.add_argument('--path', default='plugin', choices=list(paths.PATHS))
-    parser.add_argument('--n', type=int, default=200)
-    parser.add_argument('--top', type=int, default=25)
+    parser = argparse.ArgumentParser(
+        prog='python -m bench.profile', description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--path', default='plugin', choices=list(paths.PATHS),
+                        help='the path to profile (default: %(default)s)')
+    parser.add_argument('--n', type=int, default=200,
+                        help='profiled snapshots (default: %(default)s)')
+    parser.add_argument('--top', type=int, default=25,
+                        help='functions listed (default: %(default)s)')
     parser.add_argument('--mappings', type=int, default=None,
                         help='volume mappings per snapshot (default: the '
                              'sample request\'s)')
