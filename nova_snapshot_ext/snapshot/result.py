@@ -150,6 +150,11 @@ class Attempt:
             step, STEP_PREPOSITIONS[step], self.image_id, planned)
 
     def describe(self) -> str:
+        if self.step == 'adopt' and self.outcome == 'active':
+            # Found active: an earlier try made it; nothing was sent now.
+            return 'adopted image %s (%s/%s, made active by an earlier ' \
+                'try; nothing sent) -> active' % (
+                    self.image_id, self.disk_format, self.container_format)
         text = '%s %s/%s (%d B)' % (
             self.method, self.disk_format, self.container_format, self.size)
         if self.method == 'location':

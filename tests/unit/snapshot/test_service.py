@@ -568,6 +568,11 @@ class TestIdempotency(ServiceTestBase):
         self.assertTrue(again.reused)
         self.assertEqual(1, len(self.fake.images))
         self.assertEqual(1, self.fake.calls.count('upload'))
+        # Said as what happened: found active, nothing uploaded now.
+        text = again.describe()
+        self.assertIn('attempt 1: adopted image %s' % IMAGE_ID, text)
+        self.assertIn('nothing sent) -> active', text)
+        self.assertNotIn('attempt 1: upload', text)
 
     def test_foreign_image_with_same_id_untouched(self):
         self.fake.client().images.create(id=IMAGE_ID, name='not-ours',
