@@ -30,6 +30,7 @@ import uuid
 
 import fixtures
 
+from tests import base as tbase
 from tests.functional import base as fbase
 
 NOVA_MISSING = importlib.util.find_spec('nova') is None
@@ -104,6 +105,9 @@ class NovaGlanceTestCase(_NovaTestCase):
             self.flags(driver=self.SNAPSHOT_DRIVER, group='snapshot_ext')
             self.flags(capabilities_cache_ttl=0, group='snapshot_ext')
         self.addCleanup(filter_mod.unload_plugin)
+        #: The plugin's own log records (tests judge these, not every
+        #: line the process logged).
+        self.plugin_log = self.useFixture(tbase.PluginLogRecords())
         self.project_id = uuid.uuid4().hex
         self.user_id = uuid.uuid4().hex
         self.context = nova_context.RequestContext(

@@ -209,7 +209,7 @@ class TestBadOptionValues(NovaStartupMixin, base.NovaServerTestCase):
         self.assertEqual(1, len(errors), self.stdlog.logger.output)
         self.assertIn('[%s] %s = %r' % (section, option, value), errors[0])
         self.assertIn('nova.conf', errors[0])
-        self.assertNotIn('Traceback', self.stdlog.logger.output)
+        self.assertEqual([], self.plugin_log.tracebacks())
         self.assertEqual([], self.middlewares(app))
         self.assertFalse(hook.installed())
         self.assertIs(original, nova_glance.GlanceImageServiceV2.create)
