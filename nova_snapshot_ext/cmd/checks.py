@@ -75,7 +75,9 @@ EXIT_CODES = (
     (EXIT_UNREACHABLE, 'cannot reach or authenticate: Keystone or Glance '
                        'unreachable, credentials refused, no image '
                        'endpoint, or the endpoint is not Glance'),
-    (EXIT_SIGINT, 'interrupted (Ctrl-C); what was created is cleaned up'),
+    (EXIT_SIGINT, 'interrupted (Ctrl-C): nothing is deleted mid-upload; '
+                  'an image the snapshot leaves is named, and the same '
+                  'request run again adopts it'),
     (EXIT_SIGTERM, 'terminated (SIGTERM), handled exactly like Ctrl-C'),
 )
 

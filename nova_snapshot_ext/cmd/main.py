@@ -325,6 +325,51 @@ def _option_values(argv: list[str], name: str) -> ty.Iterator[str]:
             yield arg.split('=', 1)[1]
 
 
+def refuse_blank_options(conf: cfg.ConfigOpts, argv: list[str]) -> None:
+    """Refuse an empty or blank value given to any option (exit 2).
+
+    An empty ``--log-file ''`` or ``--owner ''`` would otherwise read as
+    "not given" (a default silently used, a filter silently dropped).
+    Global options are judged on the command line; the sub-command's
+    arguments once parsed (no default of theirs is blank).
+
+    :raises CLIError: exit 2, naming the option.
+    """
+    refuse_blank_globals(conf, argv)
+    name = conf.command.name
+    for action in _command_actions(name):
+        value = getattr(conf.command, action.dest, None)
+        if not isinstance(value, str) or value.strip():
+            continue
+        raise checks.CLIError('%s must not be empty' % (
+            max(action.option_strings, key=len) if action.option_strings
+            else action.metavar or action.dest), checks.EXIT_INPUT)
+
+
+def refuse_blank_globals(conf: cfg.ConfigOpts, argv: list[str]) -> None:
+    """:func:`refuse_blank_options` for the options before the command."""
+    valued, _flags = _global_option_names(conf)
+    for name in sorted(valued):
+        for value in _option_values(argv, name):
+            if not value.strip():
+                raise checks.CLIError('%s must not be empty' % name,
+                                      checks.EXIT_INPUT)
+
+
+def _command_actions(command: str) -> list[ty.Any]:
+    """The argparse actions (options, positionals) of one sub-command."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_commands(parser.add_subparsers(dest='command'))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices.get(command)
+            if sub is not None:
+                return [a for a in sub._actions if a.dest != 'help']
+    return []
+
+
 def _wants_json(argv: list[str]) -> bool:
     return 'json' in _option_values(argv, '--format')
 
@@ -369,6 +414,7 @@ def parse(argv: list[str]) -> cfg.ConfigOpts:
     """
     conf = new_conf()
     argv = hoist_global_options(conf, argv)
+    refuse_blank_globals(conf, argv)
     _check_format_arg(argv)
     _check_config_args(argv)
     try:
@@ -578,6 +624,7 @@ def run(argv: list[str]) -> int:
         code = checks.EXIT_OK if err.code in (None, 0) else checks.EXIT_INPUT
         _parse_error_json(argv, code, captured.getvalue())
         return code
+    refuse_blank_options(conf, argv)
     setup_logging(conf)
     if conf.command.name not in ('demo', 'serve'):
         warn_configuration(conf)

@@ -139,10 +139,36 @@ def _check_args(args: ty.Any) -> tuple[str, list[str]]:
     if not re.match(r'^[\w-]+$', project):
         raise checks.CLIError('--project-id must be a project id (letters, '
                               'digits, - and _), got %r' % project)
-    if args.config_out and os.path.lexists(args.config_out):
-        raise checks.CLIError('--config-out %s exists; serve writes a new '
-                              'file and removes it at stop' % args.config_out)
+    if args.config_out is not None:
+        check_output_path('--config-out', args.config_out)
     return project, roles
+
+
+def check_output_path(option: str, path: str) -> None:
+    """Refuse an output file serve could not write, before anything starts.
+
+    The file must not exist (serve writes a new one and removes it at
+    stop) and its directory must exist and be writable.
+
+    :raises CLIError: exit 2, naming ``option``.
+    """
+    if not path.strip():
+        raise checks.CLIError('%s must name a file, got an empty value'
+                              % option)
+    if os.path.lexists(path):
+        raise checks.CLIError('%s %s exists; serve writes a new file and '
+                              'removes it at stop' % (option, path))
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise checks.CLIError('%s %s cannot be written: its directory %s %s'
+                              % (option, path, directory,
+                                 'is not a directory' if
+                                 os.path.lexists(directory) else
+                                 'does not exist'))
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise checks.CLIError('%s %s cannot be written: no permission to '
+                              'create files in %s' % (option, path,
+                                                      directory))
 
 
 def _sample_project() -> str:
@@ -235,6 +261,7 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
     print('Starting an embedded real Glance (profile %s, database %s)...'
           % (args.profile, args.database), file=log, flush=True)
     glance = embedded.EmbeddedGlance(identity='token', **kwargs)
+    started = False
     written = None
     try:
         try:
@@ -242,12 +269,20 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
         except embedded.EmbeddedGlanceError as err:
             raise checks.CLIError('the embedded Glance failed: %s' % err,
                                   checks.EXIT_UNREACHABLE)
+        started = True
         # Absolute: the commands printed run from any directory.
-        written = (os.path.abspath(args.config_out) if args.config_out
-                   else os.path.join(glance.base_dir,
-                                     'nova-snapshot-ext.conf'))
+        path = (os.path.abspath(args.config_out) if args.config_out
+                else os.path.join(glance.base_dir,
+                                  'nova-snapshot-ext.conf'))
         token = glance.token(project, DEFAULT_USER, roles=roles)
-        demo.write_config(written, glance.endpoint, token, args.driver)
+        try:
+            demo.write_config(path, glance.endpoint, token, args.driver)
+        except OSError as err:
+            # Checked before the start; the directory changed since.
+            raise checks.CLIError('%s %s cannot be written: %s' % (
+                '--config-out' if args.config_out else 'the configuration '
+                'file', path, err.strerror or err))
+        written = path
         lines = commands(console_command(*MAIN_SCRIPT), written,
                          request_mod.SAMPLE_REQUEST)
         status = status_command(console_command(*STATUS_SCRIPT), written,
@@ -278,14 +313,41 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
             pass
         return checks.EXIT_OK
     finally:
-        glance.stop()
-        if written and args.config_out:
+        print(_stop(glance, args, written, started), file=log, flush=True)
+
+
+def _stop(glance: ty.Any, args: ty.Any, written: str | None,
+          started: bool) -> str:
+    """Stop what serve started, remove what it wrote; say exactly that.
+
+    The database server serve started (``--database`` other than sqlite)
+    is stopped here, before the sentence is printed, not at exit.
+    """
+    glance.stop()
+    done = ['Glance stopped' if started else 'Glance did not start']
+    if args.database != SQLITE:
+        module = _database_module()
+        stopper = getattr(module, 'stop_shared', None)
+        if stopper is not None:
+            stopper()
+            done.append('the %s server stopped' % args.database)
+    removed = []
+    if written:
+        if args.config_out:
             try:
                 os.unlink(written)
-            except OSError:
-                pass
-        print('Glance stopped; %s and the temporary directory removed.'
-              % (written or 'nothing written'), file=log, flush=True)
+                removed.append(written)
+            except OSError as err:
+                done.append('%s could not be removed (%s)' % (
+                    written, err.strerror or err))
+        else:
+            # Written inside the temporary directory, removed with it.
+            removed.append(written)
+    if started:
+        removed.append('the temporary directory')
+    if removed:
+        done.append('%s removed' % ' and '.join(removed))
+    return '; '.join(done) + '.'
 
 
 def _sleep_forever() -> None:

@@ -129,6 +129,7 @@ POLICY_RULES: dict[str, tuple[str, str]] = {
     'list': ('get_images', 'reader'),
     'download': ('download_image', 'member'),
     'add member': ('add_member', 'member'),
+    'set visibility': ('modify_image', 'member'),
     'list members': ('get_members', 'reader'),
     'add location': ('add_image_location', 'member (or service)'),
     'get locations': ('fetch_image_location', 'service'),
@@ -1039,6 +1040,11 @@ class GlanceClient:
         return ty.cast(dict, self._call(
             'add member', lambda: dict(self._client.image_members.create(
                 image_id, member_id)), image_id=image_id))
+
+    def set_visibility(self, image_id: str, visibility: str) -> None:
+        """``PATCH /v2/images/{id}`` replacing ``visibility``."""
+        self._call('set visibility', lambda: self._client.images.update(
+            image_id, visibility=visibility), image_id=image_id)
 
     def list_members(self, image_id: str) -> list[dict[str, ty.Any]]:
         return ty.cast(list, self._call(

@@ -662,12 +662,28 @@ class AttemptEngine:
         """Share ``image`` with the record's member project.
 
         The image's owner (as Glance reports it) needs no membership: an
-        admin token of the server's project creates the image owned by
-        that project.  The result names the member only once Glance
-        holds it.
+        identity of the server's project (e.g. ``admin_token``, whose
+        project is known only once Glance answers the create) creates the
+        image owned by that project.  Nova shares an image only with a
+        project other than its owner's, so such an image is made
+        ``private`` (as Nova keeps a snapshot of its own project's server),
+        never left ``shared`` with no member.  The result names the member
+        only once Glance holds it.
         """
         member = run.record.member
-        if not member or image.get('owner') == member:
+        if not member:
+            return
+        if image.get('owner') == member:
+            if image.get('visibility') == 'shared':
+                run.ctx.glance.set_visibility(image['id'], 'private')
+                note = ('image %s is owned by the server\'s project %s '
+                        '(the project of the identity that created it), so '
+                        'it is private, as Nova keeps a snapshot owned by '
+                        'the server\'s project' % (image['id'], member))
+                LOG.info('Snapshot %(name)s: %(note)s',
+                         {'name': run.record.name, 'note': note})
+                if note not in run.result.notes:
+                    run.result.notes.append(note)
             return
         try:
             run.ctx.glance.add_member(image['id'], member)

@@ -154,11 +154,18 @@ class TestServe(testtools.TestCase):
     def test_bad_arguments_start_nothing(self):
         for args, word in ((['--profile', 'nosuch'], '--profile nosuch'),
                            (['--database', 'oracle'], '--database oracle'),
-                           (['--driver', 'vmware'], '--driver vmware')):
+                           (['--driver', 'vmware'], '--driver vmware'),
+                           (['--config-out', '/missing/dir/x.conf'],
+                            '--config-out /missing/dir/x.conf'),
+                           (['--config-out', ''], '--config-out'),
+                           (['--project-id', ''], '--project-id'),
+                           (['--roles', ' '], '--roles')):
             proc = self.cli('serve', *args)
             self.assertEqual(2, proc.returncode, args)
             self.assertIn(word, proc.stderr)
             self.assertNotIn('Starting', proc.stderr)
+            self.assertNotIn('Traceback', proc.stderr)
+            self.assertNotIn('removed', proc.stderr)
         existing = os.path.join(self.tmp, 'exists.conf')
         open(existing, 'w').close()
         proc = self.cli('serve', '--config-out', existing)

@@ -206,8 +206,9 @@ class TestRawActivation(SnapshotTestBase):
             self.assertIsNone(result.member)
             self.assertNotIn('shared with', result.describe())
         image = client.get(result.image_id)
-        self.assertEqual(('active', self.project_id),
-                         (image['status'], image['owner']))
+        self.assertEqual(('active', self.project_id, 'private'),
+                         (image['status'], image['owner'],
+                          image['visibility']))
         self.assertEqual([], client.list_members(result.image_id))
 
     def test_retry_with_changed_mapping_is_a_changed_record(self):

@@ -150,6 +150,13 @@ class _Images:
             raise exc.CommunicationError('connection reset after POST')
         return dict(image)
 
+    def update(self, image_id, **kwargs):
+        self.g._maybe_fail('update')
+        if image_id not in self.g.images:
+            raise exc.HTTPNotFound('No image found with ID %s' % image_id)
+        self.g.images[image_id].update(kwargs)
+        return dict(self.g.images[image_id])
+
     def get(self, image_id):
         self.g._maybe_fail('get')
         if image_id not in self.g.images:

@@ -104,3 +104,84 @@ class TestPrintedCommandsRun(base.TestCase):
                 env=dict(os.environ, PATH=os.defpath))
             self.assertEqual(0, proc.returncode, (argv, proc.stderr))
             self.assertIn('usage: %s' % name, proc.stdout)
+
+
+class TestOutputPaths(base.TestCase):
+    """Kind: an output path serve cannot write, found before any start."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def refused(self, path):
+        err = self.assertRaises(serve.checks.CLIError,
+                                serve.check_output_path, '--config-out',
+                                path)
+        self.assertEqual(2, err.code)
+        self.assertIn('--config-out', err.message)
+        return err.message
+
+    def test_missing_directory(self):
+        path = os.path.join(self.tmp, 'missing', 'dir', 'x.conf')
+        self.assertIn('does not exist', self.refused(path))
+
+    def test_directory_is_a_file(self):
+        afile = os.path.join(self.tmp, 'afile')
+        open(afile, 'w').close()
+        self.assertIn('is not a directory',
+                      self.refused(os.path.join(afile, 'x.conf')))
+
+    def test_existing_and_blank(self):
+        existing = os.path.join(self.tmp, 'x.conf')
+        open(existing, 'w').close()
+        self.assertIn('exists', self.refused(existing))
+        self.assertIn('empty', self.refused(''))
+        self.assertIn('empty', self.refused('  '))
+
+    def test_unwritable_directory(self):
+        if os.geteuid() == 0:
+            self.skipTest('root writes anywhere')
+        locked = os.path.join(self.tmp, 'locked')
+        os.mkdir(locked, 0o500)
+        self.assertIn('no permission', self.refused(
+            os.path.join(locked, 'x.conf')))
+
+    def test_writable_path_passes(self):
+        serve.check_output_path('--config-out',
+                                os.path.join(self.tmp, 'x.conf'))
+
+
+class TestStopSentence(base.TestCase):
+    """Kind: the stop line claims only what was done."""
+
+    def args(self, config_out=None, database='sqlite'):
+        return mock.Mock(config_out=config_out, database=database)
+
+    def test_nothing_written_nothing_claimed(self):
+        glance = mock.Mock()
+        text = serve._stop(glance, self.args('/missing/dir/x.conf'), None,
+                           started=True)
+        glance.stop.assert_called_once_with()
+        self.assertNotIn('x.conf', text)
+        self.assertEqual('Glance stopped; the temporary directory removed.',
+                         text)
+        text = serve._stop(mock.Mock(), self.args(), None, started=False)
+        self.assertEqual('Glance did not start.', text)
+
+    def test_written_file_removed_is_named(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        out = os.path.join(tmp, 'x.conf')
+        open(out, 'w').close()
+        text = serve._stop(mock.Mock(), self.args(out), out, started=True)
+        self.assertFalse(os.path.exists(out))
+        self.assertIn('%s and the temporary directory removed' % out, text)
+
+    def test_database_server_stopped_before_it_is_said(self):
+        stopped = []
+        module = mock.Mock(stop_shared=lambda: stopped.append(True))
+        with mock.patch.object(serve, '_database_module',
+                               return_value=module):
+            text = serve._stop(mock.Mock(), self.args(database='mariadb'),
+                               None, started=True)
+        self.assertEqual([True], stopped)
+        self.assertIn('the mariadb server stopped', text)

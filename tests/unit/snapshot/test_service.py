@@ -202,12 +202,19 @@ class TestSnapshotUpload(ServiceTestBase):
         req.requester.project_id = 'someone-else'
         self.fake.owner = req.server.project_id
         svc = self.make_service()
+        notes = []
         for _ in range(2):  # the second run reuses the active image
             result = svc.snapshot(req)
+            notes += result.notes
             self.assertIsNone(result.member)
             self.assertNotIn('shared with', result.describe())
         self.assertNotIn('add_member', self.fake.calls)
         self.assertEqual([], self.fake.members.get(IMAGE_ID, []))
+        # Nova keeps a snapshot owned by the server's project private:
+        # never shared with no member.
+        self.assertEqual('private', self.fake.images[IMAGE_ID]['visibility'])
+        self.assertEqual(1, self.fake.calls.count('update'))
+        self.assertIn('it is private', ' '.join(notes))
 
     def test_reused_image_names_its_member(self):
         req = self.make_request()
