@@ -195,7 +195,7 @@ def check_configuration(conf: cfg.ConfigOpts) -> None:
     service_mod.check_options(conf)
     check_option_values(conf)
     driver_mod.load_driver(conf)
-    glance_mod.load_session(conf)
+    check_auth_configuration(conf)
     # Again: the driver's and the auth plugin's options, registered just
     # now by loading them.
     check_option_values(conf)
@@ -270,6 +270,52 @@ def _check_static_credentials(session: ty.Any, auth_type: str) -> None:
                           option))
 
 
+def check_catalogless_endpoint(conf: cfg.ConfigOpts,
+                               session: ty.Any) -> None:
+    """An auth plugin that reads no catalog needs an endpoint option.
+
+    ``admin_token``, ``none``, ``http_basic``: the plugin names Glance
+    itself and reads no Keystone catalog; without its ``endpoint`` (and no
+    ``endpoint_override``) there is nothing to look in -- a missing option,
+    not an unreachable Keystone.  The one home of this rule (``probe``,
+    ``snapshot``, ``audit`` and the upgrade check's "Plugin options").
+
+    :raises CLIError: exit 2, naming the options to set.
+    """
+    group = conf[opts.GLANCE_GROUP]
+    if group.endpoint_override or session.auth is None:
+        return
+    if hasattr(session.auth, 'endpoint') and not session.auth.endpoint:
+        raise CLIError('[%s] auth_type %s reads no Keystone catalog: set '
+                       '[%s] endpoint (or endpoint_override) to the Glance '
+                       'URL' % (opts.GLANCE_GROUP,
+                                getattr(group, 'auth_type', None),
+                                opts.GLANCE_GROUP))
+
+
+def check_auth_configuration(conf: cfg.ConfigOpts) -> None:
+    """The ``[snapshot_ext_glance]`` auth plugin, without the network.
+
+    ``auth_type`` names an installed keystoneauth plugin (which registers
+    its options), and a plugin that reads no catalog has an endpoint
+    (:func:`check_catalogless_endpoint`).
+
+    :raises ConfigurationError: a bad ``auth_type`` or option.
+    :raises CLIError: exit 2, a catalog-less plugin without endpoint.
+    """
+    check_catalogless_endpoint(conf, glance_mod.load_session(conf))
+
+
+def section_hints(conf: cfg.ConfigOpts) -> list[str]:
+    """Unknown ``[snapshot_ext*]`` sections and options, with "did you mean".
+
+    The one home of that hint (:func:`unknown_options` over every group
+    this program knows): ``probe``, ``snapshot``, ``audit`` print it as
+    warnings; the upgrade check puts it in "Plugin options".
+    """
+    return unknown_options(conf, known_groups())
+
+
 def find_endpoint(conf: cfg.ConfigOpts, session: ty.Any) -> None:
     """Check that the catalog has the image endpoint the options ask for.
 
@@ -280,15 +326,7 @@ def find_endpoint(conf: cfg.ConfigOpts, session: ty.Any) -> None:
     group = conf[opts.GLANCE_GROUP]
     if group.endpoint_override or session.auth is None:
         return
-    if hasattr(session.auth, 'endpoint') and not session.auth.endpoint:
-        # admin_token, none, http_basic: the plugin names Glance itself
-        # and reads no catalog; without its endpoint there is nothing to
-        # look in (a missing option, not an unreachable Keystone).
-        raise CLIError('[%s] auth_type %s reads no Keystone catalog: set '
-                       '[%s] endpoint (or endpoint_override) to the Glance '
-                       'URL' % (opts.GLANCE_GROUP,
-                                getattr(group, 'auth_type', None),
-                                opts.GLANCE_GROUP))
+    check_catalogless_endpoint(conf, session)
     kwargs = glance_mod.adapter_kwargs(conf)
     wanted = ', '.join('%s=%s' % (k, kwargs[k]) for k in (
         'service_type', 'interface', 'region_name') if k in kwargs)

@@ -383,7 +383,8 @@ def _check_format_arg(argv: list[str]) -> None:
                 ' or '.join(FORMATS), value), checks.EXIT_INPUT)
 
 
-def _check_config_args(argv: list[str]) -> None:
+def check_config_args(argv: list[str]) -> None:
+    """Each ``--config-file`` exists and is UTF-8 text (exit 2)."""
     for path in _option_values(argv, '--config-file'):
         if not os.path.isfile(path):
             raise checks.CLIError('--config-file %s %s' % (
@@ -416,7 +417,7 @@ def parse(argv: list[str]) -> cfg.ConfigOpts:
     argv = hoist_global_options(conf, argv)
     refuse_blank_globals(conf, argv)
     _check_format_arg(argv)
-    _check_config_args(argv)
+    check_config_args(argv)
     try:
         conf(argv, project=PROJECT, prog=PROG, version=version(),
              description='Register honest, active metadata-only Glance '
@@ -502,7 +503,7 @@ def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
         warnings.append(
             'no configuration file found or given: pass --config-file FILE '
             '(or write %s); only defaults are used' % DEFAULT_CONFIG_FILE)
-    warnings += checks.unknown_options(conf, checks.known_groups())
+    warnings += checks.section_hints(conf)
     for text in warnings:
         print('warning: %s' % text, file=sys.stderr)
     return warnings

@@ -92,9 +92,12 @@ CINDER_ZERO_UPLOAD_GIB = 1
 LOCATION_READ_ROLES = ('service', 'admin')
 
 STATUS_OPTS = [
-    cfg.StrOpt('api-paste', metavar='FILE', default=DEFAULT_API_PASTE,
+    # No default in the option: a file the operator named is judged apart
+    # from the default path (a Failure when it cannot be read, anywhere).
+    cfg.StrOpt('api-paste', metavar='FILE',
                help="nova-api's paste file, checked for the plugin's "
-               'filter (default: %s)' % DEFAULT_API_PASTE),
+               'filter (default: %s; a file named here that cannot be '
+               'read fails the check on any host)' % DEFAULT_API_PASTE),
     cfg.StrOpt('glance-api-conf', metavar='FILE',
                help="Glance's glance-api.conf, read for its default store "
                'when GET /v2/info/stores/detail does not tell (it needs '
@@ -154,11 +157,15 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         try:
             service_mod.check_options(self.conf)
             checks.check_option_values(self.conf)
-            glance_mod.load_session(self.conf)
+            checks.check_auth_configuration(self.conf)
             checks.check_option_values(self.conf)
         except (exception.SnapshotExtException, checks.CLIError,
                 cfg.Error) as err:
-            return Result(Code.FAILURE, _message(err))
+            # A misspelled section is often why an option is missing: the
+            # same "did you mean" probe prints.
+            hints = checks.section_hints(self.conf)
+            return Result(Code.FAILURE, _message(err) + (
+                '; %s' % '; '.join(hints) if hints else ''))
         # Every group's values, [snapshot_ext_nova] too (registered only
         # inside nova-api), as the paste filter judges them.
         bad = nova_conf.invalid_values(self.conf)
@@ -167,7 +174,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         found = checks.config_files(self.conf)
         valid = 'every option valid (read from %s)' % (
             ', '.join(found) if found else 'defaults only: no file')
-        typos = checks.unknown_options(self.conf, checks.known_groups())
+        typos = checks.section_hints(self.conf)
         if typos:
             return Result(Code.WARNING, '%s; ignored: %s' % (
                 valid, '; '.join(typos)))
@@ -202,11 +209,16 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
             hook.nova_version(), hook.nova_major()))
 
     def _check_paste(self) -> Result:
-        path = self.conf.api_paste
+        named = self.conf.api_paste is not None
+        path = self.conf.api_paste or DEFAULT_API_PASTE
         try:
             with open(path, encoding='utf-8') as f:
                 text = f.read()
         except OSError as err:
+            if named:
+                # The operator named this file: it is meant to be read.
+                return Result(Code.FAILURE, '--api-paste %s cannot be read '
+                              '(%s)' % (path, err.strerror or err))
             code = Code.FAILURE if _nova_importable() else Code.WARNING
             return Result(code, "cannot read nova-api's paste file %s (%s): "
                           'pass --api-paste FILE on the nova-api host'
@@ -460,22 +472,44 @@ def new_conf() -> cfg.ConfigOpts:
     return conf
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``nova-snapshot-ext-status upgrade check [--json]``.
+#: oslo.upgradecheck's status for an error that is no check result (its
+#: ``run`` returns it when a check crashes): a usage error, a missing or
+#: unreadable configuration file.  0, 1 and 2 are check results only.
+EXIT_ERROR = 255
 
-    :returns: 0, 1 or 2 (the highest check result); 255 when a check
-        crashed; 2 for a configuration file that cannot be read.
+
+def main(argv: list[str] | None = None) -> int:
+    """``nova-snapshot-ext-status [--version] upgrade check [--json]``.
+
+    :returns: 0, 1 or 2, the highest check result; 255 (as
+        oslo.upgradecheck) for anything that is not a check result: a
+        usage error, a missing or unreadable configuration file, a check
+        that crashed.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     conf = new_conf()
+    # oslo.upgradecheck's main() without its parse: the same sub-command,
+    # plus --version, and this program's name in usage lines.
+    upgradecheck.register_cli_options(conf, UpgradeChecks(conf))
     try:
-        return int(upgradecheck.main(
-            conf, project=cmd_main.PROJECT,
-            upgrade_command=UpgradeChecks(conf), argv=argv))
+        cmd_main.refuse_blank_globals(conf, argv)
+        cmd_main.check_config_args(argv)
+        conf(args=argv, project=cmd_main.PROJECT, prog=PROG,
+             version=cmd_main.version())
+    except SystemExit as err:
+        # --help, --version: 0; an argparse usage error (2): no check ran.
+        return 0 if err.code in (None, 0) else EXIT_ERROR
+    except checks.CLIError as err:
+        print('error: %s' % err.message, file=sys.stderr)
+        return EXIT_ERROR
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError,
-            cfg.ConfigFileParseError) as err:
+            cfg.ConfigFileParseError, UnicodeDecodeError) as err:
         print('error: %s' % checks.clean_message(str(err)), file=sys.stderr)
-        return int(Code.FAILURE)
+        return EXIT_ERROR
+    # UpgradeCommands.check reads --json from the module's CONF, which
+    # oslo.upgradecheck's own main() sets.
+    upgradecheck.CONF = conf
+    return int(upgradecheck.run(conf))
 
 
 if __name__ == '__main__':

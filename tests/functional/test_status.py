@@ -40,6 +40,9 @@ import os
 import subprocess
 import sys
 
+import fixtures
+
+from tests import base
 from tests.functional import base as fbase
 
 GOOD_PASTE = """\
@@ -187,3 +190,32 @@ class TestNoHonestActivation(StatusTestCase):
         result, details = results["'raw' allowed"]
         self.assertEqual(2, result, details)
         self.assertIn('snapshots would be refused', details)
+
+
+class TestNoCheckResult(base.TestCase):
+    """Through the console script: errors that are no check result.
+
+    oslo.upgradecheck's convention: 0, 1, 2 are check results only; a
+    usage error or a configuration that cannot be read is 255.
+    """
+
+    def run_status(self, *argv):
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.status'] +
+            list(argv), capture_output=True, text=True, timeout=120,
+            check=False)
+
+    def test_exit_255_and_version(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        broken = os.path.join(tmp, 'broken.conf')
+        with open(broken, 'w') as f:
+            f.write('[snapshot_ext\n')
+        for argv in (['--config-file', '/nonexistent', 'upgrade', 'check'],
+                     ['--config-file', broken, 'upgrade', 'check'],
+                     ['upgrade'], ['upgrade', 'check', '--bogus']):
+            proc = self.run_status(*argv)
+            self.assertEqual(255, proc.returncode, (argv, proc.stderr))
+            self.assertNotIn('Traceback', proc.stderr)
+        proc = self.run_status('--version')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertRegex(proc.stdout + proc.stderr, r'\d')

@@ -241,8 +241,28 @@ class TestOptionsCheck(StatusCase):
         self.assertEqual(status.Code.FAILURE, result.code)
         self.assertIn('auth_type', result.details)
 
+    def test_misspelled_section_failure_says_did_you_mean(self):
+        result = self.checks('[snapshot_ext_glace]\nauth_type = password\n'
+                             )._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
+                      '[snapshot_ext_glance]?)', result.details)
+
+    def test_catalogless_plugin_without_endpoint_fails(self):
+        for auth in ('admin_token\ntoken = t', 'none'):
+            result = self.checks('[snapshot_ext_glance]\nauth_type = %s\n'
+                                 % auth)._check_options()
+            self.assertEqual(status.Code.FAILURE, result.code, auth)
+            self.assertIn('set [snapshot_ext_glance] endpoint',
+                          result.details)
+        result = self.checks('[snapshot_ext_glance]\nauth_type = '
+                             'admin_token\ntoken = t\nendpoint = '
+                             'http://g:9292\n')._check_options()
+        self.assertEqual(status.Code.SUCCESS, result.code, result.details)
+
     def test_valid(self):
-        result = self.checks('[snapshot_ext_glance]\nauth_type = none\n')\
+        result = self.checks('[snapshot_ext_glance]\nauth_type = none\n'
+                             'endpoint = http://g:9292\n')\
             ._check_options()
         self.assertEqual(status.Code.SUCCESS, result.code)
 
@@ -250,6 +270,7 @@ class TestOptionsCheck(StatusCase):
         # [snapshot_ext_nova] is registered only inside nova-api; the
         # check judges it as the paste filter would.
         result = self.checks('[snapshot_ext_glance]\nauth_type = none\n'
+                             'endpoint = http://g:9292\n'
                              '[snapshot_ext_nova]\nactivation = maybe\n'
                              'glance_connection = bogus\n')._check_options()
         self.assertEqual(status.Code.FAILURE, result.code)
@@ -259,6 +280,7 @@ class TestOptionsCheck(StatusCase):
 
     def test_typos_warn_naming_the_close_name(self):
         result = self.checks('[snapshot_ext_glance]\nauth_type = none\n'
+                             'endpoint = http://g:9292\n'
                              '[snapshot_ext_nva]\nactivation = true\n'
                              '[snapshot_ext]\nearly_refusl = 1\n'
                              )._check_options()
@@ -312,13 +334,23 @@ class TestPasteCheck(StatusCase):
                       % paste.FILTER_FACTORY, result.details)
         self.assertNotIn('add [filter:snapshot_ext]', result.details)
 
-    def test_missing_file_without_nova_warns(self):
+    def test_missing_default_file_without_nova_warns(self):
         with mock.patch.object(status, '_nova_importable',
-                               return_value=False):
-            result = self.checks('', '--api-paste', '/nonexistent')\
-                ._check_paste()
+                               return_value=False), mock.patch.object(
+                status, 'DEFAULT_API_PASTE', '/nonexistent/api-paste.ini'):
+            result = self.checks('')._check_paste()
         self.assertEqual(status.Code.WARNING, result.code)
         self.assertIn('--api-paste', result.details)
+
+    def test_missing_named_file_fails_even_without_nova(self):
+        # The operator named it: meant to be read, on any host.
+        for nova in (False, True):
+            with mock.patch.object(status, '_nova_importable',
+                                   return_value=nova):
+                result = self.checks('', '--api-paste', '/nonexistent')\
+                    ._check_paste()
+            self.assertEqual(status.Code.FAILURE, result.code, nova)
+            self.assertIn('--api-paste /nonexistent', result.details)
 
     def test_missing_file_with_nova_fails(self):
         with mock.patch.object(status, '_nova_importable',
@@ -409,9 +441,37 @@ class TestMain(base.TestCase):
     def test_missing_config_file(self):
         stderr = self.useFixture(fixtures.MonkeyPatch(
             'sys.stderr', io.StringIO())).new_value
-        self.assertEqual(2, status.main(['--config-file', '/nonexistent',
-                                         'upgrade', 'check']))
+        # Not a check result: oslo.upgradecheck's 255, never Failure's 2.
+        self.assertEqual(255, status.main(['--config-file', '/nonexistent',
+                                           'upgrade', 'check']))
         self.assertIn('/nonexistent', stderr.getvalue())
+
+    def test_errors_that_are_no_check_result_exit_255(self):
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        tmp = self.useFixture(fixtures.TempDir()).path
+        broken = os.path.join(tmp, 'broken.conf')
+        with open(broken, 'w') as f:
+            f.write('[snapshot_ext\nx = 1\n')
+        latin = os.path.join(tmp, 'latin.conf')
+        with open(latin, 'wb') as f:
+            f.write(b'# caf\xe9\n')
+        for argv in (['--config-file', broken, 'upgrade', 'check'],
+                     ['--config-file', latin, 'upgrade', 'check'],
+                     ['--config-dir', os.path.join(tmp, 'none'), 'upgrade',
+                      'check'],
+                     ['upgrade'], ['upgrade', 'check', '--nope'],
+                     ['bogus'], [], ['--api-paste', '', 'upgrade',
+                                     'check']):
+            self.assertEqual(255, status.main(argv), argv)
+
+    def test_version_and_help(self):
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        self.assertEqual(0, status.main(['--version']))
+        self.assertEqual(0, status.main(['--help']))
+        self.assertIn('nova-snapshot-ext-status', stdout.getvalue())
 
     def test_json_and_exit_code_is_the_worst_result(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
