@@ -30,10 +30,22 @@ from nova_snapshot_ext import audit
 from nova_snapshot_ext.cmd import checks
 
 
+def counted(number: int, singular: str, plural: str | None = None) -> str:
+    """``1 image``, ``2 images``, ``0 images``."""
+    return '%d %s' % (number, singular if number == 1 else
+                      plural or singular + 's')
+
+
+def summary(report: audit.Report) -> str:
+    """What was scanned and found, in words (one home, every count)."""
+    return '%s scanned: %s, %s' % (
+        counted(report.scanned, 'image'),
+        counted(report.snapshots, 'volume-backed snapshot image'),
+        counted(len(report.findings), 'problem'))
+
+
 def _text(report: audit.Report, fix: bool, act: bool) -> str:
-    lines = ['Scanned %d images: %d volume-backed snapshot images, %d '
-             'problem(s).' % (report.scanned, report.snapshots,
-                              len(report.findings))]
+    lines = [summary(report) + '.']
     for finding in report.findings:
         lines.append('  %s' % finding.describe())
     for item in report.not_inspected:
@@ -95,10 +107,14 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
                   else args.queued_older_than)
     auditor = audit.AuditGlance(glance)
 
+    # Progress on stderr after each page but the last: the last page's
+    # counts are the report's own summary (stdout), said once.
+    pending: list[str] = []
+
     def progress(report: audit.Report) -> None:
-        print('audit: %d images scanned, %d snapshot images, %d problem(s)'
-              % (report.scanned, report.snapshots, len(report.findings)),
-              file=sys.stderr, flush=True)
+        if pending:
+            print(pending.pop(), file=sys.stderr, flush=True)
+        pending.append('audit: %s so far' % summary(report))
 
     report = audit.scan(
         auditor, queued_age=queued_age,

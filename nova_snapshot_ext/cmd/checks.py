@@ -609,17 +609,22 @@ def identity_project(glance: glance_mod.GlanceClient) -> str | None:
     return str(project) if project else None
 
 
-#: What each activation route (and the location read) needs from Glance's
-#: default policies (Glance 32+): (route, policy rules, roles that grant
-#: them -- any one; Keystone's implied roles included in a token).
+#: What each activation route needs from Glance's default policies
+#: (Glance 32+): (route, policy rules, roles that grant them -- any one;
+#: Keystone's implied roles included in a token).  Only what the plugin
+#: does: it adds a location and never reads one back, so Glance's
+#: ``fetch_image_location`` (``service`` only) is not listed.
 ROUTE_ROLES = (
     ('upload', 'add_image, upload_image', ('member', 'admin')),
     ('location', 'add_image, add_image_location',
      ('member', 'service', 'admin')),
     ('share with the server\'s project', 'add_member', ('member', 'admin')),
-    ('read locations', 'fetch_image_location (rule service_api)',
-     ('service', 'admin')),
 )
+
+
+def location_route() -> tuple[str, str, tuple[str, ...]]:
+    """The location activation entry of :data:`ROUTE_ROLES`."""
+    return next(entry for entry in ROUTE_ROLES if entry[0] == 'location')
 
 
 def _roles_of(auth: ty.Any) -> list[str] | None:
@@ -628,25 +633,34 @@ def _roles_of(auth: ty.Any) -> list[str] | None:
     return sorted(names) if names is not None else None
 
 
-def identity_roles(glance: glance_mod.GlanceClient) -> dict[str, ty.Any]:
+def identity_roles(glance: glance_mod.GlanceClient,
+                   activation_method: str | None = None
+                   ) -> dict[str, ty.Any]:
     """The roles of the identity's token and what each route needs.
 
     Glance checks the roles of the request's own token (a service token's
     roles are listed apart: Glance 33's ``service_api`` rule does not
     read them).
 
+    :param activation_method: ``[snapshot_ext] activation_method``; with
+        ``upload`` the location route is not used (``used`` False, ``ok``
+        None: not judged).
     :returns: ``{'roles': [...] or None, 'service_token_roles': [...] or
-        None, 'routes': [{'route', 'rules', 'needs', 'ok'}]}``; ``roles``
-        is None (and ``ok`` None) when the plugin has no Keystone token.
+        None, 'routes': [{'route', 'rules', 'needs', 'ok', 'used'}]}``;
+        ``roles`` is None (and ``ok`` None) when the plugin has no
+        Keystone token.
     """
     auth = glance.auth
     user_auth = getattr(auth, 'user_auth', auth)
     service_auth = getattr(auth, 'service_auth', None)
     roles = _roles_of(user_auth)
-    routes = [{'route': route, 'rules': rules, 'needs': ' or '.join(needs),
-               'ok': None if roles is None else bool(set(needs) &
-                                                     set(roles))}
-              for route, rules, needs in ROUTE_ROLES]
+    routes = []
+    for route, rules, needs in ROUTE_ROLES:
+        used = not (route == 'location' and activation_method == 'upload')
+        routes.append({'route': route, 'rules': rules,
+                       'needs': ' or '.join(needs), 'used': used,
+                       'ok': None if roles is None or not used else
+                       bool(set(needs) & set(roles))})
     return {'roles': roles,
             'service_token_roles': _roles_of(service_auth),
             'routes': routes}

@@ -483,11 +483,51 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
     if not conf.debug:
         # The command reports every failure itself, as one ``error:``
         # line: the product's own ERROR records would say it twice on the
-        # terminal.  A log file (--log-file) still gets them.
+        # terminal.  A log file (--log-file) still gets them, as log lines.
+        # What reaches the terminal reads as the command's own warnings:
+        # ``warning: ...``, each once (--debug shows oslo.log's lines).
+        once = _Once()
         for handler in std_logging.getLogger().handlers:
             if (isinstance(handler, std_logging.StreamHandler) and
                     not isinstance(handler, std_logging.FileHandler)):
                 handler.addFilter(_not_reported_twice)
+                handler.addFilter(once)
+                handler.setFormatter(ConsoleFormatter())
+
+
+class ConsoleFormatter(std_logging.Formatter):
+    """A log record on the terminal as the command's own line.
+
+    ``warning: <message>`` (the level in lower case, as the command's
+    ``error:`` lines), without oslo.log's time, pid, logger and request
+    id: the same style as every warning the command prints itself.
+    """
+
+    def format(self, record: std_logging.LogRecord) -> str:
+        return '%s: %s' % (record.levelname.lower(), record.getMessage())
+
+
+class _Once(std_logging.Filter):
+    """Let each warning text through once per command."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[int, str]] = set()
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        try:
+            key = (record.levelno, record.getMessage())
+        except Exception:  # noqa: B902 - a record that cannot format
+            return True
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+def warn(text: str) -> None:
+    """Print one ``warning: ...`` line on stderr (the console style)."""
+    print('warning: %s' % text, file=sys.stderr)
 
 
 def _not_reported_twice(record: std_logging.LogRecord) -> bool:

@@ -144,6 +144,10 @@ def _roles_text(roles: dict[str, ty.Any]) -> str:
         text += '; service token: %s' % ', '.join(
             roles['service_token_roles'])
     for route in roles['routes']:
+        if not route.get('used', True):
+            text += '\n  %s: not used (activation_method = upload)' % (
+                route['route'])
+            continue
         text += '\n  %s: %s (needs %s; Glance policy %s)' % (
             route['route'], 'ok' if route['ok'] else 'MISSING ROLE',
             route['needs'], route['rules'])
@@ -242,7 +246,8 @@ def cmd_probe(conf: cfg.ConfigOpts) -> int:
                                                uploads[0]['disk_format'])
     info['permissions'] = permissions
     text = _plan_text(info)
-    info['roles'] = checks.identity_roles(glance)
+    info['roles'] = checks.identity_roles(
+        glance, conf.snapshot_ext.activation_method)
     info['quotas'] = quota_report(glance, service)
     text += '\nDriver chosen by: %s' % info['driver']['source']
     text += '\n' + checks.permissions_text(permissions)

@@ -50,9 +50,11 @@ only asks and words the answer):
   driver); location activation avoids it.  Read from
   ``GET /v2/info/stores/detail`` (admin) or from Glance's configuration
   file (``--glance-api-conf FILE``).
-* **Location reads**: in location mode, the roles that
-  ``GET /v2/images/{id}/locations`` needs (``service``, on Glance 32+ also
-  ``admin``), as far as the auth plugin tells the identity's roles.
+* **Location activation (roles)**: in a location mode, whether the
+  identity's roles pass the policy of adding a location (member, service
+  or admin: :data:`nova_snapshot_ext.cmd.checks.ROUTE_ROLES`), as far as
+  the auth plugin tells them.  The plugin never reads an image's
+  locations, so the ``service``-only read policy is not judged.
 """
 
 from __future__ import annotations
@@ -87,9 +89,6 @@ DEFAULT_API_PASTE = '/etc/nova/api-paste.ini'
 #: upload of unknown or zero size (``[glance_store] cinder_volume_size``
 #: is not consulted for that: it rounds up to 1 GiB).
 CINDER_ZERO_UPLOAD_GIB = 1
-#: Roles that pass Glance's ``service_api`` rule on Glance 32+ (user
-#: token); Glance 29-30 accept only ``service``, 31 only a service token.
-LOCATION_READ_ROLES = ('service', 'admin')
 
 STATUS_OPTS = [
     # No default in the option: a file the operator named is judged apart
@@ -363,37 +362,43 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                       'location-first with location_url on an http store'
                       % (source, CINDER_ZERO_UPLOAD_GIB))
 
-    def _check_location_reads(self) -> Result:
+    def _check_location_roles(self) -> Result:
+        """The roles location activation needs, judged as Glance would.
+
+        The plugin adds a location (``add_image_location``, or the legacy
+        ``PATCH`` ``set_image_location``) and never reads one back, so
+        Glance's ``fetch_image_location`` (``service`` only) is not judged:
+        the route's roles come from
+        :data:`nova_snapshot_ext.cmd.checks.ROUTE_ROLES` (the one home,
+        shared with ``probe``).
+        """
         method = self._method()
         if method == 'upload':
             return Result(Code.SUCCESS, 'not needed: activation_method = '
-                          'upload reads no locations')
+                          'upload adds no location')
         glance = self._connect()
         if glance is None:
             return self._unchecked()
+        route, rules, needs = checks.location_route()
         roles = _identity_roles(glance)
         if roles is None:
             return Result(Code.WARNING, 'cannot tell the roles of [%s] '
-                          '(auth_type %s does not say): reading an image\'s '
-                          'locations needs the service role (Glance 29-30: '
-                          'in the token; 31: in a service token, see '
-                          '[snapshot_ext_service_user]; 32+: service or '
-                          'admin)' % (opts.GLANCE_GROUP, getattr(
+                          '(auth_type %s does not say): adding a location '
+                          '(Glance policy %s) needs one of: %s'
+                          % (opts.GLANCE_GROUP, getattr(
                               self.conf[opts.GLANCE_GROUP], 'auth_type',
-                              None)))
-        if 'service' in roles:
-            return Result(Code.SUCCESS, "the identity has the 'service' "
-                          'role (Glance 29-30 and 32+; Glance 31 also needs '
-                          'it in a service token)')
-        if 'admin' in roles:
-            return Result(Code.WARNING, "the identity has 'admin' but not "
-                          "'service': Glance 32+ lets admin read locations "
-                          'for now (slated for removal after 2026.1), Glance '
-                          "29-31 do not. Give it the 'service' role")
-        return Result(Code.FAILURE, "the identity's roles (%s) include "
-                      "neither 'service' nor 'admin': Glance refuses it the "
-                      "image's locations (403). Give it the 'service' role"
-                      % ', '.join(sorted(roles)))
+                              None), rules, ', '.join(needs)))
+        held = sorted(set(needs) & set(roles))
+        if held:
+            return Result(Code.SUCCESS, "the identity's role %s passes "
+                          'Glance policy %s (activation_method = %s; the '
+                          "plugin never reads an image's locations)"
+                          % (held[0], rules, method))
+        return Result(Code.FAILURE, "the identity's roles (%s) include none "
+                      'of %s: Glance refuses it %s (403) and location '
+                      'activation fails. Give it the member role on its '
+                      'project' % (', '.join(sorted(roles)) or 'none',
+                                   ', '.join(needs), rules))
 
     _upgrade_checks = tuple((name, _options_guarded(check))
                             for name, check in (
@@ -405,7 +410,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         ('Glance API 2.17 (location activation)', _check_location_api),
         ("'raw' allowed", _check_raw),
         ('Default store', _check_default_store),
-        ('Location reads (service role)', _check_location_reads),
+        ('Location activation (roles)', _check_location_roles),
     ))
 
 

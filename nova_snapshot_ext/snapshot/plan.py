@@ -199,7 +199,10 @@ def build_plan(capabilities: caps_mod.GlanceCapabilities,
     uploads = upload_plan(capabilities, driver, pinned, driver_formats_only)
     if uploads and uploads[0].fallback and not (
             location is not None and method == 'location-first'):
-        LOG.warning('%s', uploads[0].fallback_note())
+        # Said when the plan is made, not as a warning: nothing is
+        # activated yet (the engine warns once the fallback is what
+        # activated the image; probe shows the plan).
+        LOG.debug('planned fallback: %s', uploads[0].fallback_note())
     return place_location(uploads, location, method)
 
 

@@ -243,8 +243,15 @@ class TestAudit(fbase.FunctionalTestCase):
                                       report['findings']))
         progress = [line for line in proc.stderr.splitlines()
                     if line.startswith('audit: ')]
-        self.assertEqual(3, len(progress), proc.stderr)
-        self.assertIn('5 images scanned', progress[-1])
+        # Every page but the last: the last page's counts are the
+        # report's (stdout), said once.
+        self.assertEqual(2, len(progress), proc.stderr)
+        self.assertIn('4 images scanned', progress[-1])
+        proc = self.run_cli('--page-size', '2', '--format', 'text')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('5 images scanned: 5 volume-backed snapshot images, '
+                      '0 problems.', proc.stdout)
+        self.assertNotIn('5 images scanned', proc.stderr)
 
     def test_payload_above_download_limit_is_reported_not_judged(self):
         big = self.seed(payloads.payload('qcow2'), disk_format='vmdk')

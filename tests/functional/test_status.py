@@ -27,10 +27,10 @@ warns) on another configured to fail it:
   glance_store's cinder driver needs a Cinder (and os-brick), which the
   embedded Glance does not have, so the file is written by the test (the
   fake) and the identity is a member, which ``stores/detail`` refuses.
-* Location reads: ``upload`` mode needs none (pass); in location mode the
-  embedded Glance's fake tokens (``admin_token``) do not tell keystoneauth
-  the roles, so the check warns that it cannot tell (the role cases are
-  unit tests over keystoneauth access objects).
+* Location activation (roles): ``upload`` mode needs none (pass); in
+  location mode the embedded Glance's fake tokens (``admin_token``) do not
+  tell keystoneauth the roles, so the check warns that it cannot tell (the
+  role cases are unit tests over keystoneauth access objects).
 * Paste filter: :mod:`tests.unit.test_status` and ``tests/nova`` (Nova's
   real ``api-paste.ini``).
 """
@@ -143,7 +143,7 @@ class TestDefaultGlance(StatusTestCase):
                          'location-fallback\nlocation_url = '
                          'http://127.0.0.1:9/empty.qcow2')
         code, results = self.status()
-        result, details = results['Location reads (service role)']
+        result, details = results['Location activation (roles)']
         self.assertEqual(1, result, details)
         self.assertIn('cannot tell the roles', details)
 

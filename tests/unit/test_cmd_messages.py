@@ -18,6 +18,7 @@ Each class is one kind; each test failed before the fix.
 
 import io
 import os
+from unittest import mock
 
 import fixtures
 
@@ -95,3 +96,88 @@ class TestBlankValues(base.TestCase):
             self.stderr.truncate()
             self.assertEqual(2, main.main(['probe', name, '']))
             self.assertIn(name, self.stderr.getvalue())
+
+
+class TestWarningStyle(base.TestCase):
+    """Kind: log warnings on the terminal read as ``warning: ...``, once."""
+
+    def setUp(self):
+        super().setUp()
+        self.stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.addCleanup(self._reset_root)
+
+    @staticmethod
+    def _reset_root():
+        import logging
+
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+
+    def log_twice(self, *argv):
+        from oslo_log import log as logging
+
+        conf = main.parse(['probe'] + list(argv))
+        main.setup_logging(conf)
+        log = logging.getLogger('nova_snapshot_ext.snapshot.attempts')
+        for _ in range(2):
+            log.warning('Snapshot %(name)s: activated as %(f)s',
+                        {'name': 's', 'f': 'ploop'})
+        log.warning('another one')
+        return self.stderr.getvalue()
+
+    def test_console_style_each_once(self):
+        text = self.log_twice()
+        self.assertEqual('warning: Snapshot s: activated as ploop\n'
+                         'warning: another one\n', text)
+
+    def test_debug_keeps_log_lines(self):
+        text = self.log_twice('--debug')
+        self.assertIn('WARNING nova_snapshot_ext.snapshot.attempts', text)
+
+    def test_planned_fallback_is_no_warning(self):
+        # The plan is made for probe, the demo's explanation and the
+        # snapshot: nothing is activated then.
+        from nova_snapshot_ext.snapshot import plan
+
+        with open(plan.__file__, encoding='utf-8') as f:
+            self.assertNotIn("LOG.warning('%s', uploads[0].fallback_note())",
+                             f.read())
+
+
+class TestAuditCounts(base.TestCase):
+    """Kind: counts in words, each said once."""
+
+    def test_plural(self):
+        from nova_snapshot_ext.cmd import audit as audit_cmd
+
+        report = mock.Mock(scanned=1, snapshots=1, findings=[])
+        self.assertEqual('1 image scanned: 1 volume-backed snapshot image, '
+                         '0 problems', audit_cmd.summary(report))
+        report = mock.Mock(scanned=2, snapshots=0, findings=[1])
+        self.assertEqual('2 images scanned: 0 volume-backed snapshot images, '
+                         '1 problem', audit_cmd.summary(report))
+
+    def test_one_page_prints_no_progress(self):
+        from nova_snapshot_ext import audit
+        from nova_snapshot_ext.cmd import audit as audit_cmd
+
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+
+        def scan(auditor, progress=None, **kwargs):
+            report = audit.Report()
+            report.scanned = report.snapshots = 1
+            progress(report)
+            return report
+
+        conf = main.parse(['audit'])
+        with mock.patch.object(audit, 'scan', scan), mock.patch.object(
+                audit_cmd, '_cinder_findings', return_value=[]):
+            self.assertEqual(0, audit_cmd.run(conf, mock.Mock()))
+        self.assertEqual('', stderr.getvalue())
+        self.assertIn('1 image scanned: 1 volume-backed snapshot image, '
+                      '0 problems.', stdout.getvalue())

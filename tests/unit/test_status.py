@@ -298,7 +298,7 @@ class TestOptionsCheck(StatusCase):
         # Read again by a later check: that check fails naming it too,
         # the command does not crash (oslo.upgradecheck's 255).
         for name, check in checks._upgrade_checks:
-            if name.startswith('Location reads'):
+            if name.startswith('Location activation'):
                 result = check(checks)
         self.assertEqual(status.Code.FAILURE, result.code)
         self.assertIn('activation_method', result.details)
@@ -400,7 +400,8 @@ class TestGlanceConf(StatusCase):
         self.assertEqual(status.Code.SUCCESS, result.code)
 
 
-class TestLocationReads(StatusCase):
+class TestLocationRoles(StatusCase):
+    """Kind: a check judges only what the configuration needs."""
 
     def glance(self, roles=None, error=None):
         access = mock.Mock(role_names=roles)
@@ -415,15 +416,21 @@ class TestLocationReads(StatusCase):
         checks = self.checks('[snapshot_ext]\nactivation_method = '
                              'location-first\n')
         with mock.patch.object(checks, '_connect', return_value=glance):
-            return checks._check_location_reads()
+            return checks._check_location_roles()
 
     def test_roles(self):
-        for roles, code in ((['member', 'service'], status.Code.SUCCESS),
-                            (['admin'], status.Code.WARNING),
-                            (['member', 'reader'], status.Code.FAILURE)):
+        # member without service: location-first activates (the plugin
+        # adds a location and never reads one back).
+        for roles, code in ((['member', 'reader'], status.Code.SUCCESS),
+                            (['member', 'service'], status.Code.SUCCESS),
+                            (['service'], status.Code.SUCCESS),
+                            (['admin'], status.Code.SUCCESS),
+                            (['reader'], status.Code.FAILURE),
+                            ([], status.Code.FAILURE)):
             result = self.check(self.glance(roles))
             self.assertEqual(code, result.code, roles)
-        self.assertIn("'service' role", result.details)
+        self.assertIn('add_image_location', result.details)
+        self.assertIn('member', result.details)
 
     def test_unknown_roles_warn(self):
         result = self.check(self.glance(error=ks_exc.AuthorizationFailure()))
@@ -433,7 +440,7 @@ class TestLocationReads(StatusCase):
     def test_upload_mode_needs_none(self):
         checks = self.checks('')
         self.assertEqual(status.Code.SUCCESS,
-                         checks._check_location_reads().code)
+                         checks._check_location_roles().code)
 
 
 class TestMain(base.TestCase):

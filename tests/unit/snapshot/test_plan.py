@@ -12,6 +12,8 @@
 
 """The plan after the driver's formats: every other honest format."""
 
+import logging
+
 import fixtures
 
 from nova_snapshot_ext import driver as driver_mod
@@ -97,13 +99,19 @@ class TestFallbackFormats(base.TestCase):
                       plan.explain_empty_plan(caps(['aki', 'ari']), drv))
 
     def test_warning_when_no_driver_format_is_possible(self):
+        # Only at DEBUG: a plan activates nothing (the engine warns once
+        # the fallback activated the image, issue 28 item 6).
         log = self.useFixture(fixtures.FakeLogger(
-            name='nova_snapshot_ext.snapshot.plan'))
+            name='nova_snapshot_ext.snapshot.plan', level=logging.DEBUG))
         plan.build_plan(caps(['qcow2']), self.driver('vmwareapi'))
-        self.assertIn('activated as qcow2, a format the driver does not '
-                      'read', log.output)
+        self.assertIn('planned fallback: activated as qcow2, a format the '
+                      'driver does not read', log.output)
         plan.build_plan(caps(['qcow2', 'vmdk']), self.driver('vmwareapi'))
         self.assertEqual(1, log.output.count('activated as'))
+        warnings = self.useFixture(fixtures.FakeLogger(
+            name='nova_snapshot_ext.snapshot.plan', level=logging.WARNING))
+        plan.build_plan(caps(['qcow2']), self.driver('vmwareapi'))
+        self.assertEqual('', warnings.output)
 
 
 class TestPlanPolicy(TestFallbackFormats):
