@@ -240,7 +240,8 @@ def translate(err: BaseException, operation: str,
     if status == 413:
         quota = quotas.named_in(reason)
         if quota:
-            kwargs['reason'] = '%s (%s)' % (reason, quotas.describe(quota))
+            kwargs['reason'] = '%s (%s)' % (reason, quotas.describe(
+                quota, reason))
     for client_cls, our_cls in _CLASS_MAP:
         if isinstance(err, client_cls):
             return our_cls(**kwargs)

@@ -36,13 +36,21 @@ Glance's (floor of bytes / MiB for the sizes).  Before Glance 31
 ``image_size_total`` until ``glance-scrubber`` runs -- e.g. the images a
 failed snapshot's cleanup just deleted.  The usage document does not say
 which images it counts, and a ``pending_delete`` image is marked deleted
-in Glance's database (no image list shows it), so a refusal of those two
-limits says the headroom may be held by ``pending_delete`` images and
-that the scrubber frees it (:data:`PENDING_DELETE_NOTE`).
+in Glance's database (no image list shows it).  So a refusal of those two
+limits names ``pending_delete`` images only when this Glance shows it: the
+usage is above what the project's listed images add up to
+(:func:`held_by_deleted`); on a Glance where deleted images no longer
+count (31 and later) the two agree and nothing is said about them.
+
+Whether a retry can succeed depends on the limit: ``image_count_total``
+and ``image_size_total`` refuse the same request until the project frees
+images or the limit is raised; ``image_count_uploading`` above 0 frees
+itself as soon as the project's other uploads end (:func:`describe`).
 """
 
 from __future__ import annotations
 
+import re
 import typing as ty
 
 from oslo_log import log as logging
@@ -61,12 +69,6 @@ RESOURCES = (COUNT_TOTAL, COUNT_UPLOADING, SIZE_TOTAL, STAGE_TOTAL)
 #: The limits an image in ``pending_delete`` held before Glance 31.
 HELD_BY_PENDING_DELETE = (COUNT_TOTAL, SIZE_TOTAL)
 #: Appended to a refusal of :data:`HELD_BY_PENDING_DELETE` limits.
-PENDING_DELETE_NOTE = (
-    '; with [DEFAULT] delayed_delete on a Glance older than 31, images of '
-    'the project deleted but still pending_delete (e.g. a failed '
-    "snapshot's cleanup) count here too: running glance-scrubber frees "
-    'what they hold')
-#: The unit of each resource in messages.
 UNITS = {COUNT_TOTAL: 'images', COUNT_UPLOADING: 'uploads',
          SIZE_TOTAL: 'MiB', STAGE_TOTAL: 'MiB'}
 
@@ -83,14 +85,75 @@ def named_in(text: str) -> str | None:
     return None
 
 
-def describe(resource: str) -> str:
-    """What a quota refusal means and what to change, for a message."""
-    return ("Glance's quota %s, a Keystone unified limit of the image "
-            "service for the image's project, was reached%s: raise the "
-            "project's limit or free some of it; retrying unchanged fails "
-            "the same way" % (
-                resource, ' (the image being uploaded counts itself)'
-                if resource == COUNT_UPLOADING else ''))
+_LIMIT_RE = re.compile(r'over limit of (-?\d+)')
+
+
+def describe(resource: str, answer: str = '') -> str:
+    """What a quota refusal means and what to change, for a message.
+
+    True for the limit at hand: ``image_count_uploading`` counts only
+    uploads in progress, so above 0 a retry succeeds once the project's
+    other uploads end; a limit of 0 refuses every upload.  The totals
+    refuse a retry until the project frees images or the limit is raised.
+
+    :param answer: Glance's 413 text (``... is over limit of N ...``),
+        read for the limit when it says it.
+    """
+    head = ("Glance's quota %s, a Keystone unified limit of the image "
+            "service for the image's project, was reached" % resource)
+    if resource == COUNT_UPLOADING:
+        match = _LIMIT_RE.search(answer or '')
+        limit = int(match.group(1)) if match else None
+        if limit == 0:
+            return ('%s (the image being uploaded counts itself, and the '
+                    'limit is 0: no upload of the project can pass): raise '
+                    "the project's limit, or activate through a location "
+                    '(not counted); retrying unchanged fails the same way'
+                    % head)
+        return ('%s (the image being uploaded counts itself): other uploads '
+                'of the project were in progress; a retry succeeds once '
+                "they end, or raise the project's limit" % head)
+    return ("%s: raise the project's limit or free some of it (delete "
+            'images of the project); until then a retry fails the same way'
+            % head)
+
+
+def held_by_deleted(glance: ty.Any, usage: ty.Mapping[str, ty.Mapping[
+        str, int]], resource: str, project: str | None) -> str | None:
+    """Why part of a total's usage may be held by deleted images, or None.
+
+    Said only when this Glance shows it: the usage Glance reports is above
+    what the project's listed images add up to (a ``pending_delete``
+    image is marked deleted, so no list shows it, yet Glance before 31
+    with ``[DEFAULT] delayed_delete`` still counts it).  On a Glance where
+    deleted images no longer count the two agree: None.  None too when
+    the project is unknown or its images cannot be listed (nothing is
+    claimed without evidence).
+
+    :returns: a clause to append to the refusal (starts with ``'; '``).
+    """
+    entry = usage.get(resource)
+    if resource not in HELD_BY_PENDING_DELETE or not entry or not project:
+        return None
+    try:
+        images = (glance.list_images(owner=project) +
+                  glance.list_images(owner=project, os_hidden=True))
+    except (exception.GlanceError, AttributeError, TypeError) as err:
+        LOG.debug('Images of project %s not listed: %s', project, err)
+        return None
+    if resource == COUNT_TOTAL:
+        listed = len({i.get('id') for i in images})
+    else:
+        sizes = {i.get('id'): i.get('size') or 0 for i in images}
+        listed = sum(s for s in sizes.values() if isinstance(s, int)) // MIB
+    hidden = entry['usage'] - listed
+    if hidden <= 0:
+        return None
+    return ('; %d %s of that usage belong to no image project %s lists: '
+            'images deleted but still pending_delete count there (Glance '
+            'before 31 with [DEFAULT] delayed_delete); running '
+            'glance-scrubber frees them' % (hidden, UNITS[resource],
+                                            project))
 
 
 def _is_count(value: ty.Any) -> ty.TypeGuard[int]:
@@ -213,9 +276,8 @@ def _over(usage: ty.Mapping[str, ty.Mapping[str, int]], name: str,
     if (not entry or unlimited(entry) or
             entry['usage'] + delta <= entry['limit']):
         return None
-    return ('%s: the project uses %d of %d %s and this needs %d more%s' % (
-        name, entry['usage'], entry['limit'], UNITS[name], delta,
-        PENDING_DELETE_NOTE if name in HELD_BY_PENDING_DELETE else ''))
+    return ('%s: the project uses %d of %d %s and this needs %d more' % (
+        name, entry['usage'], entry['limit'], UNITS[name], delta))
 
 
 def create_refusal(usage: ty.Mapping[str, ty.Mapping[str, int]]
@@ -243,12 +305,15 @@ def attempt_refusal(usage: ty.Mapping[str, ty.Mapping[str, int]],
 
 def check_plan(usage: ty.Mapping[str, ty.Mapping[str, int]] | None,
                attempts: ty.Sequence[ty.Any],
-               project: str | None = None) -> list[str]:
+               project: str | None = None,
+               glance: ty.Any = None) -> list[str]:
     """Refuse a snapshot that cannot fit the project's Glance quotas.
 
     :param usage: :func:`read_usage`'s answer (None: nothing to check).
     :param attempts: the activation plan.
     :param project: the project's id, for the message.
+    :param glance: the client, to tell whether deleted images hold part of
+        a total that refuses (:func:`held_by_deleted`; only then).
     :returns: notes for attempts the quotas will refuse while another
         attempt of the plan fits (e.g. the uploads, when a location
         attempt remains).
@@ -267,6 +332,12 @@ def check_plan(usage: ty.Mapping[str, ty.Mapping[str, int]] | None,
             return ['%s will be refused by Glance\'s quota %s' % (
                 a.describe(), r) for a, r in blocked]
     assert why is not None
+    resource = why.split(':', 1)[0]
+    if glance is not None:
+        why += held_by_deleted(glance, usage, resource, project) or ''
+    if resource == COUNT_UPLOADING and usage[resource]['limit'] > 0:
+        why += ('; the uploads counted are in progress: the snapshot fits '
+                'once they end')
     raise exception.GlanceQuotaExceeded(
         project=project or "(the image's owner)", reason=why,
         resource=why.split(':', 1)[0])

@@ -330,7 +330,7 @@ class SnapshotService:
                 self.capabilities.learned(glance, unified_limits=False)
         notes = list(decision.notes) + quotas.check_plan(
             usage, decision.attempts,
-            project=glance.project_id() if usage else None)
+            project=glance.project_id() if usage else None, glance=glance)
         return PreparedSnapshot(record, decision.attempts, caps, notes)
 
     # --- snapshot ---------------------------------------------------------

@@ -165,17 +165,59 @@ class TestCheckPlan(base.TestCase):
         for usage in ({}, None):
             self.assertEqual([], quotas.check_plan(usage, [_upload(MIB)]))
 
-    def test_pending_delete_named_where_it_counts(self):
+    def test_pending_delete_named_only_where_this_glance_shows_it(self):
         # Before Glance 31 a pending_delete image counts in the total
-        # count and size, not in the uploads running.
-        for name in ('image_count_total', 'image_size_total'):
-            usage = dict(ROOMY, **_usage(**{name: (10, 1)}))
-            message = self.refused(usage, [_upload(0)]).format_message()
+        # count and size (not in the uploads running) though no list shows
+        # it: said only when the usage is above the listed images.
+        listed = [{'id': 'a', 'size': 4 * MIB}, {'id': 'b', 'size': None}]
+        glance = mock.Mock()
+        glance.list_images.side_effect = lambda **f: (
+            [] if f.get('os_hidden') else listed)
+        for name, used, hidden in (('image_count_total', 10, '8 images'),
+                                   ('image_size_total', 10, '6 MiB')):
+            usage = dict(ROOMY, **_usage(**{name: (used, 1)}))
+            err = self.assertRaises(
+                exception.GlanceQuotaExceeded, quotas.check_plan, usage,
+                [_upload(0)], 'p-1', glance)
+            message = err.format_message()
             self.assertIn('pending_delete', message)
             self.assertIn('glance-scrubber', message)
+            self.assertIn(hidden, message)
+        # A Glance where deleted images no longer count: the usage is what
+        # the listed images add up to, and nothing is said about them.
+        for name, used in (('image_count_total', 2),
+                           ('image_size_total', 4)):
+            usage = dict(ROOMY, **_usage(**{name: (used, 1)}))
+            err = self.assertRaises(
+                exception.GlanceQuotaExceeded, quotas.check_plan, usage,
+                [_upload(0)], 'p-1', glance)
+            self.assertNotIn('pending_delete', err.format_message())
+        # No evidence (no client, the project unknown, listing refused):
+        # nothing claimed.
+        usage = dict(ROOMY, **_usage(image_count_total=(10, 1)))
+        self.assertNotIn('pending_delete', self.refused(
+            usage, [_upload(0)]).format_message())
+        err = self.assertRaises(exception.GlanceQuotaExceeded,
+                                quotas.check_plan, usage, [_upload(0)],
+                                None, glance)
+        self.assertNotIn('pending_delete', err.format_message())
+        glance.list_images.side_effect = exception.GlanceForbidden(
+            operation='list', status=403, reason='no')
+        err = self.assertRaises(exception.GlanceQuotaExceeded,
+                                quotas.check_plan, usage, [_upload(0)],
+                                'p-1', glance)
+        self.assertNotIn('pending_delete', err.format_message())
         usage = dict(ROOMY, **_usage(image_count_uploading=(1, 1)))
         self.assertNotIn('pending_delete', self.refused(
             usage, [_upload(0)]).format_message())
+
+    def test_uploading_refusal_says_when_a_retry_fits(self):
+        usage = dict(ROOMY, **_usage(image_count_uploading=(1, 1)))
+        message = self.refused(usage, [_upload(0)]).format_message()
+        self.assertIn('the snapshot fits once they end', message)
+        usage = dict(ROOMY, **_usage(image_count_uploading=(0, 0)))
+        message = self.refused(usage, [_upload(0)]).format_message()
+        self.assertNotIn('fits once', message)
 
 
 class TestNamedIn(base.TestCase):
@@ -185,6 +227,29 @@ class TestNamedIn(base.TestCase):
             'Resource image_count_uploading is over limit of 0 due to '
             'current usage 1 and delta 0'))
         self.assertIsNone(quotas.named_in('Image exceeds the storage quota'))
+
+    def test_describe_is_true_for_each_limit(self):
+        # image_count_uploading above 0: other uploads fill it, a retry
+        # succeeds once they end -- never "fails the same way".
+        busy = quotas.describe(
+            'image_count_uploading', 'Resource image_count_uploading is '
+            'over limit of 2 due to current usage 3 and delta 0')
+        self.assertNotIn('fails the same way', busy)
+        self.assertIn('a retry succeeds once they end', busy)
+        self.assertNotIn('fails the same way', quotas.describe(
+            'image_count_uploading'))
+        # A limit of 0 refuses every upload: a retry fails the same way.
+        zero = quotas.describe(
+            'image_count_uploading', 'Resource image_count_uploading is '
+            'over limit of 0 due to current usage 1 and delta 0')
+        self.assertIn('fails the same way', zero)
+        self.assertIn('location', zero)
+        for name in ('image_count_total', 'image_size_total'):
+            text = quotas.describe(name)
+            self.assertIn('free some of it', text)
+            self.assertIn('until then a retry fails the same way', text)
+            # No claim about pending_delete without evidence.
+            self.assertNotIn('pending_delete', text)
 
     def test_describe_says_the_image_counts_itself(self):
         self.assertIn('counts itself', quotas.describe(
