@@ -886,10 +886,53 @@ def unknown_options(conf: cfg.ConfigOpts,
             if known is None:
                 continue
             for key in parser.options(section):
-                if key.replace('-', '_') not in known:
-                    near = difflib.get_close_matches(key, sorted(known),
-                                                     n=1, cutoff=0.75)
-                    found.append('%s: unknown option [%s] %s%s' % (
-                        path, section, key, ' (did you mean %s?)' % near[0]
-                        if near else ''))
+                if key.replace('-', '_') in known:
+                    continue
+                owners = _auth_plugins_with(conf, section, key)
+                if owners:
+                    # An auth plugin's option while auth_type is unset:
+                    # known, only unused -- say that, not "unknown".
+                    found.append(
+                        '%s: [%s] %s is ignored: no auth_type is set (it is '
+                        'an option of auth_type %s)' % (
+                            path, section, key, ', '.join(owners)))
+                    continue
+                near = difflib.get_close_matches(key, sorted(known),
+                                                 n=1, cutoff=0.75)
+                found.append('%s: unknown option [%s] %s%s' % (
+                    path, section, key, ' (did you mean %s?)' % near[0]
+                    if near else ''))
     return found
+
+
+#: At most this many auth plugins are named for an ignored option.
+_OWNERS_SHOWN = 3
+
+
+def _auth_plugins_with(conf: cfg.ConfigOpts, group: str,
+                       key: str) -> list[str]:
+    """The installed auth plugins taking option ``key``, when unused.
+
+    Only for an auth group whose ``auth_type`` is unset (else the
+    plugin's options are known and any other is unknown).
+    """
+    if group not in (opts.GLANCE_GROUP, opts.SERVICE_USER_GROUP):
+        return []
+    try:
+        if conf[group].auth_type:
+            return []
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError, KeyError,
+            AttributeError):
+        return []
+    name = key.replace('-', '_')
+    owners = []
+    for plugin in sorted(ks_loading.get_available_plugin_names()):
+        try:
+            options = ks_loading.get_auth_plugin_conf_options(plugin)
+        except Exception:  # noqa: B902 - a plugin that fails to load
+            continue
+        if any(o.dest == name for o in options):
+            owners.append(plugin)
+    if len(owners) > _OWNERS_SHOWN:
+        owners = owners[:_OWNERS_SHOWN] + ['...']
+    return owners

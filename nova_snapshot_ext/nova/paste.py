@@ -20,13 +20,22 @@ every composite built by Nova's ``pipeline_factory_v21`` (the v2.1 and the
 legacy v2 compatible compute APIs), after ``keystonecontext`` (the filter
 reads the request context it builds) and before the application.
 
-Read with :mod:`configparser` only: nothing of Nova or paste is imported.
+Read with :mod:`configparser` only: nothing of Nova or paste is imported,
+but the file is read as PasteDeploy's loader reads it
+(``paste/deploy/loadwsgi.py``): values interpolated with ``[DEFAULT]``
+(and ``%(here)s``, ``%(__file__)s``) as ``ConfigParser`` does; a key that
+is also in ``[DEFAULT]`` is a global one, not the section's own; ``use =
+call:module:attr`` (scheme in any case, ``#name`` ignored) names a factory
+as the section's type implies it (a filter's ``paste.filter_factory``, a
+composite's factory), and ``use = NAME`` takes another section of the same
+kind in this file, its own keys overriding.
 """
 
 from __future__ import annotations
 
 import configparser
 import difflib
+import re
 
 #: ``paste.filter_factory`` of the plugin's filter.
 FILTER_FACTORY = 'nova_snapshot_ext.nova.filter:filter_factory'
@@ -45,6 +54,94 @@ FACTORY_KEY = 'paste.filter_factory'
 _ALIKE = 0.75
 
 
+#: Section prefixes paste reads for each kind (``composit`` is its
+#: historical spelling).
+COMPOSITE_PREFIXES = ('composite', 'composit')
+FILTER_PREFIXES = ('filter',)
+#: A ``use`` value with a scheme (``call:``, ``egg:``, ``config:``).
+_ABSOLUTE = re.compile(r'^[a-zA-Z]+:')
+#: How many ``use = NAME`` hops are followed (a loop is a problem).
+_MAX_USE_HOPS = 10
+
+
+class _Paste:
+    """An ``api-paste.ini`` as PasteDeploy's loader reads it."""
+
+    def __init__(self, text: str) -> None:
+        parser = configparser.ConfigParser(
+            strict=False, defaults={'here': '/etc/nova',
+                                    '__file__': '/etc/nova/api-paste.ini'})
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        try:
+            parser.read_string(text)
+        except configparser.Error as err:
+            raise ValueError(' '.join(str(err).split())) from err
+        self.parser = parser
+        self.problems: list[str] = []
+
+    def sections(self, prefixes: tuple[str, ...]) -> list[str]:
+        return [section for section in self.parser.sections()
+                if section.split(':', 1)[0] in prefixes and ':' in section]
+
+    @staticmethod
+    def name(section: str) -> str:
+        return section.split(':', 1)[1].strip()
+
+    def local(self, section: str) -> dict[str, str]:
+        """The section's own keys (not ``[DEFAULT]``'s), interpolated."""
+        defaults = self.parser.defaults()
+        local = {}
+        for option in self.parser.options(section):
+            if option in defaults or option.startswith(('set ', 'get ')):
+                continue
+            try:
+                local[option] = self.parser.get(section, option)
+            except (configparser.Error, ValueError) as err:
+                problem = ('[%s] %s cannot be read as paste reads it (%s)'
+                           % (section, option, ' '.join(str(err).split())))
+                if problem not in self.problems:
+                    self.problems.append(problem)
+        return local
+
+    def resolve(self, section: str, prefixes: tuple[str, ...],
+                seen: tuple[str, ...] = ()) -> tuple[str | None,
+                                                     dict[str, str]]:
+        """``(factory named by use, the keys paste passes)``.
+
+        The factory is ``call:module:attr`` (scheme lower-cased, ``#``
+        fragment dropped) or another scheme's URI; ``None`` without
+        ``use``.
+        """
+        local = self.local(section)
+        use = local.pop('use', '').strip()
+        if not use:
+            return None, local
+        if _ABSOLUTE.match(use):
+            scheme, path = use.split(':', 1)
+            return '%s:%s' % (scheme.lower(), path.split('#', 1)[0]), local
+        targets = [other for other in self.sections(prefixes)
+                   if self.name(other) == use]
+        if (len(targets) != 1 or targets[0] in seen or
+                len(seen) >= _MAX_USE_HOPS):
+            return 'unresolved:%s' % use, local
+        factory, merged = self.resolve(targets[0], prefixes,
+                                       seen + (section,))
+        merged = dict(merged)
+        merged.update(local)
+        return factory, merged
+
+    def filter_factory(self, section: str) -> tuple[str | None,
+                                                    dict[str, str]]:
+        """The filter factory paste loads for ``section``, and its keys."""
+        factory, local = self.resolve(section, FILTER_PREFIXES)
+        keys = {key.lower(): key for key in local}
+        if FACTORY_KEY in keys:
+            return local[keys[FACTORY_KEY]].strip(), local
+        if factory and factory.startswith('call:'):
+            return factory[len('call:'):], local
+        return None, local
+
+
 def _alike(value: str) -> bool:
     value = value.strip()
     return bool(value) and ('snapshot_ext' in value.lower() or
@@ -53,32 +150,36 @@ def _alike(value: str) -> bool:
                             _ALIKE)
 
 
-def _meant_for_plugin(parser: configparser.RawConfigParser,
-                      section: str) -> bool:
+def _meant_for_plugin(paste: _Paste, section: str) -> bool:
     """A filter section written for the plugin, though not right.
 
-    Its name says ``snapshot`` or one of its values is (a mistyped copy
-    of) :data:`FILTER_FACTORY`.
+    Its name says ``snapshot`` or one of its own values is (a mistyped
+    copy of) :data:`FILTER_FACTORY`.
     """
     name = section.split(':', 1)[1].lower()
     return 'snapshot' in name or any(
-        _alike(value) for _, value in parser.items(section))
+        _alike(value) for value in paste.local(section).values())
 
 
-def _factory_problem(parser: configparser.RawConfigParser,
-                     section: str) -> str:
+def _factory_problem(paste: _Paste, section: str) -> str:
     """What is wrong with the factory line of a section meant for us.
 
     Names the section, the key, the value found and the right line.
     """
     right = '%s = %s' % (FACTORY_KEY, FILTER_FACTORY)
-    items = dict(parser.items(section))
+    items = paste.local(section)
     keys = {key.lower(): key for key in items}
     if FACTORY_KEY in keys:
         key = keys[FACTORY_KEY]
         return ('[%s] %s = %s is not the plugin\'s filter factory '
                 '(nova-api cannot load it): set %s'
                 % (section, key, items[key].strip(), right))
+    factory, _local = paste.resolve(section, FILTER_PREFIXES)
+    if 'use' in {key.lower() for key in items} or factory:
+        return ('[%s] use = %s does not load the plugin\'s filter factory '
+                '(nova-api cannot load it): set %s, or use = call:%s'
+                % (section, items.get('use', factory or '').strip(), right,
+                   FILTER_FACTORY))
     others = [key for key, value in items.items() if _alike(value)]
     if others:
         key = others[0]
@@ -98,36 +199,28 @@ def filter_problems(text: str) -> list[str]:
         right in every compute API pipeline.
     :raises ValueError: the text is not an ini file (the parser's reason).
     """
-    parser = configparser.RawConfigParser(strict=False)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    try:
-        parser.read_string(text)
-    except configparser.Error as err:
-        raise ValueError(' '.join(str(err).split())) from err
-    filters = [section for section in parser.sections()
-               if section.startswith('filter:')]
+    paste = _Paste(text)
+    filters = paste.sections(FILTER_PREFIXES)
     right = [section for section in filters
-             if any(key.lower() == FACTORY_KEY and
-                    value.strip() == FILTER_FACTORY
-                    for key, value in parser.items(section))]
+             if paste.filter_factory(section)[0] == FILTER_FACTORY]
     # A filter section written for the plugin with a wrong factory line
     # (a typo in the path, the wrong key): named with its bad line and the
     # right one, and its pipelines judged as if it were right -- never
     # "add the filter" advice for a filter that is there.
     # A stray one beside a right one matters only where a pipeline uses it.
-    composites = [section for section in parser.sections()
-                  if section.startswith('composite:') and
-                  parser.get(section, 'use', fallback='').strip() ==
-                  NOVA_PIPELINE_FACTORY]
-    used = {name for section in composites
-            for name in parser.get(section, PIPELINE_KEY,
-                                   fallback='').split()}
+    resolved = {section: paste.resolve(section, COMPOSITE_PREFIXES)
+                for section in paste.sections(COMPOSITE_PREFIXES)}
+    composites = [section for section, (factory, _l) in resolved.items()
+                  if factory == NOVA_PIPELINE_FACTORY]
+    pipelines = {section: resolved[section][1].get(PIPELINE_KEY, '').split()
+                 for section in composites}
+    used = {name for pipeline in pipelines.values() for name in pipeline}
     wrong = [section for section in filters
              if section not in right and
-             _meant_for_plugin(parser, section) and
-             (not right or section.split(':', 1)[1].strip() in used)]
-    names = {section.split(':', 1)[1].strip() for section in right + wrong}
-    problems: list[str] = [_factory_problem(parser, section)
+             _meant_for_plugin(paste, section) and
+             (not right or paste.name(section) in used)]
+    names = {paste.name(section) for section in right + wrong}
+    problems: list[str] = [_factory_problem(paste, section)
                            for section in wrong]
     if not composites:
         problems.append('no [composite:...] section with use = %s: this is '
@@ -138,7 +231,7 @@ def filter_problems(text: str) -> list[str]:
                         % FILTER_FACTORY)
     shown = ' or '.join(sorted(names)) or 'snapshot_ext'
     for section in composites:
-        pipeline = parser.get(section, PIPELINE_KEY, fallback='').split()
+        pipeline = pipelines[section]
         if not pipeline:
             problems.append('[%s] has no %s pipeline' % (section,
                                                          PIPELINE_KEY))
@@ -150,8 +243,9 @@ def filter_problems(text: str) -> list[str]:
         # cannot load the pipeline): a mistyped or renamed filter name.
         dangling = [name for name in pipeline
                     if 'snapshot' in name.lower() and name not in names
-                    and not parser.has_section('filter:%s' % name)
-                    and not parser.has_section('app:%s' % name)]
+                    and not any(paste.name(other) == name for other in
+                                paste.sections(FILTER_PREFIXES + (
+                                    'app', 'application')))]
         for name in dangling:
             problems.append(
                 '[%s] %s pipeline names %s, which has no [filter:%s] '
@@ -182,4 +276,4 @@ def filter_problems(text: str) -> list[str]:
                             'keep one, right after %s'
                             % (section, PIPELINE_KEY, len(where),
                                CONTEXT_FILTER))
-    return problems
+    return paste.problems + problems

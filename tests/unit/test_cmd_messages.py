@@ -181,3 +181,35 @@ class TestAuditCounts(base.TestCase):
         self.assertEqual('', stderr.getvalue())
         self.assertIn('1 image scanned: 1 volume-backed snapshot image, '
                       '0 problems.', stdout.getvalue())
+
+
+class TestAuthOptionsWithoutAuthType(base.TestCase):
+    """Kind: an auth plugin's option is never called unknown."""
+
+    def warnings(self, text):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'c.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        conf = main.parse(['probe', '--config-file', path])
+        return checks.section_hints(conf)
+
+    def test_auth_type_removed(self):
+        found = self.warnings('[snapshot_ext_glance]\nendpoint = http://g\n'
+                              'token = t\nendpont = x\n')
+        text = '\n'.join(found)
+        self.assertNotIn('unknown option [snapshot_ext_glance] endpoint\n',
+                         text + '\n')
+        self.assertNotIn('unknown option [snapshot_ext_glance] token', text)
+        self.assertIn('[snapshot_ext_glance] endpoint is ignored: no '
+                      'auth_type is set (it is an option of auth_type '
+                      'admin_token', text)
+        self.assertIn('[snapshot_ext_glance] token is ignored', text)
+        # A real typo is still unknown.
+        self.assertIn('unknown option [snapshot_ext_glance] endpont', text)
+
+    def test_with_auth_type_other_plugins_options_are_unknown(self):
+        found = self.warnings('[snapshot_ext_glance]\nauth_type = password\n'
+                              'token = t\n')
+        self.assertIn('unknown option [snapshot_ext_glance] token',
+                      '\n'.join(found))

@@ -499,3 +499,76 @@ class TestMain(base.TestCase):
         self.assertEqual(2, results['Glance'])
         self.assertEqual(0, results['Plugin options'])
         self.assertEqual(1, results['Snapshot driver'])
+
+
+class TestPasteReadAsPasteReadsIt(base.TestCase):
+    """Kind: the paste check reads the file as PasteDeploy's loader does."""
+
+    FILTER = ('[filter:snapshot_ext]\n'
+              'paste.filter_factory = '
+              'nova_snapshot_ext.nova.filter:filter_factory\n')
+
+    def test_filter_by_use_call(self):
+        for use in ('call:%s' % paste.FILTER_FACTORY,
+                    'CALL:%s' % paste.FILTER_FACTORY,
+                    'call:%s#main' % paste.FILTER_FACTORY):
+            text = NOVA_PIPELINES.replace(
+                self.FILTER, '[filter:snapshot_ext]\nuse = %s\n' % use)
+            self.assertEqual([], paste.filter_problems(text), use)
+        text = NOVA_PIPELINES.replace(
+            self.FILTER, '[filter:snapshot_ext]\nuse = call:nova_snapshot_'
+            'ext.nova.filtr:filter_factory\n')
+        problems = paste.filter_problems(text)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('[filter:snapshot_ext] use = call:nova_snapshot_ext.'
+                      'nova.filtr:filter_factory does not load', problems[0])
+        self.assertNotIn('add [filter:snapshot_ext]', problems[0])
+
+    def test_use_names_another_section(self):
+        text = NOVA_PIPELINES.replace(
+            self.FILTER, '[filter:snapshot_ext]\nuse = real_snapshot\n\n'
+            '[filter:real_snapshot]\npaste.filter_factory = %s\n'
+            % paste.FILTER_FACTORY)
+        self.assertEqual([], paste.filter_problems(text))
+        text = ('[composite:base]\nuse = call:nova.api.auth:pipeline_'
+                'factory_v21\nkeystone = authtoken keystonecontext app\n\n'
+                '[composite:openstack_compute_api_v21]\nuse = base\n'
+                'keystone = authtoken keystonecontext snapshot_ext app\n\n'
+                + self.FILTER)
+        # base lacks the filter; the composite that uses it has its own
+        # keystone line, which overrides.
+        problems = paste.filter_problems(text)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('[composite:base]', problems[0])
+
+    def test_default_interpolation(self):
+        text = ('[DEFAULT]\nfactory = %s\nauthn = authtoken keystonecontext'
+                '\n\n' % paste.FILTER_FACTORY + NOVA_PIPELINES.replace(
+                    'authtoken keystonecontext', '%(authn)s').replace(
+                    'paste.filter_factory = %s' % paste.FILTER_FACTORY,
+                    'paste.filter_factory = %(factory)s'))
+        self.assertEqual([], paste.filter_problems(text))
+        # %(here)s is paste's own default.
+        text = NOVA_PIPELINES.replace(
+            self.FILTER, self.FILTER + 'config = %(here)s/x.conf\n')
+        self.assertEqual([], paste.filter_problems(text))
+
+    def test_default_keys_are_not_the_sections_own(self):
+        # A [DEFAULT] value naming the plugin does not make every filter
+        # "meant for the plugin".
+        text = ('[DEFAULT]\nnote = snapshot_ext is enabled\n\n' +
+                NOVA_PIPELINES)
+        self.assertEqual([], paste.filter_problems(text))
+        # A key also in [DEFAULT] is a global one: paste passes the
+        # composite no keystone pipeline of its own.
+        text = '[DEFAULT]\nkeystone = x\n\n' + NOVA_PIPELINES
+        problems = paste.filter_problems(text)
+        self.assertIn('has no keystone pipeline', ' '.join(problems))
+
+    def test_interpolation_error_is_named(self):
+        text = NOVA_PIPELINES.replace(
+            'paste.filter_factory = %s' % paste.FILTER_FACTORY,
+            'paste.filter_factory = %(nosuch)s')
+        problems = paste.filter_problems(text)
+        self.assertIn('[filter:snapshot_ext] paste.filter_factory cannot be '
+                      'read as paste reads it', ' '.join(problems))
