@@ -146,6 +146,13 @@ def _package_path(path: str) -> str:
     return os.path.relpath(path, os.path.dirname(root))
 
 
+def _audit_kinds() -> list[str]:
+    """Every problem kind audit reports (its one vocabulary)."""
+    from nova_snapshot_ext import audit
+
+    return list(audit.KINDS)
+
+
 def add_commands(subparsers: ty.Any) -> None:
     """The sub-commands and their own arguments (``cfg.SubCommandOpt``)."""
     p = subparsers.add_parser(
@@ -175,9 +182,9 @@ def add_commands(subparsers: ty.Any) -> None:
     p = subparsers.add_parser(
         'audit', help='find and repair broken snapshot images',
         description='Scan the images this identity can list (an admin sees '
-        'every project) for volume-backed snapshot images with problems: '
-        'queued-leftover, dishonest-payload, min-disk-above-root, '
-        'borrowed-property, malformed-mapping.')
+        'every project) for volume-backed snapshot images with problems '
+        '(and, with [snapshot_ext_cinder] credentials, backups and volume '
+        'snapshots): %s.' % ', '.join(_audit_kinds()))
     p.add_argument('--fix', action='store_true',
                    help='repair what is safely repairable (a dry run '
                    'unless --yes is given)')

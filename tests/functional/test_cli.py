@@ -71,6 +71,27 @@ class TestCLI(fbase.FunctionalTestCase):
         self.assertEqual(out['result']['image_id'], out['image']['id'])
         self.assertEqual('hyperv', out['image']['hypervisor_type'])
 
+    def test_admin_token_owner_of_the_server_project_is_private(self):
+        # admin_token (as serve writes): the identity's project is the
+        # server's, the requester another.  Glance makes the server's
+        # project the owner; Nova would keep such an image private, never
+        # shared with no member.  The command warns about the owner.
+        path, name = self.write_request(requester={
+            'project_id': 'requester-project', 'user_id': 'admin-user',
+            'roles': ['admin', 'member']})
+        proc = self.run_cli('snapshot', '--config-file', self.conf_file,
+                            '--format', 'json', path)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        out = json.loads(proc.stdout)
+        self.assertEqual(('active', self.project_id, 'private'),
+                         (out['image']['status'], out['image']['owner'],
+                          out['image']['visibility']))
+        self.assertIsNone(out['result'].get('member'))
+        self.assertIn("warning: image %s is owned by project %s"
+                      % (out['image']['id'], self.project_id), proc.stderr)
+        self.assertIn("not by the requester's project requester-project",
+                      proc.stderr)
+
     def test_reused_snapshot_ids_exit_2_naming_the_create(self):
         # A second server's request naming the volume snapshots of an
         # image that exists (made from another record): nothing is
