@@ -119,9 +119,10 @@ def run(profile: str = 'default', driver: str = 'libvirt',
     path = embedded_demo.LOCATION_PATH % location_format
     objects = embedded_demo.ObjectServer(
         {path: payloads.payload(location_format)} if location else {})
+    started: list[bool] = []
     try:
         return _run(objects, profile, driver, request, request_path, token,
-                    fmt, log, location, location_format, path)
+                    fmt, log, location, location_format, path, started)
     except embedded.EmbeddedGlanceError as err:
         # The log named in the message lived in the temp dir, now removed:
         # quote its tail instead of pointing at it.
@@ -132,7 +133,10 @@ def run(profile: str = 'default', driver: str = 'libvirt',
         # The results went to stdout (block-buffered when piped): let
         # them out before this last progress line on stderr.
         sys.stdout.flush()
-        print('Glance and the object server stopped; temp dir removed.',
+        # Only what happened: a Glance that never came up is not
+        # "stopped" (its launcher removed its temp dir either way).
+        print('Glance and the object server stopped; temp dir removed.'
+              if started else 'Glance did not start; its temp dir removed.',
               file=log)
         if log is not sys.stderr:
             log.close()
@@ -141,9 +145,11 @@ def run(profile: str = 'default', driver: str = 'libvirt',
 def _run(objects: embedded_demo.ObjectServer, profile: str, driver: str,
          request: ty.Any, request_path: str, token: str, fmt: str,
          log: ty.Any, location: bool, location_format: str,
-         path: str) -> int:
+         path: str, started: list[bool] | None = None) -> int:
     with objects, embedded.EmbeddedGlance(
             identity='token', **embedded.PROFILES[profile]) as glance:
+        if started is not None:
+            started.append(True)
         location_url = objects.url(path) if location else None
         if location_url:
             print('Serving the location object %s (%d B of %s)'

@@ -151,6 +151,24 @@ class TestServe(testtools.TestCase):
         self.assertEqual(0, proc.wait(60), self.read(stderr))
         self.assertFalse(os.path.exists(written))
 
+    def test_database_server_stops_before_it_is_said(self):
+        # serve --database mariadb: the server is shut down cleanly, its
+        # launcher's own lines (pifpaf's "sending SIGKILL") stay off the
+        # terminal, and the stop line is printed once it has stopped.
+        from nova_snapshot_ext.embedded import database
+
+        reason = database.missing('mariadb')
+        if reason:
+            self.skipTest(reason)
+        proc, info, stderr = self.start('--database', 'mariadb')
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(0, proc.wait(120), self.read(stderr))
+        text = self.read(stderr)
+        self.assertNotIn('SIGKILL', text)
+        self.assertNotIn('pifpaf', text)
+        self.assertIn('Glance stopped; the mariadb server stopped; the '
+                      'temporary directory removed.', text)
+
     def test_bad_arguments_start_nothing(self):
         for args, word in ((['--profile', 'nosuch'], '--profile nosuch'),
                            (['--database', 'oracle'], '--database oracle'),

@@ -260,3 +260,33 @@ class TestHelpAgainstCode(base.TestCase):
         for kind in audit.KINDS:
             self.assertIn(kind, text)
             self.assertIn('``%s``' % kind, readme)
+
+
+class TestDemoStopLine(base.TestCase):
+    """Kind: the demo's last line claims only what happened."""
+
+    def test_glance_that_never_started_is_not_stopped(self):
+        from nova_snapshot_ext.cmd import demo
+        from nova_snapshot_ext.embedded import glance as embedded
+
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+
+        class NoStart:
+            def __init__(self, **kwargs):
+                pass
+
+            def __enter__(self):
+                raise embedded.EmbeddedGlanceError('port in use')
+
+            def __exit__(self, *exc):
+                return False
+
+        with mock.patch.object(demo, 'check_extra'), mock.patch.object(
+                demo.embedded, 'EmbeddedGlance', NoStart):
+            err = self.assertRaises(checks.CLIError, demo.run)
+        self.assertEqual(checks.EXIT_UNREACHABLE, err.code)
+        text = stderr.getvalue()
+        self.assertIn('Glance did not start', text)
+        self.assertNotIn('stopped', text)
