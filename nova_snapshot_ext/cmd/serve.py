@@ -287,27 +287,31 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
                          request_mod.SAMPLE_REQUEST)
         status = status_command(console_command(*STATUS_SCRIPT), written,
                                 glance.glance_api_conf)
-        if conf.format == 'json':
-            print(json.dumps({
-                'endpoint': glance.endpoint, 'config_file': written,
-                'glance_api_conf': glance.glance_api_conf,
-                'profile': args.profile, 'database': args.database,
-                'driver': args.driver, 'project_id': project,
-                'roles': roles, 'log_file': glance.log_file,
-                'commands': lines, 'status_command': status}), flush=True)
-        else:
-            print('Glance %s is up (profile %s, database %s; its log: %s).\n'
-                  'Configuration for this command: %s\n'
-                  "Glance's configuration (for --glance-api-conf): %s\n"
-                  '(identity: project %s, roles %s; driver %s)\n'
-                  'Try, in another terminal:\n  %s\n  %s\n'
-                  'Ctrl-C stops Glance and removes the configuration file '
-                  'and the temporary directory.'
-                  % (glance.endpoint, args.profile, args.database,
-                     glance.log_file, written, glance.glance_api_conf,
-                     project, ','.join(roles), args.driver,
-                     '\n  '.join(lines), status), flush=True)
+        # Ctrl-C is how serve is stopped, from the moment it says it is
+        # up: the banner is inside the same handler as the wait.
         try:
+            if conf.format == 'json':
+                print(json.dumps({
+                    'endpoint': glance.endpoint, 'config_file': written,
+                    'glance_api_conf': glance.glance_api_conf,
+                    'profile': args.profile, 'database': args.database,
+                    'driver': args.driver, 'project_id': project,
+                    'roles': roles, 'log_file': glance.log_file,
+                    'commands': lines, 'status_command': status}),
+                    flush=True)
+            else:
+                print('Glance %s is up (profile %s, database %s; its log: '
+                      '%s).\n'
+                      'Configuration for this command: %s\n'
+                      "Glance's configuration (for --glance-api-conf): %s\n"
+                      '(identity: project %s, roles %s; driver %s)\n'
+                      'Try, in another terminal:\n  %s\n  %s\n'
+                      'Ctrl-C stops Glance and removes the configuration file '
+                      'and the temporary directory.'
+                      % (glance.endpoint, args.profile, args.database,
+                         glance.log_file, written, glance.glance_api_conf,
+                         project, ','.join(roles), args.driver,
+                         '\n  '.join(lines), status), flush=True)
             (wait or _sleep_forever)()
         except KeyboardInterrupt:
             pass

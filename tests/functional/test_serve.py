@@ -166,8 +166,9 @@ class TestServe(testtools.TestCase):
         text = self.read(stderr)
         self.assertNotIn('SIGKILL', text)
         self.assertNotIn('pifpaf', text)
-        self.assertIn('Glance stopped; the mariadb server stopped; the '
-                      'temporary directory removed.', text)
+        self.assertIn('Glance stopped; the mariadb server stopped; %s and '
+                      'the temporary directory removed.'
+                      % info['config_file'], text)
 
     def test_bad_arguments_start_nothing(self):
         for args, word in ((['--profile', 'nosuch'], '--profile nosuch'),
