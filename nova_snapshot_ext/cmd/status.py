@@ -293,11 +293,27 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                           'activation (which spares a Cinder default store '
                           'its 1 GiB volume per snapshot) needs Glance 29 or '
                           'later' % text)
-        return Result(Code.FAILURE, '%s, and activation_method = %s. '
-                      'Upgrade Glance to 29 or later, or set [snapshot_ext] '
-                      'location_api = legacy (needs show_multiple_locations '
-                      '= true in Glance) or activation_method = upload'
-                      % (text, method))
+        api = str(self.conf.snapshot_ext.location_api)
+        if api == 'legacy':
+            # Not needed: the configuration names the legacy API.
+            return Result(Code.SUCCESS, '%s; not needed: [snapshot_ext] '
+                          'location_api = legacy (which needs '
+                          'show_multiple_locations = true in Glance: not '
+                          'discoverable, a 403 at run time means it is off)'
+                          % text)
+        if api == 'auto':
+            # auto falls back to the legacy API, which may well work.
+            return Result(Code.WARNING, '%s: with activation_method = %s '
+                          'and location_api = auto the legacy API is used, '
+                          'which needs show_multiple_locations = true in '
+                          'Glance (not discoverable: a 403 at run time means '
+                          'it is off). Upgrade Glance to 29 or later to use '
+                          'the new one' % (text, method))
+        return Result(Code.FAILURE, '%s, and activation_method = %s with '
+                      'location_api = new. Upgrade Glance to 29 or later, '
+                      'or set [snapshot_ext] location_api = legacy (needs '
+                      'show_multiple_locations = true in Glance) or '
+                      'activation_method = upload' % (text, method))
 
     def _check_raw(self) -> Result:
         info = self._plan_info()

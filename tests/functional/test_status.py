@@ -119,6 +119,12 @@ class TestDefaultGlance(StatusTestCase):
                          'location-first\nlocation_url = '
                          'http://127.0.0.1:9/empty.qcow2')
         code, results = self.status()
+        # location_api = auto falls back to the legacy API, which may
+        # work: not a Failure (a check never fails what may work).
+        self.assertEqual(1, results[check][0])
+        self.assertIn('the legacy API is used', results[check][1])
+        self.add_options('location_api = new')
+        code, results = self.status()
         self.assertEqual(2, results[check][0])
         self.assertIn('Upgrade Glance to 29 or later', results[check][1])
 

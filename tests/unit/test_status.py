@@ -572,3 +572,26 @@ class TestPasteReadAsPasteReadsIt(base.TestCase):
         problems = paste.filter_problems(text)
         self.assertIn('[filter:snapshot_ext] paste.filter_factory cannot be '
                       'read as paste reads it', ' '.join(problems))
+
+
+class TestLocationApiCheck(StatusCase):
+    """Kind: a check never fails what the configuration makes work."""
+
+    def result(self, api):
+        text = ('[snapshot_ext]\nactivation_method = location-first\n'
+                'location_url = http://objects.example/empty.qcow2\n')
+        if api:
+            text += 'location_api = %s\n' % api
+        checks = self.checks(text)
+        info = {'glance': {'location_api': False}}
+        with mock.patch.object(checks, '_plan_info', return_value=info):
+            return checks._check_location_api()
+
+    def test_without_2_17(self):
+        self.assertEqual(status.Code.SUCCESS, self.result('legacy').code)
+        auto = self.result(None)
+        self.assertEqual(status.Code.WARNING, auto.code)
+        self.assertIn('the legacy API is used', auto.details)
+        new = self.result('new')
+        self.assertEqual(status.Code.FAILURE, new.code)
+        self.assertIn('Upgrade Glance to 29 or later', new.details)
