@@ -110,9 +110,9 @@ def run(conf: cfg.ConfigOpts) -> int:
     else:
         print(result.describe())
     if report.snapshots_left and cinder is None:
-        print('warning: the volume snapshots of the rotated backups were '
-              'left (no [%s] credentials); delete them in Cinder once no '
-              'image names them' % opts.CINDER_GROUP, file=sys.stderr)
+        checks.warn('the volume snapshots of the rotated backups were '
+                    'left (no [%s] credentials); delete them in Cinder once '
+                    'no image names them' % opts.CINDER_GROUP)
     code = _exit_code(report.failures)
     if code:
         print('error: backup %s is active, but the rotation is incomplete: '

@@ -32,6 +32,7 @@ import datetime
 import difflib
 import os
 import re
+import sys
 import time
 import typing as ty
 import uuid
@@ -80,6 +81,20 @@ EXIT_CODES = (
                   'request run again adopts it'),
     (EXIT_SIGTERM, 'terminated (SIGTERM), handled exactly like Ctrl-C'),
 )
+
+
+#: The warnings this command printed (``warning: <text>``), each once
+#: whether the command printed it or a log record carried it
+#: (:class:`nova_snapshot_ext.cmd.main.ConsoleFormatter`).
+WARNED: set[str] = set()
+
+
+def warn(text: str) -> None:
+    """Print ``warning: <text>`` on stderr, once per command."""
+    if text in WARNED:
+        return
+    WARNED.add(text)
+    print('warning: %s' % text, file=sys.stderr)
 
 
 class CLIError(Exception):

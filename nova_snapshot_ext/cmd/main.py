@@ -515,7 +515,11 @@ class ConsoleFormatter(std_logging.Formatter):
 
 
 class _Once(std_logging.Filter):
-    """Let each warning text through once per command."""
+    """Let each text through once per command.
+
+    Warnings share :data:`~nova_snapshot_ext.cmd.checks.WARNED` with the
+    ones the command prints itself (:func:`~.checks.warn`).
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -523,18 +527,18 @@ class _Once(std_logging.Filter):
 
     def filter(self, record: std_logging.LogRecord) -> bool:
         try:
-            key = (record.levelno, record.getMessage())
+            text = record.getMessage()
         except Exception:  # noqa: B902 - a record that cannot format
             return True
-        if key in self.seen:
+        if record.levelno == std_logging.WARNING:
+            if text in checks.WARNED:
+                return False
+            checks.WARNED.add(text)
+            return True
+        if (record.levelno, text) in self.seen:
             return False
-        self.seen.add(key)
+        self.seen.add((record.levelno, text))
         return True
-
-
-def warn(text: str) -> None:
-    """Print one ``warning: ...`` line on stderr (the console style)."""
-    print('warning: %s' % text, file=sys.stderr)
 
 
 def _not_reported_twice(record: std_logging.LogRecord) -> bool:
@@ -552,7 +556,7 @@ def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
             '(or write %s); only defaults are used' % DEFAULT_CONFIG_FILE)
     warnings += checks.section_hints(conf)
     for text in warnings:
-        print('warning: %s' % text, file=sys.stderr)
+        checks.warn(text)
     return warnings
 
 
@@ -662,6 +666,7 @@ def _report_interrupt(err: KeyboardInterrupt, fmt: str) -> int:
 
 def run(argv: list[str]) -> int:
     """Parse, check and run one command; errors are raised."""
+    checks.WARNED.clear()  # each warning once per command
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(_Tee(sys.stderr, captured)):

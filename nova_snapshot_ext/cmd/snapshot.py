@@ -21,7 +21,6 @@ and prints the result and the image as Glance returns it (redacted).
 from __future__ import annotations
 
 import json
-import sys
 import typing as ty
 
 from oslo_config import cfg
@@ -292,11 +291,10 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
             err.snapshot_result = result  # type: ignore[attr-defined]
         raise
     except exception.GlanceError as err:
-        print('warning: snapshot image %s is %s; it could not be read back '
-              'for display: %s' % (result.image_id, result.status,
-                                   checks.clean_message(
-                                       err.format_message())),
-              file=sys.stderr)
+        checks.warn('snapshot image %s is %s; it could not be read back '
+                    'for display: %s' % (result.image_id, result.status,
+                                         checks.clean_message(
+                                             err.format_message())))
     if image is not None:
         _hash_from_image(result, image)
     if image is not None and ownership is not None:
@@ -337,11 +335,11 @@ def _report_owner(ownership: dict[str, ty.Any], image: dict[str, ty.Any],
     ownership['owner'] = owner
     wanted = request.requester.project_id
     if owner and wanted and owner != wanted:
-        print('warning: image %s is owned by project %s (the project of '
-              '[%s]), not by the requester\'s project %s where Nova would '
-              'put it; scope [%s] to project %s' % (
-                  image.get('id'), owner, opts.GLANCE_GROUP, wanted,
-                  opts.GLANCE_GROUP, wanted), file=sys.stderr)
+        checks.warn('image %s is owned by project %s (the project of '
+                    '[%s]), not by the requester\'s project %s where Nova '
+                    'would put it; scope [%s] to project %s' % (
+                        image.get('id'), owner, opts.GLANCE_GROUP, wanted,
+                        opts.GLANCE_GROUP, wanted))
 
 
 def cmd_snapshot(conf: cfg.ConfigOpts) -> int:

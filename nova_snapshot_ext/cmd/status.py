@@ -508,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         that crashed.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    checks.WARNED.clear()  # each warning once per command
     conf = new_conf()
     # oslo.upgradecheck's main() without its parse: the same sub-command,
     # plus --version, and this program's name in usage lines.

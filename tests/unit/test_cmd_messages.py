@@ -119,6 +119,7 @@ class TestWarningStyle(base.TestCase):
         from oslo_log import log as logging
 
         conf = main.parse(['probe'] + list(argv))
+        checks.WARNED.clear()
         main.setup_logging(conf)
         log = logging.getLogger('nova_snapshot_ext.snapshot.attempts')
         for _ in range(2):
@@ -131,6 +132,19 @@ class TestWarningStyle(base.TestCase):
         text = self.log_twice()
         self.assertEqual('warning: Snapshot s: activated as ploop\n'
                          'warning: another one\n', text)
+
+    def test_printed_and_logged_warning_said_once(self):
+        from oslo_log import log as logging
+
+        conf = main.parse(['probe'])
+        checks.WARNED.clear()
+        main.setup_logging(conf)
+        checks.warn('image x is owned by project y')
+        checks.warn('image x is owned by project y')
+        logging.getLogger('nova_snapshot_ext.cmd').warning(
+            'image x is owned by project y')
+        self.assertEqual('warning: image x is owned by project y\n',
+                         self.stderr.getvalue())
 
     def test_debug_keeps_log_lines(self):
         text = self.log_twice('--debug')
