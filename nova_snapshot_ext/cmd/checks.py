@@ -637,8 +637,23 @@ ROUTE_ROLES = (
 )
 
 
-def location_route() -> tuple[str, str, tuple[str, ...]]:
-    """The location activation entry of :data:`ROUTE_ROLES`."""
+#: The legacy location API (``PATCH`` ``add /locations/-``): Glance's
+#: ``set_image_location`` is admin or a member of the owning project; the
+#: ``service`` role alone does not pass it.
+LEGACY_LOCATION_ROUTE = ('location (legacy API)',
+                         'add_image, set_image_location',
+                         ('member', 'admin'))
+
+
+def location_route(location_api: str = 'auto'
+                   ) -> tuple[str, str, tuple[str, ...]]:
+    """The location activation entry of :data:`ROUTE_ROLES`.
+
+    :param location_api: ``[snapshot_ext] location_api``; ``legacy``
+        gives :data:`LEGACY_LOCATION_ROUTE`.
+    """
+    if location_api == 'legacy':
+        return LEGACY_LOCATION_ROUTE
     return next(entry for entry in ROUTE_ROLES if entry[0] == 'location')
 
 

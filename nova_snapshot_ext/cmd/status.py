@@ -395,7 +395,8 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         glance = self._connect()
         if glance is None:
             return self._unchecked()
-        route, rules, needs = checks.location_route()
+        route, rules, needs = checks.location_route(
+            str(self.conf.snapshot_ext.location_api))
         roles = _identity_roles(glance)
         if roles is None:
             return Result(Code.WARNING, 'cannot tell the roles of [%s] '

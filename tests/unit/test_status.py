@@ -432,6 +432,17 @@ class TestLocationRoles(StatusCase):
         self.assertIn('add_image_location', result.details)
         self.assertIn('member', result.details)
 
+    def test_legacy_api_needs_member_or_admin(self):
+        checks = self.checks('[snapshot_ext]\nactivation_method = '
+                             'location-first\nlocation_api = legacy\n')
+        for roles, code in ((['service'], status.Code.FAILURE),
+                            (['member'], status.Code.SUCCESS)):
+            with mock.patch.object(checks, '_connect',
+                                   return_value=self.glance(roles)):
+                result = checks._check_location_roles()
+            self.assertEqual(code, result.code, roles)
+        self.assertIn('set_image_location', result.details)
+
     def test_unknown_roles_warn(self):
         result = self.check(self.glance(error=ks_exc.AuthorizationFailure()))
         self.assertEqual(status.Code.WARNING, result.code)
