@@ -304,3 +304,29 @@ class TestDemoStopLine(base.TestCase):
         text = stderr.getvalue()
         self.assertIn('Glance did not start', text)
         self.assertNotIn('stopped', text)
+
+
+class TestQuotaMessageThroughTheEngine(base.TestCase):
+    """Kind: a 413's message is true for its limit (the engine's path)."""
+
+    def test_uploads_in_progress_invite_a_retry(self):
+        from glanceclient import exc as gexc
+
+        from nova_snapshot_ext import exception
+        from tests.unit.snapshot import test_service
+
+        case = test_service.TestSnapshotUpload('test_raw_zero_bytes_active')
+        case.setUp()
+        self.addCleanup(case.doCleanups)
+        case.fake.disk_formats[:] = ['raw']
+        case.fake.fail('upload', gexc.HTTPOverLimit(
+            'Resource image_count_uploading is over limit of 1 due to '
+            'current usage 2 and delta 0'))
+        err = self.assertRaises(exception.ActivationFailed,
+                                case.make_service().snapshot,
+                                case.make_request())
+        message = err.format_message()
+        self.assertIn('image_count_uploading', message)
+        self.assertIn('a retry succeeds once they end', message)
+        self.assertNotIn('fails the same way', message)
+        self.assertNotIn('pending_delete', message)
