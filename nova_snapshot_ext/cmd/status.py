@@ -354,6 +354,14 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                       'multi-store only) nor --glance-api-conf told it')
 
     def _check_default_store(self) -> Result:
+        named = self.conf.glance_api_conf
+        if named:
+            # A file the operator named is meant to be read, even when
+            # Glance itself tells the store (as --api-paste).
+            try:
+                _store_from_glance_conf(named)
+            except ValueError as err:
+                return Result(Code.FAILURE, str(err))
         try:
             kind, source = self._default_store()
         except exception.GlanceError as err:

@@ -382,6 +382,16 @@ class TestGlanceConf(StatusCase):
         kind, _ = status._store_from_glance_conf(self.write(''))
         self.assertEqual('file', kind)
 
+    def test_named_missing_file_fails_even_when_glance_tells(self):
+        checks = self.checks('', '--glance-api-conf', '/nonexistent.conf')
+        glance = mock.Mock()
+        glance.stores_detail.return_value = [{'id': 'fs', 'type': 'file',
+                                              'default': 'true'}]
+        with mock.patch.object(checks, '_connect', return_value=glance):
+            result = checks._check_default_store()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('--glance-api-conf /nonexistent.conf', result.details)
+
     def test_unreadable(self):
         self.assertRaises(ValueError, status._store_from_glance_conf,
                           '/nonexistent')
