@@ -499,7 +499,9 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
                     not isinstance(handler, std_logging.FileHandler)):
                 handler.addFilter(_not_reported_twice)
                 handler.addFilter(once)
-                handler.setFormatter(ConsoleFormatter())
+                if not getattr(conf, 'use_json', False):
+                    # --use-json asks for oslo.log's JSON on stderr.
+                    handler.setFormatter(ConsoleFormatter())
 
 
 class ConsoleFormatter(std_logging.Formatter):
