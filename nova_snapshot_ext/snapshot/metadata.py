@@ -47,6 +47,7 @@ from oslo_serialization import jsonutils
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import database_rules
+from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)
@@ -635,6 +636,14 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     if mappings:
         properties['block_device_mapping'] = _MAPPINGS_JSON(mappings)
         properties['bdm_v2'] = 'True'
+
+    armed = deletion.hazard(properties)
+    if armed is not None:
+        # Never a plugin-made image that deleting destroys something else
+        # (the request refuses it in user metadata; this is the record's
+        # own guarantee, whatever layer brought it).
+        raise exception.UnsafeRecord(
+            field='metadata.%s' % armed[0], reason=armed[1])
 
     member = None
     visibility = 'private'
