@@ -253,3 +253,40 @@ class TestCleanupNeverDeletesArmed(test_attempts.AttemptTestBase):
         self.assertTrue(err.result.leftover)
         for image_id in err.result.leftover:
             self.assertIn(image_id, self.fake.images)
+
+
+class TestNovaFallbackRecord(base.TestCase):
+    """The hook's record from Nova's metadata keeps the same rules."""
+
+    def sent(self, mappings, **props):
+        from oslo_serialization import jsonutils
+
+        return dict(props, id='4b0a3c1e-0000-4000-8000-000000000001',
+                    name='n', bdm_v2='True', root_device_name='/dev/vda',
+                    block_device_mapping=jsonutils.dumps(mappings))
+
+    def test_unsafe_entry_refused(self):
+        from nova_snapshot_ext.nova import adapter
+
+        root = {'source_type': 'snapshot', 'destination_type': 'volume',
+                'snapshot_id': SNAP, 'boot_index': 0}
+        live = {'source_type': 'volume', 'destination_type': None,
+                'volume_id': LIVE}
+        err = self.assertRaises(exception.UnsafeRecord,
+                                adapter.record_from_glance_meta,
+                                self.sent([root, live]), None)
+        self.assertEqual('block_device_mapping[1].snapshot_id',
+                         err.kwargs['field'])
+        record = adapter.record_from_glance_meta(self.sent([root]), None)
+        self.assertEqual([root], record.mappings)
+
+    def test_armed_policy_refused(self):
+        from nova_snapshot_ext.nova import adapter
+
+        root = {'source_type': 'snapshot', 'destination_type': 'volume',
+                'snapshot_id': SNAP, 'boot_index': 0}
+        err = self.assertRaises(exception.UnsafeRecord,
+                                adapter.record_from_glance_meta,
+                                self.sent([root], **ARMED), None)
+        self.assertEqual('metadata.cinder_encryption_key_deletion_policy',
+                         err.kwargs['field'])
