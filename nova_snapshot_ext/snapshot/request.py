@@ -75,10 +75,10 @@ import typing as ty
 import uuid as uuid_mod
 
 from oslo_utils import strutils
-from oslo_utils import uuidutils
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import request_rules as rules
 
 #: The shipped sample request (the demo's default).
 SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
@@ -86,17 +86,22 @@ SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
 
 #: vm_states from which Nova's ``snapshot_volume_backed`` may run
 #: (``nova/compute/api.py`` ``@check_instance_state``).
-SNAPSHOT_VM_STATES = ('active', 'stopped', 'paused', 'suspended')
+SNAPSHOT_VM_STATES = rules.SNAPSHOT_VM_STATES
 
 #: Keys of Nova's BDM records that never reach an image mapping
 #: (``nova/block_device.py`` db-only/inherited fields + connection_info).
-BDM_IGNORED_KEYS = frozenset([
-    'id', 'uuid', 'instance_uuid', 'attachment_id', 'connection_info',
-    'created_at', 'updated_at', 'deleted_at', 'deleted', 'instance',
-])
+BDM_IGNORED_KEYS = frozenset(rules.BDM_IGNORED_KEYS)
 
-SOURCE_TYPES = ('volume', 'snapshot', 'image', 'blank')
-DESTINATION_TYPES = ('volume', 'local')
+SOURCE_TYPES = rules.SOURCE_TYPES
+DESTINATION_TYPES = rules.DESTINATION_TYPES
+
+#: The table's patterns, compiled once (``re.search``, as jsonschema).
+_NO_SURROGATE = re.compile(rules.NO_SURROGATE).search
+_NON_BLANK = re.compile(rules.NON_BLANK).search
+_UUID = re.compile(rules.UUID).search
+_BOOLEAN = re.compile(rules.BOOLEAN).search
+_INTEGER = {None: re.compile(rules.INTEGER).search,
+            0: re.compile(rules.NON_NEGATIVE_INTEGER).search}
 
 
 def _fail(field: str, reason: str) -> ty.NoReturn:
@@ -108,9 +113,7 @@ def _unsafe(field: str, reason: str) -> ty.NoReturn:
 
 
 def _check_text(value: str, field: str) -> None:
-    try:
-        value.encode('utf-8')
-    except UnicodeEncodeError:
+    if not _NO_SURROGATE(value):
         _fail(field, 'is not valid Unicode text (it holds a lone surrogate)')
 
 
@@ -153,7 +156,7 @@ def _str(data: dict, key: str, path: str, required: bool = False,
     if not isinstance(value, str):
         _fail(path + key, 'must be a string, got %s' % type(value).__name__)
     _check_text(value, path + key)
-    if required and not value.strip():
+    if required and not _NON_BLANK(value):
         _fail(path + key, 'must not be empty')
     if max_len is not None and len(value) > max_len:
         _fail(path + key, 'is %d characters long, at most %d allowed'
@@ -168,25 +171,45 @@ def _id(data: dict, key: str, path: str) -> str | None:
     (:func:`cinder_id`) strips them: such an id would be stored empty.
     """
     value = _str(data, key, path)
-    if value is not None and value and not value.strip():
+    if value and not _NON_BLANK(value):
         _fail(path + key, 'is blank: give the id, or leave the field out')
+    return value
+
+
+def _uuid(data: dict, key: str, path: str,
+          required: bool = False) -> str | None:
+    """A UUID (:data:`~.request_rules.UUID`), in its canonical spelling."""
+    value = _str(data, key, path, required=required)
+    if value is None:
+        return None
+    if not _UUID(value):
+        _fail(path + key, 'must be a UUID, got %r' % value)
     return value
 
 
 def _int(data: dict, key: str, path: str,
          minimum: int | None = None) -> int | None:
+    """An integer, as JSON Schema and Nova's API read one.
+
+    A JSON integer (a number with no fraction), or a string of digits
+    (Nova's API pattern).
+    """
     value = data.get(key)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         _fail(path + key, 'must be an integer, got %r' % (value,))
-    try:
-        number = int(value)
-    except ValueError:
-        _fail(path + key, 'must be an integer, got %r' % (value,))
-    if minimum is not None and number < minimum:
-        _fail(path + key, 'must be >= %d, got %d' % (minimum, number))
-    return number
+    if isinstance(value, str):
+        if not _INTEGER[minimum](value):
+            _fail(path + key, 'must be an integer%s, got %r' % (
+                ' >= %d (digits only)' % minimum if minimum is not None
+                else '', value))
+        value = int(value)
+    if minimum is not None and value < minimum:
+        _fail(path + key, 'must be >= %d, got %d' % (minimum, value))
+    return value
 
 
 def _bool(data: dict, key: str, path: str, default: bool = False) -> bool:
@@ -195,11 +218,8 @@ def _bool(data: dict, key: str, path: str, default: bool = False) -> bool:
         return default
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        try:
-            return strutils.bool_from_string(value, strict=True)
-        except ValueError:
-            pass
+    if isinstance(value, str) and _BOOLEAN(value):
+        return strutils.bool_from_string(value, strict=True)
     _fail(path + key, 'must be a boolean, got %r' % (value,))
 
 
@@ -221,6 +241,56 @@ def _str_dict(data: dict, key: str, path: str,
                   'must be a string, got %s' % type(v).__name__)
         _check_text(v, '%s%s.%s' % (path, key, k))
     return dict(value)
+
+
+def _str_list(data: dict, key: str, path: str) -> list[str]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+            isinstance(v, str) for v in value):
+        _fail(path + key, 'must be a list of strings')
+    for item in value:
+        _check_text(item, path + key)
+    return list(value)
+
+
+def _value(data: dict, key: str, path: str, field: rules.Field) -> ty.Any:
+    """Check and read one field by its rule in the table.
+
+    :returns: the value (integers and booleans given as strings read),
+        ``None`` when absent or null (``[]``/``{}`` for a list/map).
+    :raises InvalidRequest: naming ``<path><key>``.
+    """
+    kind = field.kind
+    if kind == 'text':
+        value = _str(data, key, path, required=field.required,
+                     max_len=field.max_len)
+        if value is not None and field.non_blank and not _NON_BLANK(value):
+            _fail(path + key, 'must not be empty (omit it%s)' % (
+                ' for a snapshot' if key == 'backup_type' else ''))
+        return value
+    if kind == 'id':
+        return _id(data, key, path)
+    if kind == 'uuid':
+        return _uuid(data, key, path, required=field.required)
+    if kind == 'integer':
+        return _int(data, key, path, minimum=field.minimum)
+    if kind == 'boolean':
+        if data.get(key) is None:
+            return None
+        return _bool(data, key, path)
+    if kind == 'enum':
+        value = _str(data, key, path, required=field.required)
+        if value is not None and value not in field.choices:
+            _fail(path + key, 'must be one of %s, got %r'
+                  % ('/'.join(field.choices), value))
+        return value
+    if kind == 'map':
+        return _str_dict(data, key, path, allow_none=field.null_values)
+    if kind == 'list':
+        return _str_list(data, key, path)
+    raise ValueError('no reader for field kind %r' % kind)
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -291,37 +361,12 @@ class BlockDeviceMapping:
         :raises InvalidRequest: naming ``<path><field>``.
         """
         _check_keys(data, _field_names(cls), path, BDM_IGNORED_KEYS)
-        source_type = _str(data, 'source_type', path, required=True)
-        if source_type not in SOURCE_TYPES:
-            _fail(path + 'source_type', 'must be one of %s, got %r'
-                  % ('/'.join(SOURCE_TYPES), source_type))
-        destination_type = _str(data, 'destination_type', path)
-        if (destination_type is not None and
-                destination_type not in DESTINATION_TYPES):
-            _fail(path + 'destination_type', 'must be one of %s, got %r'
-                  % ('/'.join(DESTINATION_TYPES), destination_type))
-        bdm = cls(
-            source_type=source_type,
-            destination_type=destination_type,
-            boot_index=_int(data, 'boot_index', path),
-            device_name=_str(data, 'device_name', path, max_len=255),
-            disk_bus=_str(data, 'disk_bus', path),
-            device_type=_str(data, 'device_type', path),
-            guest_format=_str(data, 'guest_format', path),
-            volume_id=_id(data, 'volume_id', path),
-            snapshot_id=_id(data, 'snapshot_id', path),
-            image_id=_id(data, 'image_id', path),
-            volume_size=_int(data, 'volume_size', path, minimum=0),
-            delete_on_termination=_bool(data, 'delete_on_termination', path),
-            no_device=_bool(data, 'no_device', path),
-            tag=_str(data, 'tag', path),
-            volume_type=_str(data, 'volume_type', path),
-            encrypted=(None if data.get('encrypted') is None
-                       else _bool(data, 'encrypted', path)),
-            encryption_secret_uuid=_id(data, 'encryption_secret_uuid', path),
-            encryption_format=_str(data, 'encryption_format', path),
-            encryption_options=_str(data, 'encryption_options', path),
-        )
+        values = {}
+        for name, field in rules.MAPPING.items():
+            value = _value(data, name, path, field)
+            if value is not None:
+                values[name] = value
+        bdm = cls(**values)
         check_image_mapping(bdm, path)
         return bdm
 
@@ -337,7 +382,7 @@ class BlockDeviceMapping:
 #: ``local``) made from ``blank`` (swap, ephemeral) or an ``image``
 #: (``BlockDeviceDict.from_api`` gives them no Cinder id;
 #: ``from_legacy`` gives every mapping but ``no_device`` a destination).
-LOCAL_SOURCE_TYPES = ('blank', 'image')
+LOCAL_SOURCE_TYPES = rules.LOCAL_SOURCE_TYPES
 
 
 def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
@@ -482,24 +527,13 @@ class Server:
     @classmethod
     def from_dict(cls, data: ty.Any, path: str = 'server.') -> Server:
         _check_keys(data, _field_names(cls), path)
-        uuid = _str(data, 'uuid', path, required=True)
-        if not uuidutils.is_uuid_like(uuid):
-            _fail(path + 'uuid', 'must be a UUID, got %r' % uuid)
-        vm_state = _str(data, 'vm_state', path) or 'active'
-        return cls(
-            uuid=ty.cast(str, uuid),
-            project_id=ty.cast(str, _str(data, 'project_id', path,
-                                         required=True, max_len=255)),
-            user_id=_str(data, 'user_id', path, max_len=255),
-            vm_state=vm_state,
-            root_device_name=_str(data, 'root_device_name', path,
-                                  max_len=255),
-            image_ref=_str(data, 'image_ref', path),
-            system_metadata=_str_dict(data, 'system_metadata', path,
-                                      allow_none=True),
-            image_metadata=_str_dict(data, 'image_metadata', path,
-                                     allow_none=True),
-        )
+        values = {name: _value(data, name, path, field)
+                  for name, field in rules.SERVER.items()}
+        # null and '' are the default; another value not in the table's
+        # choices is refused by validate (InvalidServerState, naming the
+        # states a volume-backed snapshot allows).
+        values['vm_state'] = values['vm_state'] or 'active'
+        return cls(**values)
 
 
 @dataclasses.dataclass
@@ -512,16 +546,9 @@ class Requester:
 
     @classmethod
     def from_dict(cls, data: ty.Any, path: str = 'requester.') -> Requester:
-        _check_keys(data, ('project_id', 'user_id', 'roles'), path)
-        roles = data.get('roles') or []
-        if (not isinstance(roles, list) or
-                not all(isinstance(r, str) for r in roles)):
-            _fail(path + 'roles', 'must be a list of strings')
-        return cls(
-            project_id=ty.cast(str, _str(data, 'project_id', path,
-                                         required=True, max_len=255)),
-            user_id=_str(data, 'user_id', path, max_len=255),
-            roles=list(roles))
+        _check_keys(data, _field_names(cls), path)
+        return cls(**{name: _value(data, name, path, field)
+                      for name, field in rules.REQUESTER.items()})
 
 
 @dataclasses.dataclass
@@ -601,7 +628,7 @@ class SnapshotRequest:
         :raises InvalidRequest: naming the offending field.
         """
         _check_keys(data, _field_names(cls), '')
-        name = _str(data, 'name', '', required=True, max_len=255)
+        name = _value(data, 'name', '', rules.REQUEST['name'])
         server = Server.from_dict(data.get('server'))
         raw_bdms = data.get('block_device_mappings')
         if raw_bdms is None:
@@ -616,19 +643,15 @@ class SnapshotRequest:
                                   user_id=server.user_id)
         else:
             requester = Requester.from_dict(data['requester'])
-        image_id = _str(data, 'image_id', '')
+        image_id = _value(data, 'image_id', '', rules.REQUEST['image_id'])
         if image_id is not None:
-            if not uuidutils.is_uuid_like(image_id):
-                _fail('image_id', 'must be a UUID, got %r' % image_id)
             # One spelling per id: Glance stores the id as sent, so
             # 'ABC...' and 'abc...' (or braces, no dashes) would be two
             # images of one snapshot.
             image_id = str(uuid_mod.UUID(image_id))
-        backup_type = _str(data, 'backup_type', '', max_len=255)
-        if backup_type is not None and not backup_type.strip():
-            _fail('backup_type', 'must not be empty (omit it for a '
-                  'snapshot)')
-        metadata = _str_dict(data, 'metadata', '')
+        backup_type = _value(data, 'backup_type', '',
+                             rules.REQUEST['backup_type'])
+        metadata = _value(data, 'metadata', '', rules.REQUEST['metadata'])
         armed = deletion.hazard(metadata)
         if armed is not None:
             _unsafe('metadata.%s' % armed[0],
