@@ -57,6 +57,11 @@ took.  Database-only keys of Nova's records (``id``, ``instance_uuid``,
 ``connection_info``, ...) are accepted and ignored; any other unknown key
 is an error.
 
+What each field accepts is declared once, in
+:mod:`~nova_snapshot_ext.snapshot.request_rules` (the request's JSON
+Schema is generated from the same table); the rules that span fields are
+below.
+
 Every validation failure raises
 :class:`~nova_snapshot_ext.exception.InvalidRequest` whose ``field``
 kwarg names the offending field as a path, e.g.
@@ -178,7 +183,7 @@ def _id(data: dict, key: str, path: str) -> str | None:
 
 def _uuid(data: dict, key: str, path: str,
           required: bool = False) -> str | None:
-    """A UUID (:data:`~.request_rules.UUID`), in its canonical spelling."""
+    """A UUID (:data:`~.request_rules.UUID`), given back as written."""
     value = _str(data, key, path, required=required)
     if value is None:
         return None
