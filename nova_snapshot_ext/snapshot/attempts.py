@@ -754,6 +754,7 @@ class AttemptEngine:
                             image_id, armed)
                 run.result.leftover.append(image_id)
                 run.result.leftover_status[image_id] = status
+                run.result.not_deletable[image_id] = armed
                 return None
             if status not in DELETABLE and not poisoned:
                 # Someone is finishing it (saving, importing...).

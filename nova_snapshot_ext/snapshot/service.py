@@ -441,6 +441,7 @@ class SnapshotService:
             if armed is not None:
                 result.leftover.append(image_id)
                 result.leftover_status[image_id] = str(current.get('status'))
+                result.not_deletable[image_id] = armed
                 reason += '; image %s %s' % (image_id, armed)
             elif current.get('status') == 'queued':
                 glance.delete(image_id)

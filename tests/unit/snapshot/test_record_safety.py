@@ -253,6 +253,11 @@ class TestCleanupNeverDeletesArmed(test_attempts.AttemptTestBase):
         self.assertTrue(err.result.leftover)
         for image_id in err.result.leftover:
             self.assertIn(image_id, self.fake.images)
+            self.assertIn(image_id, err.result.not_deletable)
+        text = err.result.leftover_text()
+        self.assertIn('not deleted', text)
+        self.assertIn('key-manager secret', text)
+        self.assertNotIn('COULD NOT DELETE', text)
 
 
 class TestNovaFallbackRecord(base.TestCase):
