@@ -355,7 +355,9 @@ def schema() -> dict[str, ty.Any]:
     root['properties']['requester'] = {
         'description': REQUEST['requester'].description,
         'anyOf': [{'type': 'null'}, {'$ref': '#/$defs/requester'}]}
-    armed = {name: {'not': {'const': value}}
+    # (A listed property escapes additionalProperties: it is a string
+    # here too.)
+    armed = {name: dict(_string(), **{'not': {'const': value}})
              for name, (value, _what) in deletion.ARMING.items()}
     root['properties']['metadata']['properties'] = armed
     root['properties']['block_device_mappings'] = {

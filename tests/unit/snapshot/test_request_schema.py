@@ -261,7 +261,10 @@ MAPS = [None, {}, {'k': 'v'}, {'k': None}, {'k': 1}, {'\ud800': 'v'},
         {'k': '\ud800'}, [], 'x',
         {'cinder_encryption_key_deletion_policy': 'on_image_deletion'},
         {'cinder_encryption_key_deletion_policy': 'do_not_delete',
-         'cinder_encryption_key_id': U}]
+         'cinder_encryption_key_id': U},
+        {'cinder_encryption_key_deletion_policy': 5},
+        {'cinder_encryption_key_deletion_policy': None},
+        {'cinder_encryption_key_deletion_policy': '\ud800'}]
 LISTS = [None, [], ['member'], [1], 'x', '', 0, ['\ud800'], {}, [None]]
 POOLS = {'text': TEXT, 'id': IDS, 'uuid': UUIDS, 'integer': INTS,
          'boolean': BOOLS, 'map': MAPS, 'list': LISTS}
@@ -330,12 +333,19 @@ def _generate(rng):
             node.pop(name, None)
         elif action < .1:
             node['unknown_%d' % rng.randint(0, 9)] = 'x'
+        elif action < .12 and table is request_rules.MAPPING:
+            # Nova's database-only keys: ignored, whatever they hold.
+            node[rng.choice(request_rules.BDM_IGNORED_KEYS)] = rng.choice(
+                TEXT + INTS[:5])
         else:
             node[name] = copy.deepcopy(rng.choice(_pool(table[name])))
     if rng.random() < .03:
         data['requester'] = rng.choice([None, {}, 'x', {'project_id': 'p'}])
     if rng.random() < .03:
         data['block_device_mappings'] = rng.choice([None, {}, 'x', []])
+    if rng.random() < .02 and isinstance(data.get('block_device_mappings'),
+                                         list):
+        data['block_device_mappings'].append(rng.choice([None, 5, [], 'x']))
     if rng.random() < .02:
         data['server'] = rng.choice([None, 'x', {}])
     return data
