@@ -617,11 +617,11 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
     unsafe = unsafe_entries(mappings, 'bdm_v2' in image)
     if unsafe:
         add(UNSAFE_MAPPING, {'problems': unsafe})
-    armed = deletion.hazard(image)
-    if armed is not None:
-        add(DELETION_HAZARD, {'property': armed[0],
-                              'value': image[armed[0]],
-                              'why': armed[1],
+    hazard = deletion.hazard(image)
+    if hazard is not None:
+        add(DELETION_HAZARD, {'property': hazard[0],
+                              'value': image[hazard[0]],
+                              'why': hazard[1],
                               'cinder_encryption_key_id':
                               image.get('cinder_encryption_key_id')})
     limit = root_volume_limit(mappings)
