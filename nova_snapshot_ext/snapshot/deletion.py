@@ -30,7 +30,8 @@ image's row:
   the volume unreadable.
 
 So the one property of a record that arms Glance against another resource
-is :data:`ARMING` with the value that arms it.  A request whose user
+is :data:`ARMING` with the value that arms it (compared exactly, as Glance
+compares it: another spelling makes Glance do nothing).  A request whose user
 metadata carries it is refused (exit 2, the property named): dropping it
 would silently lose what the caller asked for, and a "safe" value in its
 place would be a choice the caller did not make.  The plugin never
