@@ -61,6 +61,25 @@ Problem kinds (:data:`KINDS`; the ``kind`` field of every finding):
     format, which Nova still reads.  *Not fixed*: rebuilding mappings needs
     the server's record.
 
+``unsafe-mapping``
+    a ``block_device_mapping`` entry Nova never writes into a snapshot
+    image (the request's own rule,
+    :func:`nova_snapshot_ext.snapshot.request.mapping_refusal`, from
+    Nova's ``snapshot_volume_backed``): a volume entry that is not
+    ``source_type=snapshot`` with a ``snapshot_id`` (a ``volume`` entry
+    gives a server booted from the image the source's in-use volume), an
+    entry with no or another ``destination_type``, a local disk from a
+    volume or snapshot or naming a Cinder id.  *Not fixed*: rebuilding
+    mappings needs the server's record.
+``deletion-hazard``
+    a property that makes Glance destroy another resource when the image
+    is deleted (:mod:`nova_snapshot_ext.snapshot.deletion`:
+    ``cinder_encryption_key_deletion_policy=on_image_deletion`` deletes
+    the key-manager secret ``cinder_encryption_key_id`` names).  *Not
+    fixed*; ``--fix`` never deletes such an image (a ``queued-leftover``
+    carrying it is reported, not deleted), nor does backup rotation or a
+    failed attempt's cleanup.
+
 Every finding is a :class:`Finding` (``image_id``, ``kind``, ``evidence``,
 ``fixable``, ``fix``); every repair an :class:`Action` (what was done, or
 why not).
@@ -83,8 +102,10 @@ from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
+from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import metadata
+from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -93,6 +114,8 @@ DISHONEST_PAYLOAD = 'dishonest-payload'
 MIN_DISK_ABOVE_ROOT = 'min-disk-above-root'
 BORROWED_PROPERTY = 'borrowed-property'
 MALFORMED_MAPPING = 'malformed-mapping'
+UNSAFE_MAPPING = 'unsafe-mapping'
+DELETION_HAZARD = 'deletion-hazard'
 
 #: The documented problem vocabulary: kind -> (what it means, fixable).
 KINDS: dict[str, tuple[str, bool]] = {
@@ -110,6 +133,17 @@ KINDS: dict[str, tuple[str, bool]] = {
                         'img_signature* are reported, never removed)', True),
     MALFORMED_MAPPING: ('block_device_mapping/bdm_v2 not as Nova writes '
                         'them; not fixed', False),
+    UNSAFE_MAPPING: ('a block_device_mapping entry Nova never writes into '
+                     'a snapshot image (e.g. a volume entry that is not '
+                     'the snapshot taken of the volume: a server booted '
+                     "from the image would be given the source's in-use "
+                     'volume); not fixed', False),
+    DELETION_HAZARD: ('a property that makes Glance destroy another '
+                      'resource when the image is deleted '
+                      '(cinder_encryption_key_deletion_policy = '
+                      'on_image_deletion deletes the key-manager secret); '
+                      'not fixed, and the plugin never deletes the image',
+                      False),
     # With Cinder credentials (nova_snapshot_ext.backup.audit):
     'backup-snapshot-gone': ('a backup whose block_device_mapping names a '
                              'Cinder volume snapshot that is gone: it '
@@ -486,6 +520,33 @@ def _mappings(image: ty.Mapping[str, ty.Any]
     return good, problems
 
 
+def unsafe_entries(entries: list[dict[str, ty.Any]], v2: bool) -> list[str]:
+    """The entries Nova never writes into a snapshot image, described.
+
+    The request's rule (:func:`nova_snapshot_ext.snapshot.request.
+    mapping_refusal`, from Nova's ``snapshot_volume_backed``) on entries
+    as written.  Without ``bdm_v2`` the list is Nova's legacy format
+    (``from_legacy``: an entry with a ``snapshot_id`` is a snapshot, one
+    with only a ``volume_id`` is that volume itself): only a volume entry
+    without a snapshot is judged.
+    """
+    found = []
+    for i, entry in enumerate(entries):
+        if v2:
+            refusal = request_mod.mapping_refusal(entry, written=True)
+            if refusal is not None and refusal[2]:
+                found.append('entry %d %s: %s' % (i, refusal[0],
+                                                  refusal[1]))
+        elif (entry.get('volume_id') and not entry.get('snapshot_id') and
+              not entry.get('no_device') and
+              not entry.get('virtual_name')):
+            found.append('entry %d (legacy format) names volume %s and no '
+                         'snapshot: a server booted from the image would '
+                         'be given that in-use volume'
+                         % (i, entry.get('volume_id')))
+    return found
+
+
 def json_pointer(key: str) -> str:
     """The JSON-patch path of top-level property ``key`` (RFC 6901).
 
@@ -542,15 +603,27 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
                     'is activating it' % not_ours)
             elif image.get('protected'):
                 evidence['not_deleted'] = 'the image is protected'
+            armed = deletion.refusal_to_delete(image)
+            if armed is not None and 'not_deleted' not in evidence:
+                evidence['not_deleted'] = armed
             add(QUEUED_LEFTOVER, evidence,
-                None if (not_ours is not None or image.get('protected'))
-                else {'op': 'delete'})
+                None if 'not_deleted' in evidence else {'op': 'delete'})
     elif status == 'active':
         _judge_payload(image, auditor, max_download, add, not_inspected)
 
     mappings, problems = _mappings(image)
     if problems:
         add(MALFORMED_MAPPING, {'problems': problems})
+    unsafe = unsafe_entries(mappings, 'bdm_v2' in image)
+    if unsafe:
+        add(UNSAFE_MAPPING, {'problems': unsafe})
+    hazard = deletion.hazard(image)
+    if hazard is not None:
+        add(DELETION_HAZARD, {'property': hazard[0],
+                              'value': image[hazard[0]],
+                              'why': hazard[1],
+                              'cinder_encryption_key_id':
+                              image.get('cinder_encryption_key_id')})
     limit = root_volume_limit(mappings)
     min_disk = image.get('min_disk') or 0
     if limit is not None and int(min_disk) > limit:
@@ -656,6 +729,9 @@ def _still_same(finding: Finding, image: dict[str, ty.Any],
             return 'the image now has data'
         if image.get('updated_at') != scanned_at:
             return 'the image was updated since the scan'
+        armed = deletion.refusal_to_delete(image)
+        if armed is not None:
+            return armed
     return ''
 
 

@@ -93,6 +93,17 @@ class InvalidRequest(SnapshotExtException):
     msg_fmt = _("Invalid snapshot request: field '%(field)s': %(reason)s")
 
 
+class UnsafeRecord(InvalidRequest):
+    """The request would make an image that is unsafe to boot or delete.
+
+    A mapping Nova never writes into a snapshot image (one that would
+    hand a new server the source's in-use volume), or a property that
+    makes Glance destroy another resource when the image is deleted.
+    Inside nova-api it is refused before Nova snapshots a volume, not
+    left to Nova: Nova itself would write the image.
+    """
+
+
 class InvalidServerState(SnapshotExtException):
     code = 409
     msg_fmt = _("Server %(instance_uuid)s is in vm_state '%(vm_state)s'; a "

@@ -46,6 +46,7 @@ from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import deletion
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.image import glance as glance_mod
@@ -297,6 +298,8 @@ def _delete_backup(glance: glance_mod.GlanceClient, image_id: str,
         result.failures.append(err)
         return None
     why = mark.refusal(image, instance_uuid, backup_type, owner)
+    if why is None:
+        why = deletion.refusal_to_delete(image)
     if why is None and image.get('status') != 'active':
         why = 'status %s: not a finished backup' % image.get('status')
     if why is not None:

@@ -39,6 +39,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
 from nova_snapshot_ext.snapshot import request as request_mod
 
@@ -107,6 +108,9 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
         them (a non-string value is left for the preflight to refuse).
     :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers,
         or ``block_device_mapping`` is not a JSON list.
+    :raises UnsafeRecord: an entry Nova never writes
+        (:func:`~.request.mapping_refusal`) or a property that makes
+        deleting the image destroy something else (:mod:`.deletion`).
     """
     properties: dict[str, ty.Any] = {}
     dropped = []
@@ -135,6 +139,19 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
         if not isinstance(mappings, list):
             raise exception.InvalidRequest(
                 field='block_device_mapping', reason='must be a JSON list')
+    for i, entry in enumerate(mappings):
+        # The record's own rules hold on this path too: only the mappings
+        # Nova writes, nothing that deleting the image destroys.
+        refusal = (request_mod.mapping_refusal(entry, written=True)
+                   if isinstance(entry, dict) else None)
+        if refusal is not None and refusal[2]:
+            raise exception.UnsafeRecord(
+                field='block_device_mapping[%d].%s' % (i, refusal[0]),
+                reason=refusal[1])
+    armed = deletion.hazard(properties)
+    if armed is not None:
+        raise exception.UnsafeRecord(field='metadata.%s' % armed[0],
+                                     reason=armed[1])
     min_disk, note = metadata_mod.cap_min_disk(
         _int(sent.get('min_disk'), 'min_disk'), mappings)
     if note:

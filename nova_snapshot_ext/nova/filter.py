@@ -367,9 +367,19 @@ class SnapshotExtMiddleware:
         if not compute_utils.is_volume_backed_instance(context, instance,
                                                        bdms):
             return None
-        snapshot = adapter.request_from_nova(
-            context, instance, bdms, action['name'],
-            action.get('metadata') or {})
+        try:
+            snapshot = adapter.request_from_nova(
+                context, instance, bdms, action['name'],
+                action.get('metadata') or {})
+        except exception.UnsafeRecord as err:
+            # Nova would write this image itself (a mapping that hands a
+            # new server this server's in-use volume, a property that
+            # makes Glance destroy a secret when the image is deleted):
+            # refused here, before Nova snapshots a volume.
+            LOG.info('nova-snapshot-ext: refused createImage of server '
+                     '%(server)s before any volume snapshot: %(reason)s',
+                     {'server': server_id, 'reason': err.format_message()})
+            return _fault(err.code, err.format_message())
         glance = hook.client_for_context(context, self.plugin.conf)
         try:
             self.plugin.service.preflight(snapshot, glance)

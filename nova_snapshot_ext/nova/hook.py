@@ -331,6 +331,10 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
                 snapshot = adapter.request_from_nova(
                     context, instance, bdms, sent.get('name') or '',
                     metadata, snapshot_ids=snapshot_ids)
+            except exception.UnsafeRecord:
+                # Not rebuilt from Nova's metadata: that is the same
+                # unsafe record.
+                raise
             except exception.InvalidRequest as err:
                 LOG.warning('nova-snapshot-ext: %s', err.format_message())
             else:

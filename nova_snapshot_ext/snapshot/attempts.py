@@ -56,6 +56,7 @@ from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.image import quotas
+from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot.outcome import Cleanup
@@ -761,6 +762,16 @@ class AttemptEngine:
                     return image
                 if status in upload.GONE:
                     return None
+            armed = deletion.refusal_to_delete(image)
+            if armed is not None:
+                # Never made by the record (it refuses the property), but
+                # deleting would destroy another resource: named, left.
+                LOG.warning('Image %s of a failed snapshot attempt %s',
+                            image_id, armed)
+                run.result.leftover.append(image_id)
+                run.result.leftover_status[image_id] = status
+                run.result.not_deletable[image_id] = armed
+                return None
             if status not in DELETABLE and not poisoned:
                 # Someone is finishing it (saving, importing...).
                 LOG.warning('Image %s of a failed snapshot attempt is %s; '

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import re
 import typing as ty
 
 from oslo_log import log as logging
@@ -47,6 +48,7 @@ from oslo_serialization import jsonutils
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import database_rules
+from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)
@@ -86,11 +88,14 @@ BASE_ATTRIBUTE_KEYS = frozenset(['min_ram', 'min_disk', 'disk_format',
 #:     (LP#1912001); Cinder copies many into ``volume_image_metadata``
 #:     (LP#1439819).
 #: ``foreign-data``
-#:     facts about bytes the snapshot does not hold (size, checksum,
-#:     ``os_hash_*``, openstacksdk's ``owner_specified.openstack.*``).
+#:     facts about bytes the snapshot does not hold, or their upload (size,
+#:     checksum, ``os_hash_*``, ``owner_specified.<any tool>.*``, and any
+#:     name made of :data:`FOREIGN_DATA_WORDS`: ``*_checksum``, ``*.md5``,
+#:     ``*sha256*``, ``*.object``...).
 #: ``provenance``
 #:     where another image came from or who signed it (``img_signature*``,
-#:     Cinder's ``image_id``/``image_name`` of the volume's source image).
+#:     Cinder's ``image_id``/``image_name`` of the volume's source image,
+#:     any name made of :data:`PROVENANCE_WORDS`).
 #: ``borrowed-identity``
 #:     what an image says it *is*: ``image_type``, ``backup_type``,
 #:     ``instance_uuid``, ``user_id`` (Nova LP#1031079: a copied backup
@@ -146,11 +151,61 @@ NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
     ('instance_type_', 'server-record'),
     ('new_instance_type_', 'server-record'),
     ('old_instance_type_', 'server-record'),
-    # openstacksdk's ``create_image`` records the md5/sha256 of the file
-    # it uploaded and its object name (``owner_specified.openstack.md5``,
-    # ``.sha256``, ``.object``): facts about another image's bytes.
-    ('owner_specified.openstack.', 'foreign-data'),
+    # openstacksdk's ``create_image`` (and shade's before it) records the
+    # md5/sha256 of the file it uploaded and its object name
+    # (``owner_specified.openstack.md5``, ``owner_specified.shade.sha256``,
+    # ``.object``): facts about another image's bytes, under any tool's
+    # name.
+    ('owner_specified.', 'foreign-data'),
+    # Glance's image signature verification (``img_signature*``) and
+    # anything named after it: who signed another image.
+    ('img_signature', 'provenance'),
 )
+
+#: Words that make a property a fact about another image's bytes, their
+#: upload or their origin, wherever they appear in its name (a *word*:
+#: delimited by ``.``, ``_``, ``-``, ``:``, a camelCase boundary or a
+#: digit, with an optional ``sum``/``s``/``name``/``id``/``value`` tail):
+#: checksums and digests under any algorithm's name (``*_checksum``,
+#: ``*.md5``, ``sha256sum``, ``x-sha512``, ``crc32c``, ``etag``...), the
+#: object a tool uploaded the file as (``*.object``, ``swift_object_name``),
+#: the upload itself (``uploaded_by``, ``upload_date``), where the file
+#: came from (``source_url``, ``image_source``, ``origin``,
+#: ``imported_from``), and its signature or fingerprint.  Nova's own image
+#: properties (``nova/objects/image_meta.py`` ``ImageMetaProps``: ``hw_*``,
+#: ``img_*``, ``os_*``, ``traits_required``) use none of these words but
+#: in ``img_signature*``, which is provenance too.
+FOREIGN_DATA_WORDS = (
+    'md5', 'sha', 'sha1', 'sha2', 'sha3', 'sha224', 'sha256', 'sha384',
+    'sha512', 'crc', 'crc32', 'crc32c', 'crc64', 'blake2', 'blake2b',
+    'blake2s', 'blake3', 'xxh64', 'xxh128', 'xxhash', 'adler32',
+    'checksum', 'hash', 'digest', 'etag', 'object', 'upload', 'uploaded',
+    'uploader')
+PROVENANCE_WORDS = ('signature', 'signed', 'fingerprint', 'source',
+                    'origin', 'imported', 'provenance')
+
+#: ``word`` or ``word`` + tail, delimited (see :data:`FOREIGN_DATA_WORDS`).
+_WORD_TAIL = r'(?:sum|sums|s|es|name|names|id|ids|value|values|date|at|by)?'
+_FOREIGN_DATA_RE = re.compile(
+    r'(?:^|(?<=[^a-z]))(?:%s)%s(?=$|[^a-z])'
+    % ('|'.join(sorted(FOREIGN_DATA_WORDS, key=len, reverse=True)),
+       _WORD_TAIL))
+_PROVENANCE_RE = re.compile(
+    r'(?:^|(?<=[^a-z]))(?:%s)%s(?=$|[^a-z])'
+    % ('|'.join(sorted(PROVENANCE_WORDS, key=len, reverse=True)),
+       _WORD_TAIL))
+_CAMEL_RE = re.compile(r'(?<=[a-z0-9])(?=[A-Z])')
+
+
+def _words_kind(key: str) -> str | None:
+    """``'foreign-data'``/``'provenance'`` by the words of ``key``."""
+    text = _CAMEL_RE.sub('_', key).lower()
+    if _FOREIGN_DATA_RE.search(text):
+        return 'foreign-data'
+    if _PROVENANCE_RE.search(text):
+        return 'provenance'
+    return None
+
 
 #: Name suffixes of a kind: references to a key-manager secret.
 NEVER_INHERITED_SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -200,6 +255,9 @@ def never_inherited_kind(key: str,
         for suffix, kind in NEVER_INHERITED_SUFFIXES:
             if key.endswith(suffix):
                 return kind
+    kind = _words_kind(key)
+    if kind is not None:
+        return kind
     if key in operator_keys:
         return 'operator-list'
     return None
@@ -635,6 +693,14 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     if mappings:
         properties['block_device_mapping'] = _MAPPINGS_JSON(mappings)
         properties['bdm_v2'] = 'True'
+
+    armed = deletion.hazard(properties)
+    if armed is not None:
+        # Never a plugin-made image that deleting destroys something else
+        # (the request refuses it in user metadata; this is the record's
+        # own guarantee, whatever layer brought it).
+        raise exception.UnsafeRecord(
+            field='metadata.%s' % armed[0], reason=armed[1])
 
     member = None
     visibility = 'private'

@@ -57,6 +57,11 @@ took.  Database-only keys of Nova's records (``id``, ``instance_uuid``,
 ``connection_info``, ...) are accepted and ignored; any other unknown key
 is an error.
 
+What each field accepts is declared once, in
+:mod:`~nova_snapshot_ext.snapshot.request_rules` (the request's JSON
+Schema is generated from the same table); the rules that span fields are
+below.
+
 Every validation failure raises
 :class:`~nova_snapshot_ext.exception.InvalidRequest` whose ``field``
 kwarg names the offending field as a path, e.g.
@@ -75,9 +80,10 @@ import typing as ty
 import uuid as uuid_mod
 
 from oslo_utils import strutils
-from oslo_utils import uuidutils
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import request_rules as rules
 
 #: The shipped sample request (the demo's default).
 SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
@@ -85,27 +91,34 @@ SAMPLE_REQUEST = os.path.join(os.path.dirname(os.path.dirname(
 
 #: vm_states from which Nova's ``snapshot_volume_backed`` may run
 #: (``nova/compute/api.py`` ``@check_instance_state``).
-SNAPSHOT_VM_STATES = ('active', 'stopped', 'paused', 'suspended')
+SNAPSHOT_VM_STATES = rules.SNAPSHOT_VM_STATES
 
 #: Keys of Nova's BDM records that never reach an image mapping
 #: (``nova/block_device.py`` db-only/inherited fields + connection_info).
-BDM_IGNORED_KEYS = frozenset([
-    'id', 'uuid', 'instance_uuid', 'attachment_id', 'connection_info',
-    'created_at', 'updated_at', 'deleted_at', 'deleted', 'instance',
-])
+BDM_IGNORED_KEYS = frozenset(rules.BDM_IGNORED_KEYS)
 
-SOURCE_TYPES = ('volume', 'snapshot', 'image', 'blank')
-DESTINATION_TYPES = ('volume', 'local')
+SOURCE_TYPES = rules.SOURCE_TYPES
+DESTINATION_TYPES = rules.DESTINATION_TYPES
+
+#: The table's patterns, compiled once (``re.search``, as jsonschema).
+_NO_SURROGATE = re.compile(rules.NO_SURROGATE).search
+_NON_BLANK = re.compile(rules.NON_BLANK).search
+_UUID = re.compile(rules.UUID).search
+_BOOLEAN = re.compile(rules.BOOLEAN).search
+_INTEGER = {None: re.compile(rules.INTEGER).search,
+            0: re.compile(rules.NON_NEGATIVE_INTEGER).search}
 
 
 def _fail(field: str, reason: str) -> ty.NoReturn:
     raise exception.InvalidRequest(field=field, reason=reason)
 
 
+def _unsafe(field: str, reason: str) -> ty.NoReturn:
+    raise exception.UnsafeRecord(field=field, reason=reason)
+
+
 def _check_text(value: str, field: str) -> None:
-    try:
-        value.encode('utf-8')
-    except UnicodeEncodeError:
+    if not _NO_SURROGATE(value):
         _fail(field, 'is not valid Unicode text (it holds a lone surrogate)')
 
 
@@ -148,7 +161,7 @@ def _str(data: dict, key: str, path: str, required: bool = False,
     if not isinstance(value, str):
         _fail(path + key, 'must be a string, got %s' % type(value).__name__)
     _check_text(value, path + key)
-    if required and not value.strip():
+    if required and not _NON_BLANK(value):
         _fail(path + key, 'must not be empty')
     if max_len is not None and len(value) > max_len:
         _fail(path + key, 'is %d characters long, at most %d allowed'
@@ -163,25 +176,45 @@ def _id(data: dict, key: str, path: str) -> str | None:
     (:func:`cinder_id`) strips them: such an id would be stored empty.
     """
     value = _str(data, key, path)
-    if value is not None and value and not value.strip():
+    if value and not _NON_BLANK(value):
         _fail(path + key, 'is blank: give the id, or leave the field out')
+    return value
+
+
+def _uuid(data: dict, key: str, path: str,
+          required: bool = False) -> str | None:
+    """A UUID (:data:`~.request_rules.UUID`), given back as written."""
+    value = _str(data, key, path, required=required)
+    if value is None:
+        return None
+    if not _UUID(value):
+        _fail(path + key, 'must be a UUID, got %r' % value)
     return value
 
 
 def _int(data: dict, key: str, path: str,
          minimum: int | None = None) -> int | None:
+    """An integer, as JSON Schema and Nova's API read one.
+
+    A JSON integer (a number with no fraction), or a string of digits
+    (Nova's API pattern).
+    """
     value = data.get(key)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         _fail(path + key, 'must be an integer, got %r' % (value,))
-    try:
-        number = int(value)
-    except ValueError:
-        _fail(path + key, 'must be an integer, got %r' % (value,))
-    if minimum is not None and number < minimum:
-        _fail(path + key, 'must be >= %d, got %d' % (minimum, number))
-    return number
+    if isinstance(value, str):
+        if not _INTEGER[minimum](value):
+            _fail(path + key, 'must be an integer%s, got %r' % (
+                ' >= %d (digits only)' % minimum if minimum is not None
+                else '', value))
+        value = int(value)
+    if minimum is not None and value < minimum:
+        _fail(path + key, 'must be >= %d, got %d' % (minimum, value))
+    return value
 
 
 def _bool(data: dict, key: str, path: str, default: bool = False) -> bool:
@@ -190,11 +223,8 @@ def _bool(data: dict, key: str, path: str, default: bool = False) -> bool:
         return default
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        try:
-            return strutils.bool_from_string(value, strict=True)
-        except ValueError:
-            pass
+    if isinstance(value, str) and _BOOLEAN(value):
+        return strutils.bool_from_string(value, strict=True)
     _fail(path + key, 'must be a boolean, got %r' % (value,))
 
 
@@ -216,6 +246,56 @@ def _str_dict(data: dict, key: str, path: str,
                   'must be a string, got %s' % type(v).__name__)
         _check_text(v, '%s%s.%s' % (path, key, k))
     return dict(value)
+
+
+def _str_list(data: dict, key: str, path: str) -> list[str]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+            isinstance(v, str) for v in value):
+        _fail(path + key, 'must be a list of strings')
+    for item in value:
+        _check_text(item, path + key)
+    return list(value)
+
+
+def _value(data: dict, key: str, path: str, field: rules.Field) -> ty.Any:
+    """Check and read one field by its rule in the table.
+
+    :returns: the value (integers and booleans given as strings read),
+        ``None`` when absent or null (``[]``/``{}`` for a list/map).
+    :raises InvalidRequest: naming ``<path><key>``.
+    """
+    kind = field.kind
+    if kind == 'text':
+        value = _str(data, key, path, required=field.required,
+                     max_len=field.max_len)
+        if value is not None and field.non_blank and not _NON_BLANK(value):
+            _fail(path + key, 'must not be empty (omit it%s)' % (
+                ' for a snapshot' if key == 'backup_type' else ''))
+        return value
+    if kind == 'id':
+        return _id(data, key, path)
+    if kind == 'uuid':
+        return _uuid(data, key, path, required=field.required)
+    if kind == 'integer':
+        return _int(data, key, path, minimum=field.minimum)
+    if kind == 'boolean':
+        if data.get(key) is None:
+            return None
+        return _bool(data, key, path)
+    if kind == 'enum':
+        value = _str(data, key, path, required=field.required)
+        if value is not None and value not in field.choices:
+            _fail(path + key, 'must be one of %s, got %r'
+                  % ('/'.join(field.choices), value))
+        return value
+    if kind == 'map':
+        return _str_dict(data, key, path, allow_none=field.null_values)
+    if kind == 'list':
+        return _str_list(data, key, path)
+    raise ValueError('no reader for field kind %r' % kind)
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -286,43 +366,118 @@ class BlockDeviceMapping:
         :raises InvalidRequest: naming ``<path><field>``.
         """
         _check_keys(data, _field_names(cls), path, BDM_IGNORED_KEYS)
-        source_type = _str(data, 'source_type', path, required=True)
-        if source_type not in SOURCE_TYPES:
-            _fail(path + 'source_type', 'must be one of %s, got %r'
-                  % ('/'.join(SOURCE_TYPES), source_type))
-        destination_type = _str(data, 'destination_type', path)
-        if (destination_type is not None and
-                destination_type not in DESTINATION_TYPES):
-            _fail(path + 'destination_type', 'must be one of %s, got %r'
-                  % ('/'.join(DESTINATION_TYPES), destination_type))
-        bdm = cls(
-            source_type=source_type,
-            destination_type=destination_type,
-            boot_index=_int(data, 'boot_index', path),
-            device_name=_str(data, 'device_name', path, max_len=255),
-            disk_bus=_str(data, 'disk_bus', path),
-            device_type=_str(data, 'device_type', path),
-            guest_format=_str(data, 'guest_format', path),
-            volume_id=_id(data, 'volume_id', path),
-            snapshot_id=_id(data, 'snapshot_id', path),
-            image_id=_id(data, 'image_id', path),
-            volume_size=_int(data, 'volume_size', path, minimum=0),
-            delete_on_termination=_bool(data, 'delete_on_termination', path),
-            no_device=_bool(data, 'no_device', path),
-            tag=_str(data, 'tag', path),
-            volume_type=_str(data, 'volume_type', path),
-            encrypted=(None if data.get('encrypted') is None
-                       else _bool(data, 'encrypted', path)),
-            encryption_secret_uuid=_id(data, 'encryption_secret_uuid', path),
-            encryption_format=_str(data, 'encryption_format', path),
-            encryption_options=_str(data, 'encryption_options', path),
-        )
-        if bdm.is_volume and not bdm.no_device and not (
-                bdm.snapshot_id and bdm.snapshot_id.strip()):
-            _fail(path + 'snapshot_id',
-                  'a volume mapping must carry the id of the Cinder '
-                  'snapshot the host took of volume %s' % bdm.volume_id)
+        values = {}
+        for name, field in rules.MAPPING.items():
+            value = _value(data, name, path, field)
+            if value is not None:
+                values[name] = value
+        bdm = cls(**values)
+        check_image_mapping(bdm, path)
         return bdm
+
+
+#: What Nova writes into a volume-backed snapshot image, per mapping
+#: (``nova/compute/api.py`` ``API.snapshot_volume_backed`` with
+#: ``nova/block_device.py`` ``snapshot_from_bdm`` and
+#: ``BlockDeviceDict.get_image_mapping``): a ``no_device`` mapping is
+#: skipped; a mapping with ``destination_type`` ``volume`` (any source)
+#: is written as ``source_type`` ``snapshot`` with the ``snapshot_id`` of
+#: the Cinder snapshot taken of it; every other mapping is copied as it
+#: is, and Nova's other mappings are local disks (``destination_type``
+#: ``local``) made from ``blank`` (swap, ephemeral) or an ``image``
+#: (``BlockDeviceDict.from_api`` gives them no Cinder id;
+#: ``from_legacy`` gives every mapping but ``no_device`` a destination).
+LOCAL_SOURCE_TYPES = rules.LOCAL_SOURCE_TYPES
+
+
+def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
+                    ) -> tuple[str, str, bool] | None:
+    """Why a mapping is not one Nova writes into a snapshot image.
+
+    The one home of the rule (:data:`LOCAL_SOURCE_TYPES`), for a request
+    mapping (the host's, before the volume mapping is rewritten) and for
+    an entry already written in an image (``nova-snapshot-ext audit``).
+
+    :param entry: the mapping's fields (``source_type``,
+        ``destination_type``, ``snapshot_id``, ``volume_id``,
+        ``no_device``).
+    :param written: judge an image entry as written: a volume entry must
+        then already be ``source_type`` ``snapshot`` (Nova attaches the
+        ``volume_id`` of a ``volume`` entry, whatever else it says).
+    :returns: ``(field, reason, unsafe)`` or ``None``; ``unsafe`` is
+        False only for a volume mapping that lacks the id of its snapshot
+        (incomplete: nothing would boot from it, nothing is handed over).
+    """
+    if entry.get('no_device'):
+        return None
+    source = entry.get('source_type')
+    destination = entry.get('destination_type')
+    snapshot_id = entry.get('snapshot_id')
+    has_snapshot = isinstance(snapshot_id, str) and bool(snapshot_id.strip())
+    volume = entry.get('volume_id') or snapshot_id
+    if destination == 'volume':
+        if written and source != 'snapshot':
+            return ('source_type', 'a volume entry of a snapshot image is '
+                    'the Cinder snapshot taken of the volume (source_type '
+                    'snapshot with snapshot_id), got source_type %r: a '
+                    'server booted from the image would be given %s'
+                    % (source, 'the in-use volume %s' % entry.get(
+                        'volume_id') if source == 'volume' else
+                        'a disk Nova never records'), True)
+        if not has_snapshot:
+            return ('snapshot_id', 'a volume mapping must carry the id of '
+                    'the Cinder snapshot the host took of volume %s'
+                    % entry.get('volume_id'), False)
+        return None
+    if destination is None:
+        if source in ('volume', 'snapshot') and not has_snapshot:
+            return ('snapshot_id', 'a %s mapping without destination_type '
+                    'or snapshot_id would give a server booted from the '
+                    'image the source\'s own volume %s; Nova writes a '
+                    'volume into a snapshot image only as the Cinder '
+                    'snapshot taken of it: set destination_type volume and '
+                    'the snapshot_id' % (source, volume), True)
+        return ('destination_type', 'is required (volume or local) on a '
+                'mapping that is not no_device: Nova gives every other '
+                'mapping one', True)
+    if destination != 'local':
+        return ('destination_type', 'must be volume or local, got %r'
+                % (destination,), True)
+    if source not in LOCAL_SOURCE_TYPES:
+        return ('source_type', 'a local disk (destination_type local) is '
+                'made from %s, got %r: Nova writes a volume into a snapshot '
+                'image only as the Cinder snapshot taken of it '
+                '(destination_type volume with snapshot_id)'
+                % (' or '.join(LOCAL_SOURCE_TYPES), source), True)
+    for key in ('volume_id', 'snapshot_id'):
+        if entry.get(key):
+            return (key, 'a local disk (destination_type local) names no '
+                    'Cinder %s: the image would hand %s to every server '
+                    'booted from it; leave it out'
+                    % (key.split('_')[0], entry.get(key)), True)
+    return None
+
+
+def check_image_mapping(bdm: BlockDeviceMapping, path: str) -> None:
+    """Refuse a mapping Nova never writes into a snapshot image.
+
+    A mapping copied as it is must not name a Cinder volume or snapshot:
+    a server booted from the image would be handed the source server's
+    in-use volume (``source_type`` ``volume`` without ``snapshot_id``) or
+    a snapshot the image does not own.  See :func:`mapping_refusal`.
+
+    :raises InvalidRequest: a volume mapping without its snapshot id.
+    :raises UnsafeRecord: any other mapping Nova never writes, naming
+        ``<path><field>``.
+    """
+    refusal = mapping_refusal({
+        'source_type': bdm.source_type,
+        'destination_type': bdm.destination_type,
+        'snapshot_id': bdm.snapshot_id, 'volume_id': bdm.volume_id,
+        'no_device': bdm.no_device})
+    if refusal is not None:
+        field, reason, unsafe = refusal
+        (_unsafe if unsafe else _fail)(path + field, reason)
 
 
 def _check_device_names(bdms: ty.Sequence[BlockDeviceMapping]) -> None:
@@ -377,24 +532,13 @@ class Server:
     @classmethod
     def from_dict(cls, data: ty.Any, path: str = 'server.') -> Server:
         _check_keys(data, _field_names(cls), path)
-        uuid = _str(data, 'uuid', path, required=True)
-        if not uuidutils.is_uuid_like(uuid):
-            _fail(path + 'uuid', 'must be a UUID, got %r' % uuid)
-        vm_state = _str(data, 'vm_state', path) or 'active'
-        return cls(
-            uuid=ty.cast(str, uuid),
-            project_id=ty.cast(str, _str(data, 'project_id', path,
-                                         required=True, max_len=255)),
-            user_id=_str(data, 'user_id', path, max_len=255),
-            vm_state=vm_state,
-            root_device_name=_str(data, 'root_device_name', path,
-                                  max_len=255),
-            image_ref=_str(data, 'image_ref', path),
-            system_metadata=_str_dict(data, 'system_metadata', path,
-                                      allow_none=True),
-            image_metadata=_str_dict(data, 'image_metadata', path,
-                                     allow_none=True),
-        )
+        values = {name: _value(data, name, path, field)
+                  for name, field in rules.SERVER.items()}
+        # null and '' are the default; another value not in the table's
+        # choices is refused by validate (InvalidServerState, naming the
+        # states a volume-backed snapshot allows).
+        values['vm_state'] = values['vm_state'] or 'active'
+        return cls(**values)
 
 
 @dataclasses.dataclass
@@ -407,16 +551,9 @@ class Requester:
 
     @classmethod
     def from_dict(cls, data: ty.Any, path: str = 'requester.') -> Requester:
-        _check_keys(data, ('project_id', 'user_id', 'roles'), path)
-        roles = data.get('roles') or []
-        if (not isinstance(roles, list) or
-                not all(isinstance(r, str) for r in roles)):
-            _fail(path + 'roles', 'must be a list of strings')
-        return cls(
-            project_id=ty.cast(str, _str(data, 'project_id', path,
-                                         required=True, max_len=255)),
-            user_id=_str(data, 'user_id', path, max_len=255),
-            roles=list(roles))
+        _check_keys(data, _field_names(cls), path)
+        return cls(**{name: _value(data, name, path, field)
+                      for name, field in rules.REQUESTER.items()})
 
 
 @dataclasses.dataclass
@@ -496,7 +633,7 @@ class SnapshotRequest:
         :raises InvalidRequest: naming the offending field.
         """
         _check_keys(data, _field_names(cls), '')
-        name = _str(data, 'name', '', required=True, max_len=255)
+        name = _value(data, 'name', '', rules.REQUEST['name'])
         server = Server.from_dict(data.get('server'))
         raw_bdms = data.get('block_device_mappings')
         if raw_bdms is None:
@@ -511,22 +648,25 @@ class SnapshotRequest:
                                   user_id=server.user_id)
         else:
             requester = Requester.from_dict(data['requester'])
-        image_id = _str(data, 'image_id', '')
+        image_id = _value(data, 'image_id', '', rules.REQUEST['image_id'])
         if image_id is not None:
-            if not uuidutils.is_uuid_like(image_id):
-                _fail('image_id', 'must be a UUID, got %r' % image_id)
             # One spelling per id: Glance stores the id as sent, so
             # 'ABC...' and 'abc...' (or braces, no dashes) would be two
             # images of one snapshot.
             image_id = str(uuid_mod.UUID(image_id))
-        backup_type = _str(data, 'backup_type', '', max_len=255)
-        if backup_type is not None and not backup_type.strip():
-            _fail('backup_type', 'must not be empty (omit it for a '
-                  'snapshot)')
+        backup_type = _value(data, 'backup_type', '',
+                             rules.REQUEST['backup_type'])
+        metadata = _value(data, 'metadata', '', rules.REQUEST['metadata'])
+        armed = deletion.hazard(metadata)
+        if armed is not None:
+            _unsafe('metadata.%s' % armed[0],
+                    '%s; this plugin deletes images (a failed attempt\'s '
+                    'cleanup, backup rotation, audit --fix), so a snapshot '
+                    'image never carries it: leave it out' % armed[1])
         return cls(name=ty.cast(str, name), server=server,
                    block_device_mappings=bdms, requester=requester,
-                   metadata=_str_dict(data, 'metadata', ''),
-                   image_id=image_id, backup_type=backup_type)
+                   metadata=metadata, image_id=image_id,
+                   backup_type=backup_type)
 
     def _check_fields(self) -> bool:
         """Give a request built in Python the checks ``from_dict`` makes.

@@ -16,12 +16,14 @@
 The schema (:data:`SCHEMA_PATH`, JSON Schema 2020-12, shipped in the
 package) describes the JSON form of
 :class:`~nova_snapshot_ext.snapshot.request.SnapshotRequest` for people
-and other tools; ``doc/source/request.rst`` is its reference page.  It
-never refuses what :meth:`SnapshotRequest.from_dict
-<nova_snapshot_ext.snapshot.request.SnapshotRequest.from_dict>` accepts
-(``tests/unit/snapshot/test_request_schema.py`` holds both to the same
-examples); the rules it cannot express (UUID spellings, rules that span
-fields) stay in :mod:`~nova_snapshot_ext.snapshot.request`.
+and other tools; ``doc/source/request.rst`` is its reference page.  It is
+generated from the table the validator reads
+(:mod:`~nova_snapshot_ext.snapshot.request_rules`), so both accept the
+same requests (``tests/unit/snapshot/test_request_schema.py`` runs
+thousands of generated requests through both); the only rules it cannot
+express (each device name, volume and volume snapshot named once, in any
+spelling) stay in :mod:`~nova_snapshot_ext.snapshot.request` and the
+schema's description says so.
 
 :func:`load` builds a request from a JSON document with both: where both
 refuse, the error is ``from_dict``'s (the wording operators already
@@ -40,6 +42,7 @@ import jsonschema
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import request as request_mod
+from nova_snapshot_ext.snapshot import request_rules
 
 #: The schema file (installed with the package).
 SCHEMA_PATH = os.path.join(
@@ -49,9 +52,17 @@ SCHEMA_PATH = os.path.join(
 
 @functools.lru_cache(maxsize=1)
 def schema() -> dict[str, ty.Any]:
-    """The schema as a dict (read once)."""
-    with open(SCHEMA_PATH, encoding='utf-8') as f:
-        return ty.cast(dict, json.load(f))
+    """The schema as a dict, built from the rules table (once).
+
+    The shipped file holds the same text
+    (:func:`~nova_snapshot_ext.snapshot.request_rules.schema_text`).
+    """
+    return request_rules.schema()
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema())
 
 
 def field_path(path: ty.Iterable[ty.Any]) -> str:
@@ -68,14 +79,33 @@ def field_path(path: ty.Iterable[ty.Any]) -> str:
     return text or '<request>'
 
 
+def _leaves(err: jsonschema.ValidationError
+            ) -> ty.Iterator[jsonschema.ValidationError]:
+    if not err.context:
+        yield err
+    for sub in err.context:
+        yield from _leaves(sub)
+
+
+def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """The error of an ``anyOf`` that names the deepest field.
+
+    (``requester.roles``, not ``requester``.)
+    """
+    if not err.context:
+        return err
+    # The deepest; at one depth, not "is not of type 'null'".
+    return max(_leaves(err), key=lambda e: (len(e.absolute_path),
+                                            e.validator != 'type'))
+
+
 def errors(data: ty.Any) -> list[tuple[str, str]]:
     """Every schema violation of ``data`` as ``(field path, reason)``.
 
     Sorted by field path; ``[]`` when the document conforms.
     """
-    validator = jsonschema.Draft202012Validator(schema())
     found = []
-    for err in validator.iter_errors(data):
+    for err in map(_deepest, _validator().iter_errors(data)):
         path = list(err.absolute_path)
         if err.validator == 'required' and isinstance(err.instance, dict):
             missing = [name for name in err.validator_value

@@ -207,6 +207,9 @@ class SnapshotResult:
         another try of this snapshot may be finishing each; a retry of
         the snapshot adopts it, ``nova-snapshot-ext audit --fix --yes``
         deletes it once it stayed ``queued`` past ``--queued-older-than``.
+    :ivar not_deletable: ids in ``leftover`` the plugin will not delete,
+        and why (deleting would make Glance destroy another resource,
+        :mod:`~nova_snapshot_ext.snapshot.deletion`).
     :ivar cleanup_cut_short: a second signal (or exit) stopped the
         cleanup after an interrupt; the attempt's image, unless seen
         deleted or active, is in ``leftover``.
@@ -232,6 +235,7 @@ class SnapshotResult:
         default_factory=dict)
     unconfirmed: list[str] = dataclasses.field(default_factory=list)
     left_in_place: list[str] = dataclasses.field(default_factory=list)
+    not_deletable: dict[str, str] = dataclasses.field(default_factory=dict)
     cleanup_cut_short: bool = False
     notes: list[str] = dataclasses.field(default_factory=list)
     os_hash_algo: str | None = None
@@ -261,10 +265,13 @@ class SnapshotResult:
         to be, with why and what removes it.  ``''`` when nothing was
         left.
         """
-        stuck, moving, cut, kept = [], [], [], []
+        stuck, moving, cut, kept, refused = [], [], [], [], []
         for image_id in dict.fromkeys(self.leftover):
             status = self.leftover_status.get(image_id)
-            if image_id in self.left_in_place:
+            if image_id in self.not_deletable:
+                refused.append('%s %s' % (image_id,
+                                          self.not_deletable[image_id]))
+            elif image_id in self.left_in_place:
                 kept.append('%s (%s)' % (
                     image_id, 'status %s' % status if status else
                     'status unknown: it could not be read'))
@@ -289,6 +296,8 @@ class SnapshotResult:
                 '--yes` deletes it if nothing claims it (once it stayed '
                 'queued longer than --queued-older-than, a day by default)'
                 % ', '.join(kept))
+        if refused:
+            texts.append('image(s) %s' % '; '.join(refused))
         if stuck:
             texts.append('COULD NOT DELETE image(s) %s' % ', '.join(stuck))
         if moving:

@@ -43,6 +43,7 @@ from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import attempts as attempts_mod
+from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
@@ -434,8 +435,15 @@ class SnapshotService:
         try:
             # The table's cleanup: this snapshot's image, if still queued
             # (its status re-read right before the delete).
-            if cleanup is not Cleanup.NONE and glance.get(image_id).get(
-                    'status') == 'queued':
+            current = (glance.get(image_id) if cleanup is not Cleanup.NONE
+                       else {})
+            armed = deletion.refusal_to_delete(current)
+            if armed is not None:
+                result.leftover.append(image_id)
+                result.leftover_status[image_id] = str(current.get('status'))
+                result.not_deletable[image_id] = armed
+                reason += '; image %s %s' % (image_id, armed)
+            elif current.get('status') == 'queued':
                 glance.delete(image_id)
                 if attempt is not None:
                     attempt.cleaned_up = True

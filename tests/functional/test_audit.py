@@ -297,3 +297,35 @@ class TestAudit(fbase.FunctionalTestCase):
                     'owner_specified.openstack.sha256'):
             self.assertNotIn(key, image)
         self.assertEqual('ubuntu', image['os_distro'])
+
+    def test_unsafe_mapping_and_deletion_hazard_reported_never_deleted(self):
+        live = str(uuid.uuid4())
+        entries = json.loads(mapping())
+        entries.append({'source_type': 'volume', 'destination_type': None,
+                        'volume_id': live, 'boot_index': -1,
+                        'device_name': '/dev/vdb'})
+        unsafe = self.seed(block_device_mapping=json.dumps(entries))
+        armed = {'cinder_encryption_key_id': str(uuid.uuid4()),
+                 'cinder_encryption_key_deletion_policy':
+                 'on_image_deletion'}
+        hazard = self.seed(**armed)
+        armed_leftover = self.seed_ours(**armed)
+        proc = self.run_cli('--queued-older-than', '0', '--fix', '--yes')
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        report = json.loads(proc.stdout)
+        found = self.kinds(report)
+        self.assertIn((unsafe, 'unsafe-mapping'), found)
+        self.assertIn((hazard, 'deletion-hazard'), found)
+        self.assertIn((armed_leftover, 'deletion-hazard'), found)
+        leftover = [f for f in report['findings']
+                    if f['image_id'] == armed_leftover and
+                    f['kind'] == 'queued-leftover'][0]
+        self.assertFalse(leftover['fixable'])
+        self.assertIn('key-manager secret',
+                      leftover['evidence']['not_deleted'])
+        problems = [f for f in report['findings']
+                    if f['kind'] == 'unsafe-mapping'][0]['evidence']
+        self.assertIn(live, problems['problems'][0])
+        # Nothing of these was deleted.
+        for image_id in (unsafe, hazard, armed_leftover):
+            self.client.images.get(image_id)

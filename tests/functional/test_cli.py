@@ -162,6 +162,30 @@ class TestCLI(fbase.FunctionalTestCase):
         self.assertIn('block_device_mappings[1].volume_size', proc.stderr)
         self.assertEqual([], self.list_all_images(filters={'name': name}))
 
+    def test_unsafe_records_exit_2_naming_the_field_create_nothing(self):
+        # Issue 28: a mapping handing over the source's in-use volume, and
+        # metadata that makes deleting the image delete a secret.
+        for change, field in (
+                (lambda d: d['block_device_mappings'][1].update(
+                    destination_type=None, snapshot_id=None),
+                 'block_device_mappings[1].snapshot_id'),
+                (lambda d: d['metadata'].update(
+                    cinder_encryption_key_deletion_policy=(
+                        'on_image_deletion')),
+                 'metadata.cinder_encryption_key_deletion_policy')):
+            path, name = self.write_request()
+            with open(path) as f:
+                data = json.load(f)
+            change(data)
+            with open(path, 'w') as f:
+                json.dump(data, f)
+            proc = self.run_cli('snapshot', '--config-file', self.conf_file,
+                                path)
+            self.assertEqual(2, proc.returncode, proc.stderr)
+            self.assertIn(field, proc.stderr)
+            self.assertEqual([], self.list_all_images(
+                filters={'name': name}))
+
     def test_missing_config_file(self):
         path, _ = self.write_request()
         proc = self.run_cli('snapshot', '--config-file',

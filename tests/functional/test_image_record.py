@@ -79,6 +79,25 @@ class TestImageRecord(test_snapshot.SnapshotTestBase):
             'instance_uuid': OTHER_SERVER}))
         self.assertEqual([], rotation)
 
+    def test_other_tools_data_marks_not_inherited(self):
+        # Issue 28 item 7: any tool's checksums, object names and upload
+        # marks of the source image stay behind; Nova's properties come.
+        foreign = {'owner_specified.shade.md5': 'd41d8cd9',
+                   'owner_specified.shade.sha256': 'e3b0c442',
+                   'owner_specified.shade.object': 'images/x',
+                   'glance_checksum': 'd41d8cd9', 'image.sha512': 'cf83',
+                   'swift_object_name': 'x', 'uploaded_by': 'ci',
+                   'source_url': 'http://example.com/x.qcow2'}
+        kept = {'hw_disk_bus': 'scsi', 'img_config_drive': 'mandatory',
+                'os_require_quiesce': 'True', 'hw_scsi_model':
+                'virtio-scsi', 'img_hide_hypervisor_id': 'true'}
+        _req, _result, image = self.snapshot({
+            'image_' + k: v for k, v in dict(foreign, **kept).items()})
+        for key in foreign:
+            self.assertNotIn(key, image)
+        for key, value in kept.items():
+            self.assertEqual(value, image[key])
+
     def test_user_metadata_up_to_glance_quota(self):
         # The plugin's own keys give way to user metadata at Glance's
         # default image_property_quota (128); one key more is refused

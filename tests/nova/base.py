@@ -147,8 +147,11 @@ class NovaServerTestCase(NovaGlanceTestCase):
         self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
 
     def create_server(self, volume_backed=True, vm_state='stopped',
-                      system_metadata=None):
+                      system_metadata=None, extra_bdms=()):
         """An instance (+ mapping, + BDMs) in cell1 of Nova's test DBs.
+
+        :param extra_bdms: more BDM fields dicts, created after the root
+            and the swap mappings.
 
         :returns: the ``nova.objects.Instance``.
         """
@@ -196,6 +199,9 @@ class NovaServerTestCase(NovaGlanceTestCase):
                 boot_index=-1, device_name='/dev/vdb', volume_size=1,
                 delete_on_termination=True, disk_bus='virtio',
                 device_type='disk').create()
+            for fields in extra_bdms:
+                objects.BlockDeviceMapping(
+                    cctxt, instance_uuid=server_id, **fields).create()
         return instance
 
 

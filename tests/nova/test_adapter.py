@@ -27,8 +27,9 @@ NOVA_MISSING = importlib.util.find_spec('nova') is None
 class TestRecordFromGlanceMeta(oslotest_base.BaseTestCase):
 
     def test_keeps_novas_encodings(self):
-        mapping = [{'source_type': 'snapshot', 'snapshot_id': 'S1',
-                    'boot_index': 0}]
+        # As Nova writes a volume entry (snapshot_from_bdm).
+        mapping = [{'source_type': 'snapshot', 'destination_type': 'volume',
+                    'snapshot_id': 'S1', 'boot_index': 0}]
         sent = {'id': 'c0ffee00-0000-4000-8000-000000000001', 'name': 'n',
                 'visibility': 'private', 'min_ram': 512, 'min_disk': 10,
                 'block_device_mapping': jsonutils.dumps(mapping),

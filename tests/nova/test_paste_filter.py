@@ -120,6 +120,37 @@ class TestPasteFilter(PastePipelineMixin, base.NovaServerTestCase):
         self.assertEqual({}, dict(self.cinder.volume_snapshots))
         self.assertEqual([], self.images_named(name))
 
+    def test_live_volume_mapping_refused_before_any_snapshot(self):
+        # Issue 28: a volume BDM without destination_type would be copied
+        # as it is by Nova's snapshot_volume_backed, handing every server
+        # booted from the image this server's in-use volume.
+        live = str(uuid.uuid4())
+        server = self.create_server(extra_bdms=[dict(
+            source_type='volume', destination_type=None, volume_id=live,
+            boot_index=-1, device_name='/dev/vdc')])
+        name = 'live-%s' % uuid.uuid4().hex[:8]
+        resp = self.create_image(server.uuid, name)
+        self.assertEqual(400, resp.status_int, resp.text)
+        message = jsonutils.loads(resp.body)['badRequest']['message']
+        # Nova lists the BDMs in its own order: the index is its.
+        self.assertRegex(message, r'block_device_mappings\[\d\]\.snapshot_id')
+        self.assertIn(live, message)
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual([], self.images_named(name))
+
+    def test_key_deleting_metadata_refused_before_any_snapshot(self):
+        server = self.create_server()
+        name = 'armed-%s' % uuid.uuid4().hex[:8]
+        resp = self.create_image(server.uuid, name, {
+            'cinder_encryption_key_id': str(uuid.uuid4()),
+            'cinder_encryption_key_deletion_policy': 'on_image_deletion'})
+        self.assertEqual(400, resp.status_int, resp.text)
+        message = jsonutils.loads(resp.body)['badRequest']['message']
+        self.assertIn('metadata.cinder_encryption_key_deletion_policy',
+                      message)
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual([], self.images_named(name))
+
     def test_database_refusal_before_any_snapshot(self):
         # Keys one in Glance's MySQL/MariaDB table (utf8mb3_general_ci):
         # Glance on MariaDB would answer 500 after the volume snapshots;

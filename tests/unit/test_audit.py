@@ -145,7 +145,9 @@ class TestJudge(base.TestCase):
         self.assertEqual(['min-disk-above-root'], self.kinds(img))
         self.assertEqual([], self.kinds(dict(img, min_disk=4)))
         # A local root (image-backed) has no volume limit.
-        local = image([entry(destination_type='local')], min_disk=160)
+        local = image([entry(source_type='image', destination_type='local',
+                             snapshot_id=None, image_id='i-1')],
+                      min_disk=160)
         self.assertEqual([], self.kinds(local))
 
     def test_borrowed_identity_properties(self):
@@ -444,7 +446,8 @@ class TestRepair(base.TestCase):
     def test_kinds_documented(self):
         self.assertEqual({'queued-leftover', 'dishonest-payload',
                           'min-disk-above-root', 'borrowed-property',
-                          'malformed-mapping', 'backup-snapshot-gone',
+                          'malformed-mapping', 'unsafe-mapping',
+                          'deletion-hazard', 'backup-snapshot-gone',
                           'unnamed-volume-snapshot'}, set(audit.KINDS))
 
 
@@ -489,6 +492,86 @@ class TestImageLeftInPlace(test_service.ServiceTestBase):
         report.findings += audit.judge(old, now=NOW)
         # a retry adopted and activated it after the scan
         auditor = FakeAuditor([dict(old, status='active', size=0)])
+        actions = audit.repair(auditor, report, act=True)
+        self.assertEqual(['skipped'], [a.outcome for a in actions])
+        self.assertEqual([], auditor.calls)
+
+
+ARMED = {'cinder_encryption_key_id': 'key-1',
+         'cinder_encryption_key_deletion_policy': 'on_image_deletion'}
+
+
+class TestRecordSafety(base.TestCase):
+    """Issue 28: images unsafe to boot (unsafe-mapping) or to delete."""
+
+    def kinds(self, img):
+        return [f.kind for f in audit.judge(img, now=NOW)]
+
+    def test_unsafe_mappings_flagged(self):
+        root = entry()
+        cases = {
+            'live volume, no destination': {
+                'source_type': 'volume', 'destination_type': None,
+                'volume_id': 'vol-live', 'boot_index': -1},
+            'volume entry with a snapshot id': {
+                'source_type': 'volume', 'destination_type': 'volume',
+                'volume_id': 'vol-live', 'snapshot_id': 'snap-9'},
+            'local disk naming a volume': {
+                'source_type': 'blank', 'destination_type': 'local',
+                'volume_id': 'vol-live'},
+            'snapshot to local': {
+                'source_type': 'snapshot', 'destination_type': 'local',
+                'snapshot_id': 'snap-9'},
+            'no destination at all': {'source_type': 'blank'},
+        }
+        for name, bad in cases.items():
+            findings = audit.judge(image([root, bad]), now=NOW)
+            self.assertEqual(['unsafe-mapping'],
+                             [f.kind for f in findings], name)
+            self.assertFalse(findings[0].fixable)
+            self.assertIn('entry 1', findings[0].evidence['problems'][0])
+
+    def test_nova_entries_not_flagged(self):
+        swap = {'source_type': 'blank', 'destination_type': 'local',
+                'guest_format': 'swap', 'boot_index': -1, 'volume_size': 1}
+        masked = {'source_type': 'volume', 'no_device': True,
+                  'volume_id': 'vol-x', 'device_name': '/dev/vdc'}
+        self.assertEqual([], self.kinds(image([swap, entry(), masked])))
+
+    def test_legacy_volume_without_snapshot_flagged(self):
+        legacy = dict(image([{'device_name': '/dev/vda',
+                              'volume_id': 'vol-live'}]))
+        del legacy['bdm_v2']
+        self.assertEqual(['unsafe-mapping'], self.kinds(legacy))
+        ok = dict(image([{'device_name': '/dev/vda',
+                          'snapshot_id': 'snap-1'}]))
+        del ok['bdm_v2']
+        self.assertEqual([], self.kinds(ok))
+
+    def test_deletion_hazard_flagged_not_fixable(self):
+        findings = audit.judge(image(**ARMED), now=NOW)
+        hazard = [f for f in findings if f.kind == 'deletion-hazard']
+        self.assertEqual(1, len(hazard))
+        self.assertFalse(hazard[0].fixable)
+        self.assertEqual('cinder_encryption_key_deletion_policy',
+                         hazard[0].evidence['property'])
+        other = dict(ARMED, cinder_encryption_key_deletion_policy='x')
+        self.assertNotIn('deletion-hazard',
+                         self.kinds(image(**other)))
+
+    def test_armed_queued_leftover_never_deleted(self):
+        old = dict(ARMED, status='queued', size=None,
+                   updated_at='2026-11-28T12:00:00Z')
+        armed = ours(**old)
+        finding = [f for f in audit.judge(armed, now=NOW)
+                   if f.kind == audit.QUEUED_LEFTOVER][0]
+        self.assertFalse(finding.fixable)
+        self.assertIn('key-manager secret', finding.evidence['not_deleted'])
+        # Armed after the scan: the re-read before the delete refuses.
+        plain = ours(status='queued', size=None,
+                     updated_at='2026-11-28T12:00:00Z')
+        report = audit.Report(findings=audit.judge(plain, now=NOW))
+        auditor = FakeAuditor([dict(plain, **ARMED)])
         actions = audit.repair(auditor, report, act=True)
         self.assertEqual(['skipped'], [a.outcome for a in actions])
         self.assertEqual([], auditor.calls)

@@ -349,3 +349,16 @@ class TestRotate(base.TestCase):
         self.assertTrue(result.complete)
         self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
         self.assertEqual(3, len(self.cinder.deleted))
+
+
+class TestRotateNeverDeletesArmed(TestRotate):
+
+    def test_armed_backup_left_and_named(self):
+        self.fake.images['img-02'].update(
+            cinder_encryption_key_id='key-1',
+            cinder_encryption_key_deletion_policy='on_image_deletion')
+        result = self.rotate()
+        self.assertIn('img-02', self.fake.images)
+        self.assertNotIn('img-02', result.deleted)
+        self.assertIn('key-manager secret', result.left['img-02'])
+        self.assertEqual(['img-01', 'img-03'], result.deleted)

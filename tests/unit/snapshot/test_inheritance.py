@@ -80,6 +80,9 @@ class TestNeverInheritedKind(base.TestCase):
             for suffix, kind in metadata.NEVER_INHERITED_SUFFIXES:
                 if key.endswith(suffix):
                     return kind
+            words = metadata._words_kind(key)
+            if words is not None:
+                return words
             return 'operator-list' if key in operator_keys else None
 
         keys = set(metadata.NEVER_INHERITED) | {'', 'os_distro',
@@ -102,6 +105,118 @@ class TestNeverInheritedKind(base.TestCase):
         # A built-in kind wins over the operator's list.
         self.assertEqual('secret', metadata.never_inherited_kind(
             'vtpm_secret_uuid', ['vtpm_secret_uuid']))
+
+
+#: Every image property Nova's ``ImageMetaProps`` knows (Nova 34,
+#: ``nova/objects/image_meta.py``) and the legacy names it maps to them:
+#: what Nova reads from an image, so what a snapshot must keep (but the
+#: kinds Nova itself never inherits: ``img_signature*``, and the
+#: ephemeral-encryption secret of this server).
+NOVA_IMAGE_PROPERTIES = (
+    'hw_architecture', 'hw_auto_disk_config', 'hw_boot_menu',
+    'hw_cdrom_bus', 'hw_cpu_cores', 'hw_cpu_max_cores',
+    'hw_cpu_max_sockets', 'hw_cpu_max_threads', 'hw_cpu_policy',
+    'hw_cpu_realtime_mask', 'hw_cpu_sockets', 'hw_cpu_thread_policy',
+    'hw_cpu_threads', 'hw_device_id', 'hw_disk_bus', 'hw_disk_type',
+    'hw_emulation_architecture', 'hw_ephemeral_encryption',
+    'hw_ephemeral_encryption_format', 'hw_firmware_stateless',
+    'hw_firmware_type', 'hw_floppy_bus', 'hw_input_bus', 'hw_ipxe_boot',
+    'hw_locked_memory', 'hw_machine_type', 'hw_maxphysaddr_bits',
+    'hw_maxphysaddr_mode', 'hw_mem_encryption', 'hw_mem_encryption_model',
+    'hw_mem_page_size', 'hw_numa_cpus', 'hw_numa_mem', 'hw_numa_nodes',
+    'hw_pci_numa_affinity_policy', 'hw_pmu', 'hw_pointer_model',
+    'hw_qemu_guest_agent', 'hw_redirected_usb_ports', 'hw_rescue_bus',
+    'hw_rescue_device', 'hw_rng_model', 'hw_scsi_model',
+    'hw_serial_port_count', 'hw_sound_model', 'hw_time_hpet',
+    'hw_tpm_model', 'hw_tpm_version', 'hw_usb_model', 'hw_video_model',
+    'hw_video_ram', 'hw_vif_model', 'hw_vif_multiqueue_enabled',
+    'hw_viommu_model', 'hw_virtio_packed_ring', 'hw_vm_mode',
+    'hw_watchdog_action', 'img_bittorrent', 'img_cache_in_nova',
+    'img_compression_level', 'img_config_drive', 'img_hide_hypervisor_id',
+    'img_hv_requested_version', 'img_hv_type', 'img_linked_clone',
+    'img_use_agent', 'img_version', 'os_admin_user', 'os_command_line',
+    'os_distro', 'os_require_quiesce', 'os_secure_boot',
+    'os_skip_agent_inject_files_at_boot', 'os_skip_agent_inject_ssh',
+    'os_type', 'traits_required',
+    # legacy names (ImageMetaProps._legacy_property_map) and others Nova
+    # and its drivers read
+    'architecture', 'hypervisor_type', 'vm_mode', 'auto_disk_config',
+    'kernel_id', 'ramdisk_id', 'hypervisor_version_requires',
+    'vmware_adaptertype', 'vmware_ostype', 'vmware_disktype',
+    'vmware_image_version', 'hw_disk_discard', 'os_version',
+    'cache_in_nova', 'bittorrent', 'base_image_ref', 'description',
+    'cinder_img_volume_type', 'trait:CUSTOM_X',
+    'trait:HW_CPU_X86_AVX2', 'hw_watchdog_action')
+
+
+class TestForeignDataByKind(base.TestCase):
+    """Issue 28 item 7: any tool's marks of another image's bytes."""
+
+    FOREIGN = [
+        # shade's and other tools' upload marks, any namespace
+        'owner_specified.shade.md5', 'owner_specified.shade.sha256',
+        'owner_specified.shade.object', 'owner_specified.ansible.md5',
+        'owner_specified.terraform.object', 'owner_specified.x.y.z',
+        # checksums under any prefix and spelling
+        'glance_checksum', 'image_checksum', 'source_checksum',
+        'md5', 'image.md5', 'file.md5sum', 'MD5', 'Md5Sum',
+        'sha256', 'x_sha256sum', 'sha256_digest', 'SHA512', 'sha1',
+        'disk.sha384', 'org.example:sha224', 'image-sha3',
+        'imageChecksum', 'uploadSha256', 'crc32c', 'content_crc64',
+        'blake2b_hash', 'xxhash', 'adler32', 'etag', 'swift_etag',
+        'content-digest', 'digests', 'hash', 'file_hash', 'hashes',
+        'checksums', 'checksum_sha256',
+        # object names
+        'object', 'objectName', 'swift_object', 'swift_object_name',
+        's3.object.key', 'object_id', 'owner_specified.sdk.object',
+        # the upload
+        'uploaded_by', 'upload_date', 'uploader', 'uploaded_at',
+    ]
+    PROVENANCE = [
+        'img_signature_v2', 'img_signature_algo', 'cosign-signature',
+        'image_signature', 'signed_by', 'gpg_fingerprint',
+        'source_url', 'image_source', 'source', 'origin',
+        'imported_from', 'import_origin', 'provenance', 'slsa.provenance',
+    ]
+
+    def test_unseen_spellings_not_inherited(self):
+        for key in self.FOREIGN:
+            self.assertEqual('foreign-data',
+                             metadata.never_inherited_kind(key), key)
+        for key in self.PROVENANCE:
+            self.assertEqual('provenance',
+                             metadata.never_inherited_kind(key), key)
+
+    def test_novas_image_properties_still_inherited(self):
+        for key in NOVA_IMAGE_PROPERTIES:
+            self.assertIsNone(metadata.never_inherited_kind(key), key)
+
+    def test_words_not_inside_other_words(self):
+        # 'sha' in 'shared', 'hash' in 'hashtag'-like words, 'object'
+        # in 'objective': not the words.
+        for key in ('shared_disk', 'os_shared', 'hashtagline',
+                    'objective', 'resource_class', 'originality',
+                    'hw_share', 'etagere', 'sharp'):
+            self.assertIsNone(metadata.never_inherited_kind(key), key)
+
+    def test_builder_drops_them_user_metadata_keeps_them(self):
+        data = base.sample_request_dict()
+        data['server']['image_metadata'] = {
+            k: 'v' for k in self.FOREIGN + self.PROVENANCE}
+        data['server']['image_metadata'].update(
+            {k: 'v' for k in NOVA_IMAGE_PROPERTIES})
+        data['metadata'] = {'sha256': 'mine'}
+        from nova_snapshot_ext.snapshot import request
+
+        record = metadata.build_image_record(
+            request.SnapshotRequest.from_dict(data), image_id='x')
+        for key in self.FOREIGN + self.PROVENANCE:
+            if key != 'sha256':
+                self.assertNotIn(key, record.properties)
+        for key in NOVA_IMAGE_PROPERTIES:
+            self.assertIn(key, record.properties)
+        # User metadata wins, as in Nova: it is this image's own.
+        self.assertEqual('mine', record.properties['sha256'])
 
 
 class TestMaxMinDisk(base.TestCase):

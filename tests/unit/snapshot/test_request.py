@@ -140,6 +140,7 @@ class TestSnapshotRequest(base.TestCase):
             source_type='image', destination_type='local',
             image_id=data['server']['image_ref'])
         data['block_device_mappings'][0].pop('snapshot_id')
+        data['block_device_mappings'][0].pop('volume_id')
         self.assertFieldError(data, 'block_device_mappings')
 
     def test_image_to_volume_root_is_volume_backed(self):
