@@ -395,7 +395,11 @@ def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
         LOG.exception('nova-snapshot-ext: backup %s is active; its rotation '
                       'failed', image_id)
         return None
-    level = LOG.info if result.complete else LOG.warning
+    # Anything this rotation failed to delete (an image, or a volume
+    # snapshot Cinder refused to delete) is a WARNING; a look-alike left
+    # on purpose is not a failure.
+    level = LOG.warning if result.failures or not result.complete \
+        else LOG.info
     level('nova-snapshot-ext: createBackup rotation: %s', result.describe())
     return result
 

@@ -17,6 +17,7 @@ real Glance (token identity), Nova's ``CinderFixture`` (volume snapshots)
 with ``delete_snapshot`` recorded.
 """
 
+import logging
 import time
 import uuid
 
@@ -194,6 +195,13 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
         self.assertEqual(1, len(failing))
         self.assertIn(failing[0], self.cinder.volume_snapshots)
         self.assertEqual(1, len(self.deleted_snapshots))
+        # The snapshot left behind is a WARNING naming it and the cause
+        # (doc/source/backups.rst), even though every image rotated.
+        left = [line for line in self.plugin_log.at_least(logging.WARNING)
+                if failing[0] in line]
+        self.assertEqual(1, len(left), self.plugin_log.at_least(
+            logging.INFO))
+        self.assertIn('refused', left[0])
 
     def test_backup_recorded_as_create_backup(self):
         from nova import context as nova_context
