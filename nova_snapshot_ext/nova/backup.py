@@ -26,10 +26,14 @@ volume_backed_backups = true`` the filter answers it instead
    goes to Nova unchanged (which answers it as without the plugin).
 2. The backup's preflight (:class:`~..backup.service.BackupService`),
    before any volume snapshot: a refusal is Nova's fault body.
-3. Nova's own ``API.snapshot_volume_backed`` (quiesce, volume snapshots,
-   image create) with the request named to the activation hook
-   (:func:`.hook.pending_create_image` with the ``backup_type``), which
-   builds the marked backup record and activates it.
+3. The volume snapshots (:mod:`.volumes`), with the request's context
+   targeted at the server's cell (:func:`.adapter.load_server`, as Nova's
+   API targets it): quiesce, instance action ``createBackup``, volume
+   snapshots, thaw (also after every failure); then the marked backup
+   record with the real snapshot ids, preflighted and activated
+   (:func:`.hook.register_prepared`).  A failure from here on is answered
+   with its cause (:func:`_failure`), the volume snapshots taken deleted
+   or named.
 4. The rotation (:mod:`..backup.rotation`) with the user's context for
    Glance and Nova's own Cinder API (:class:`NovaCinder`).  A failure of
    the rotation is logged (WARNING, naming what was not deleted); the

@@ -301,8 +301,9 @@ def activate_record(record: ty.Any, glance: glance_mod.GlanceClient,
                     service: service_mod.SnapshotService) -> ty.Any:
     """Check an image record against this Glance, create and activate it.
 
-    The one activation step of every Nova path (Nova's ``createImage``
-    through the wrapper, the plugin's ``createBackup``).
+    Nova's ``createImage`` through the wrapper; the plugin's
+    ``createBackup`` (:mod:`.backup`) preflights its record as a backup,
+    then shares :func:`register_prepared`.
 
     :returns: the active :class:`~..snapshot.result.SnapshotResult`.
     :raises PreflightError, GlanceError: refused before any image was

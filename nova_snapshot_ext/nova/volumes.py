@@ -150,9 +150,9 @@ class VolumeSnapshots:
 
     def _snapshot_all(self, name: str, taken: list[dict[str, ty.Any]]
                       ) -> None:
-        import nova.conf
         from nova import block_device
         from nova.compute import utils as compute_utils
+        import nova.conf
         from nova.i18n import _
 
         with compute_utils.EventReporter(self.context, EVENT,

@@ -42,8 +42,8 @@ def _enforce_foreign_keys(connection):
     another cell's database; SQLite does once ``PRAGMA foreign_keys`` is
     on for the connection (the one already open, and any opened later).
     """
-    import sqlalchemy
     from nova.db.main import api as main_db_api
+    import sqlalchemy
 
     engine = main_db_api.create_context_manager(connection).writer.get_engine()
 
