@@ -155,6 +155,20 @@ class TestDevstackLayout(DevstackCellsMixin,
                          self.actions_of(server.uuid, 'cell1'))
         self.assertEqual([], self.actions_of(server.uuid, 'cell0'))
 
+    def test_glance_unreachable_answered_not_passed_to_nova(self):
+        server = self.create_server()
+        self.flags(endpoint_override='http://127.0.0.1:9', group='glance')
+        resp = self.create_backup(server.uuid, 'bk-%s' % uuid.uuid4().hex)
+        self.assertNotIn('Backup is not supported', resp.text)
+        self.assertIn('Backup of server %s failed' % server.uuid, resp.text)
+        self.assertEqual(500, resp.status_int, resp.text)
+        # Refused before anything was done: no snapshot, no action.
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual([], self.actions_of(server.uuid, 'cell1'))
+        lines = [line for line in self.plugin_log.at_least(30)
+                 if server.uuid in line]
+        self.assertEqual(1, len(lines), self.plugin_log.at_least(30))
+
 
 class TestDevstackLayoutActiveServer(DevstackCellsMixin,
                                      test_create_backup.CreateBackupMixin,
@@ -210,3 +224,54 @@ class TestDevstackLayoutActiveServer(DevstackCellsMixin,
                  if server.uuid in line]
         self.assertEqual(1, len(lines), self.plugin_log.at_least(30))
         self.assertIn('cinder-api is down', lines[0])
+
+
+class TestDevstackLayoutActivationFailure(DevstackCellsMixin,
+                                          test_create_backup.CreateBackupMixin,
+                                          base.NovaServerTestCase):
+    """Glance's store fails after the preflight: the plugin's answer."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(volume_backed_backups=True, group='snapshot_ext')
+
+    def _break_glance_store(self):
+        # The shared Glance's file store can no longer write: its images
+        # directory is a plain file until the test ends.
+        import os
+
+        images = os.path.join(self.glance.base_dir, 'images')
+        os.rename(images, images + '.away')
+        with open(images, 'w'):
+            pass
+
+        def restore():
+            os.remove(images)
+            os.rename(images + '.away', images)
+
+        self.addCleanup(restore)
+
+    def test_failed_activation_answered_with_cause(self):
+        server = self.create_server()
+        self._break_glance_store()
+        resp = self.create_backup(server.uuid, 'bk-%s' % uuid.uuid4().hex)
+        self.assertNotEqual(202, resp.status_int, resp.text)
+        self.assertNotIn('Backup is not supported', resp.text)
+        body = jsonutils.loads(resp.body)
+        message = list(body.values())[0]['message']
+        self.assertIn('Backup of server %s failed' % server.uuid, message)
+        self.assertIn('activate', message)
+        # Glance's 500 is the cause, with createImage's status for it.
+        self.assertEqual(500, resp.status_int, resp.text)
+        self.assertIn('Glance upload failed: HTTP 500', message)
+        # Every attempt's image was deleted, so nothing can still use the
+        # volume snapshot this request took: it is deleted and named.
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual(1, len(self.deleted_snapshots))
+        self.assertIn('volume snapshot(s) %s deleted'
+                      % self.deleted_snapshots[0], message)
+        lines = [line for line in self.plugin_log.at_least(30)
+                 if server.uuid in line]
+        self.assertEqual(1, len(lines), self.plugin_log.at_least(30))
+        self.assertEqual(['createBackup'],
+                         self.actions_of(server.uuid, 'cell1'))
