@@ -39,12 +39,18 @@ API, Cinder API, instance action and event objects) and these rules:
 
 from __future__ import annotations
 
+import time
 import typing as ty
 
 from oslo_log import log as logging
 from oslo_utils import strutils
 
 LOG = logging.getLogger(__name__)
+
+#: Seconds :meth:`VolumeSnapshots.discard` waits for a volume snapshot
+#: still ``creating`` before deleting it, and between two reads.
+CREATING_WAIT = 60.0
+CREATING_POLL = 1.0
 
 #: The instance-action event of volume snapshots taken by nova-api (the
 #: name Nova's own volume-backed snapshot records).
@@ -200,12 +206,30 @@ class VolumeSnapshots:
         left = {}
         for snapshot_id in self.snapshot_ids:
             try:
+                self._wait_created(snapshot_id)
                 self.cinder.delete_snapshot(self.context, snapshot_id)
             except nova_exc.SnapshotNotFound:
                 continue
             except Exception as err:
-                left[snapshot_id] = 'Cinder delete failed: %s' % describe(err)
+                left[snapshot_id] = 'Cinder delete failed: %s' % (
+                    describe(err))
         return left
+
+    def _wait_created(self, snapshot_id: str) -> None:
+        """Wait (bounded) while Cinder is still ``creating`` the snapshot.
+
+        Cinder refuses to delete a snapshot in ``creating``; one taken a
+        moment ago by a request that failed right after may still be.
+        Past :data:`CREATING_WAIT` the delete is tried anyway (its refusal
+        then names the snapshot as left).
+        """
+        deadline = time.monotonic() + CREATING_WAIT
+        while True:
+            snapshot = self.cinder.get_snapshot(self.context, snapshot_id)
+            status = (snapshot or {}).get('status')
+            if status != 'creating' or time.monotonic() >= deadline:
+                return
+            time.sleep(CREATING_POLL)
 
 
 def describe(err: BaseException) -> str:
