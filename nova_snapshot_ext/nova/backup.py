@@ -348,10 +348,14 @@ def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
         named as left (an image that may still become active names it).
     """
     from nova import exception as nova_exc
+    import oslo_messaging
 
     expected = isinstance(err, (exception.SnapshotExtException,
-                                nova_exc.NovaException))
+                                nova_exc.NovaException,
+                                oslo_messaging.MessagingException))
     if expected:
+        # A Nova or plugin message, or the RPC failure (e.g. the compute
+        # host did not answer the quiesce call).
         cause = volumes_mod.describe(err)
     else:
         # No internals (SQL, paths) in the answer; the log has the rest.

@@ -169,6 +169,34 @@ class TestDevstackLayout(DevstackCellsMixin,
                  if server.uuid in line]
         self.assertEqual(1, len(lines), self.plugin_log.at_least(30))
 
+    def test_quiesce_unanswered_thaw_cast_and_cause_named(self):
+        # The server's host runs no compute service: the quiesce call times
+        # out (the guest may be frozen), the thaw is cast all the same.
+        from nova import context as nova_context
+
+        self.flags(rpc_response_timeout=1)
+        server = self.create_server(vm_state='active')
+        admin = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                admin, self.cell_mappings['cell1']) as cctxt:
+            from nova import objects
+
+            instance = objects.Instance.get_by_uuid(
+                cctxt, server.uuid,
+                expected_attrs=['metadata', 'system_metadata'])
+            instance.host = 'gone'
+            instance.save()
+        casts = self.useFixture(fixtures.MockPatch(
+            'nova.compute.rpcapi.ComputeAPI.unquiesce_instance',
+            autospec=False)).mock
+        resp = self.create_backup(server.uuid, 'bk-%s' % uuid.uuid4().hex)
+        self.assertEqual(500, resp.status_int, resp.text)
+        self.assertNotIn('Backup is not supported', resp.text)
+        self.assertIn('MessagingTimeout', resp.text)
+        self.assertEqual(1, casts.call_count)
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual([], self.actions_of(server.uuid, 'cell1'))
+
 
 class TestDevstackLayoutActiveServer(DevstackCellsMixin,
                                      test_create_backup.CreateBackupMixin,
