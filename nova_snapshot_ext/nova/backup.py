@@ -310,7 +310,9 @@ def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
                         volumes=volumes, discard=discard)
     except Exception as err:
         return _failure(fault, instance, err, 'activating the backup image',
-                        volumes=volumes, discard=False)
+                        volumes=volumes, discard=False,
+                        why_left='the activation ended without a result: '
+                        'an image may name it')
     return str(result.image_id)
 
 
@@ -338,14 +340,16 @@ def status_for(err: BaseException) -> int:
 
 def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
              err: BaseException, step: str, volumes: ty.Any = None,
-             discard: bool = False) -> ty.Any:
+             discard: bool = False,
+             why_left: str = 'an image left in place names it (a retry of '
+             'this backup adopts it)') -> ty.Any:
     """Answer a failed backup with its cause; one log line says it all.
 
     :param step: what failed, for the log line.
     :param volumes: the :class:`~.volumes.VolumeSnapshots` of the request,
         when it may have taken some.
     :param discard: delete the volume snapshots taken; otherwise each is
-        named as left (an image that may still become active names it).
+        named as left, with ``why_left``.
     """
     from nova import exception as nova_exc
     import oslo_messaging
@@ -366,8 +370,7 @@ def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
     if taken and discard:
         left = volumes.discard()
     elif taken:
-        left = {snap: 'an image left in place names it (a retry of this '
-                'backup adopts it)' for snap in taken}
+        left = {snap: why_left for snap in taken}
     notes = ['volume snapshot %s left: %s' % (snap, why)
              for snap, why in sorted(left.items())]
     deleted = [snap for snap in taken if snap not in left]
