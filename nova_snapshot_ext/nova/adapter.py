@@ -216,9 +216,16 @@ def load_server(context: ty.Any, server_id: str,
 
     Read from the server's cell as ``compute.api.API.get`` reads it (both
     metadata columns: leaving one out makes Nova 34 use SQLAlchemy's
-    deprecated ``noload()``).
+    deprecated ``noload()``), and, as Nova's API does when it loads a
+    server (``nova.context.set_target_cell``), ``context`` itself is left
+    targeted at that cell: everything later done for the request with it
+    (instance actions, block device mappings, RPC) reaches the server's
+    cell, not the database nova-api's ``[database]`` names (cell0 in
+    devstack's layout).  Nova's API targets the same context at the same
+    cell when it serves the request.
 
-    :param context: Nova's ``RequestContext``.
+    :param context: Nova's ``RequestContext`` of the request; targeted
+        at the server's cell on return when the server was found.
     :param server_id: the server's uuid.
     :param policies: Nova policy rules the caller must pass on the
         server's project (checked with ``fatal=False``); empty when Nova
@@ -234,17 +241,18 @@ def load_server(context: ty.Any, server_id: str,
     try:
         mapping = objects.InstanceMapping.get_by_instance_uuid(context,
                                                                server_id)
-        with nova_context.target_cell(context,
-                                      mapping.cell_mapping) as cctxt:
-            instance = objects.Instance.get_by_uuid(
-                cctxt, server_id,
-                expected_attrs=['metadata', 'system_metadata'])
-            target = {'project_id': instance.project_id}
-            if not all(context.can(rule, target=target, fatal=False)
-                       for rule in policies):
-                return None
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-                cctxt, instance.uuid)
+        if mapping.cell_mapping is None:
+            return None  # not in a cell yet (being scheduled): Nova's
+        nova_context.set_target_cell(context, mapping.cell_mapping)
+        instance = objects.Instance.get_by_uuid(
+            context, server_id,
+            expected_attrs=['metadata', 'system_metadata'])
+        target = {'project_id': instance.project_id}
+        if not all(context.can(rule, target=target, fatal=False)
+                   for rule in policies):
+            return None
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            context, instance.uuid)
     except (nova_exc.InstanceMappingNotFound, nova_exc.InstanceNotFound):
         return None
     return instance, bdms

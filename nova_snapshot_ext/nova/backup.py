@@ -26,10 +26,14 @@ volume_backed_backups = true`` the filter answers it instead
    goes to Nova unchanged (which answers it as without the plugin).
 2. The backup's preflight (:class:`~..backup.service.BackupService`),
    before any volume snapshot: a refusal is Nova's fault body.
-3. Nova's own ``API.snapshot_volume_backed`` (quiesce, volume snapshots,
-   image create) with the request named to the activation hook
-   (:func:`.hook.pending_create_image` with the ``backup_type``), which
-   builds the marked backup record and activates it.
+3. The volume snapshots (:mod:`.volumes`), with the request's context
+   targeted at the server's cell (:func:`.adapter.load_server`, as Nova's
+   API targets it): quiesce, instance action ``createBackup``, volume
+   snapshots, thaw (also after every failure); then the marked backup
+   record with the real snapshot ids, preflighted and activated
+   (:func:`.hook.register_prepared`).  A failure from here on is answered
+   with its cause (:func:`_failure`), the volume snapshots taken deleted
+   or named.
 4. The rotation (:mod:`..backup.rotation`) with the user's context for
    Glance and Nova's own Cinder API (:class:`NovaCinder`).  A failure of
    the rotation is logged (WARNING, naming what was not deleted); the
@@ -53,8 +57,10 @@ from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.i18n import _
 from nova_snapshot_ext.nova import adapter
 from nova_snapshot_ext.nova import hook
+from nova_snapshot_ext.nova import volumes as volumes_mod
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.snapshot import service as service_mod
@@ -193,6 +199,13 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
           fault: ty.Callable[[int, str], ty.Any]) -> ty.Any:
     """Answer a ``createBackup``, or ``None`` to let Nova answer it.
 
+    ``None`` only while nothing was done for the request: Nova would
+    refuse it on its own (see the module docstring), or the plugin cannot
+    form a snapshot request from the server.  Once the preflight ran,
+    every outcome is the plugin's answer: a failure is answered with its
+    cause and status (:func:`_failure`), never with Nova's "not
+    supported for volume-backed instances".
+
     :param fault: builds Nova's fault response (``filter._fault``).
     :returns: a WSGI response, or ``None``.
     """
@@ -208,6 +221,8 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
     action = parse(req, nova_req)
     if action is None:
         return None
+    # The request's context is now targeted at the server's cell, as
+    # Nova's API targets it when it loads a server.
     loaded = _load(context, server_id)
     if loaded is None:
         return None
@@ -221,8 +236,8 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
         except webob.exc.HTTPException as err:
             return fault(err.code, err.explanation)
     backups = backup_mod.BackupService(service)
-    glance = hook.client_for_context(context, conf)
     try:
+        glance = hook.client_for_context(context, conf)
         request = adapter.request_from_nova(context, instance, bdms,
                                             action.name, action.metadata)
         backups.preflight(dataclasses.replace(
@@ -236,11 +251,16 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
                  '%(server)s before any volume snapshot: %(reason)s',
                  {'server': server_id, 'reason': err.format_message()})
         return fault(err.code, err.format_message())
-    image = _snapshot(context, instance, action, fault)
-    if not isinstance(image, dict):
-        return image  # Nova's fault
-    _rotate(context, glance, image['id'], action)
-    return _answer(req, nova_req, image['id'], action.rotation)
+    except exception.SnapshotExtException as err:
+        # E.g. Glance unreachable: the backup cannot be made, and Nova's
+        # "not supported" would hide why.
+        return _failure(fault, instance, err, 'before any volume snapshot')
+    image_id = _backup(context, instance, bdms, action, backups, glance,
+                       fault)
+    if not isinstance(image_id, str):
+        return image_id  # the failure, answered
+    _rotate(context, glance, image_id, action)
+    return _answer(req, nova_req, image_id, action.rotation)
 
 
 def _version(text: str) -> ty.Any:
@@ -249,27 +269,122 @@ def _version(text: str) -> ty.Any:
     return api_version_request.APIVersionRequest(text)
 
 
-def _snapshot(context: ty.Any, instance: ty.Any, action: BackupAction,
-              fault: ty.Callable[[int, str], ty.Any]) -> ty.Any:
-    """Nova's volume-backed snapshot path, the backup named to the hook.
+def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
+            action: BackupAction, backups: backup_mod.BackupService,
+            glance: ty.Any, fault: ty.Callable[[int, str], ty.Any]
+            ) -> ty.Any:
+    """Volume snapshots (:mod:`.volumes`), then the marked backup image.
 
-    :returns: the image dict Nova returns, or Nova's fault response.
+    The instance action is ``createBackup``.  On a failure the volume
+    snapshots this request took are deleted, unless an image that may
+    still become active names them (then they are left and named).
+
+    :returns: the active backup's image id, or the failure's response.
     """
-    from nova.compute import api as compute_api
+    from nova.compute import instance_actions
+
+    volumes = volumes_mod.VolumeSnapshots(context, instance, bdms,
+                                          instance_actions.BACKUP)
+    try:
+        snapshot_ids = volumes.take(action.name)
+    except Exception as err:
+        return _failure(fault, instance, err, 'taking the volume snapshots',
+                        volumes=volumes, discard=True)
+    try:
+        request = dataclasses.replace(adapter.request_from_nova(
+            context, instance, bdms, action.name, action.metadata,
+            snapshot_ids=snapshot_ids), backup_type=action.backup_type)
+        prepared = backups.preflight(request, glance)
+    except Exception as err:
+        # Refused before any image was created.
+        return _failure(fault, instance, err, 'building the backup image',
+                        volumes=volumes, discard=True)
+    try:
+        result = hook.register_prepared(prepared, glance, backups.snapshots)
+    except exception.ActivationFailed as err:
+        made = err.result
+        # An image left in place (or whose create got no answer) may still
+        # become active and names these snapshots: they stay with it.
+        discard = made is None or not (made.leftover or made.unconfirmed)
+        return _failure(fault, instance, err, 'activating the backup image',
+                        volumes=volumes, discard=discard)
+    except Exception as err:
+        return _failure(fault, instance, err, 'activating the backup image',
+                        volumes=volumes, discard=False,
+                        why_left='the activation ended without a result: '
+                        'an image may name it')
+    return str(result.image_id)
+
+
+def status_for(err: BaseException) -> int:
+    """The HTTP status Nova's ``createImage`` answers for this failure.
+
+    A plugin exception is first mapped as the activation hook maps it
+    (:func:`.adapter.to_nova_exception`); then, as Nova's API does: an
+    instance in the wrong state or a failed quiesce 409, a quota or a
+    refusal 403, invalid input 400, anything else 500.
+    """
     from nova import exception as nova_exc
 
-    with hook.pending_create_image(context, instance.uuid, action.name,
-                                   action.metadata,
-                                   backup_type=action.backup_type):
-        try:
-            return compute_api.API().snapshot_volume_backed(
-                context, instance, action.name,
-                extra_properties=dict(action.metadata))
-        except nova_exc.InstanceInvalidState as err:
-            return fault(409, err.format_message())
-        except nova_exc.NovaException as err:
-            return fault(getattr(err, 'code', 500) or 500,
-                         err.format_message())
+    if isinstance(err, exception.SnapshotExtException):
+        err = adapter.to_nova_exception(err)
+    if isinstance(err, (nova_exc.InstanceInvalidState,
+                        nova_exc.InstanceQuiesceFailed)):
+        return 409
+    if isinstance(err, (nova_exc.OverQuota, nova_exc.Forbidden)):
+        return 403
+    if isinstance(err, nova_exc.Invalid):
+        return 400
+    return 500
+
+
+def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
+             err: BaseException, step: str, volumes: ty.Any = None,
+             discard: bool = False,
+             why_left: str = 'an image left in place names it (a retry of '
+             'this backup adopts it)') -> ty.Any:
+    """Answer a failed backup with its cause; one log line says it all.
+
+    :param step: what failed, for the log line.
+    :param volumes: the :class:`~.volumes.VolumeSnapshots` of the request,
+        when it may have taken some.
+    :param discard: delete the volume snapshots taken; otherwise each is
+        named as left, with ``why_left``.
+    """
+    from nova import exception as nova_exc
+    import oslo_messaging
+
+    expected = isinstance(err, (exception.SnapshotExtException,
+                                nova_exc.NovaException,
+                                oslo_messaging.MessagingException))
+    if expected:
+        # A Nova or plugin message, or the RPC failure (e.g. the compute
+        # host did not answer the quiesce call).
+        cause = volumes_mod.describe(err)
+    else:
+        # No internals (SQL, paths) in the answer; the log has the rest.
+        cause = ('unexpected %s in nova-snapshot-ext (see nova-api\'s log)'
+                 % type(err).__name__)
+    taken = list(volumes.snapshot_ids) if volumes is not None else []
+    left: dict[str, str] = {}
+    if taken and discard:
+        left = volumes.discard()
+    elif taken:
+        left = {snap: why_left for snap in taken}
+    notes = ['volume snapshot %s left: %s' % (snap, why)
+             for snap, why in sorted(left.items())]
+    deleted = [snap for snap in taken if snap not in left]
+    if deleted:
+        notes.insert(0, 'volume snapshot(s) %s deleted' % ', '.join(deleted))
+    message = _('Backup of server %(server)s failed: %(cause)s') % {
+        'server': instance.uuid, 'cause': cause}
+    if notes:
+        message = '%s (%s)' % (message, '; '.join(notes))
+    log = LOG.warning if expected else LOG.exception
+    log('nova-snapshot-ext: createBackup of server %(server)s failed '
+        '%(step)s: %(message)s', {'server': instance.uuid, 'step': step,
+                                  'message': message})
+    return fault(status_for(err), message)
 
 
 def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
@@ -291,7 +406,11 @@ def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
         LOG.exception('nova-snapshot-ext: backup %s is active; its rotation '
                       'failed', image_id)
         return None
-    level = LOG.info if result.complete else LOG.warning
+    # Anything this rotation failed to delete (an image, or a volume
+    # snapshot Cinder refused to delete) is a WARNING; a look-alike left
+    # on purpose is not a failure.
+    level = LOG.warning if result.failures or not result.complete \
+        else LOG.info
     level('nova-snapshot-ext: createBackup rotation: %s', result.describe())
     return result
 

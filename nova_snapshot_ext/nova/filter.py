@@ -308,8 +308,11 @@ class SnapshotExtMiddleware:
         """A ``createBackup`` the plugin serves (:mod:`.backup`), or None.
 
         Only with ``[snapshot_ext] volume_backed_backups = true`` and the
-        activation hook installed; an unexpected error before Nova
-        snapshotted a volume is logged and the request goes to Nova.
+        activation hook installed.  From its preflight on,
+        :func:`.backup.serve` answers every failure itself (its cause, not
+        Nova's "not supported"); an unexpected error before it (nothing
+        done for the request yet) is logged and the request goes to Nova,
+        as if the plugin were absent.
         """
         if (req.method != 'POST' or not self.plugin.activation or
                 not self.plugin.conf.snapshot_ext.volume_backed_backups):

@@ -42,7 +42,9 @@ The wrapper:
    is made from Nova's translated metadata with the same inheritance
    rules (:func:`.adapter.record_from_glance_meta`);
 2. runs ``SnapshotService.check_record`` then ``register`` with a Glance
-   client acting for the request context (:func:`client_for_context`);
+   client acting for the request context (:func:`client_for_context`,
+   :func:`activate_record`: the step the plugin's own ``createBackup``
+   route, :mod:`.backup`, shares);
 3. returns ``self.show(context, image_id)``: the active image translated by
    Nova (``_translate_from_glance``), what Nova's ``create`` returns;
 4. raises the Nova exception matching a failure
@@ -58,7 +60,6 @@ module was written against (:data:`SUPPORTED_NOVA_MAJORS`, signatures).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import importlib.metadata
 import inspect
@@ -105,8 +106,7 @@ _pending = threading.local()
 
 @contextlib.contextmanager
 def pending_create_image(context: ty.Any, server_id: str, name: str,
-                         metadata: ty.Mapping[str, str],
-                         backup_type: str | None = None
+                         metadata: ty.Mapping[str, str]
                          ) -> ty.Iterator[None]:
     """Name the ``createImage`` request Nova is about to serve.
 
@@ -115,13 +115,9 @@ def pending_create_image(context: ty.Any, server_id: str, name: str,
     :param server_id: the server's uuid from the URL.
     :param name: ``createImage`` ``name``.
     :param metadata: ``createImage`` ``metadata``.
-    :param backup_type: set when the plugin serves a ``createBackup``
-        (:mod:`.backup`): the record is then a backup's, marked
-        (:func:`~nova_snapshot_ext.backup.mark.mark`).
     """
     previous = getattr(_pending, 'request', None)
-    _pending.request = (context, server_id, name, dict(metadata),
-                        backup_type)
+    _pending.request = (context, server_id, name, dict(metadata))
     try:
         yield
     finally:
@@ -134,14 +130,6 @@ def _pending_for(context: ty.Any, name: ty.Any
     if pending is None or pending[0] is not context or pending[2] != name:
         return None
     return pending[1], pending[3]
-
-
-def _pending_backup_type(context: ty.Any, name: ty.Any) -> str | None:
-    """The ``backup_type`` of the named request, when it is a backup."""
-    pending = getattr(_pending, 'request', None)
-    if _pending_for(context, name) is None or pending is None:
-        return None
-    return ty.cast('str | None', pending[4])
 
 
 class _State:
@@ -299,20 +287,50 @@ def _activate(image_service: ty.Any, context: ty.Any,
     try:
         record = _record(context, sent, member, service, conf)
         glance = client_for_context(context, conf)
-        prepared = service.check_record(record, glance)
-        result = service.register(prepared, glance)
+        result = activate_record(record, glance, service)
     except exception.SnapshotExtException as err:
         LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused '
                     'or failed: %(reason)s',
                     {'name': sent.get('name'),
                      'reason': err.format_message()})
         raise adapter.to_nova_exception(err) from err
+    return image_service.show(context, result.image_id)
+
+
+def activate_record(record: ty.Any, glance: glance_mod.GlanceClient,
+                    service: service_mod.SnapshotService) -> ty.Any:
+    """Check an image record against this Glance, create and activate it.
+
+    Nova's ``createImage`` through the wrapper; the plugin's
+    ``createBackup`` (:mod:`.backup`) preflights its record as a backup,
+    then shares :func:`register_prepared`.
+
+    :returns: the active :class:`~..snapshot.result.SnapshotResult`.
+    :raises PreflightError, GlanceError: refused before any image was
+        created.
+    :raises ActivationFailed: no attempt activated an image (its
+        ``result`` names any image left).
+    """
+    return register_prepared(service.check_record(record, glance), glance,
+                             service)
+
+
+def register_prepared(prepared: ty.Any, glance: glance_mod.GlanceClient,
+                      service: service_mod.SnapshotService) -> ty.Any:
+    """Create and activate a checked image record; log the active image.
+
+    :param prepared: a ``PreparedSnapshot`` (``check_record`` or a
+        backup's preflight).
+    :returns: the active :class:`~..snapshot.result.SnapshotResult`.
+    :raises ActivationFailed: no attempt activated an image.
+    """
+    result = service.register(prepared, glance)
     LOG.info('nova-snapshot-ext: snapshot image %(id)s (%(name)s) is '
              'active as %(fmt)s/%(cfmt)s, %(size)s B',
              {'id': result.image_id, 'name': result.name,
               'fmt': result.disk_format, 'cfmt': result.container_format,
               'size': result.size})
-    return image_service.show(context, result.image_id)
+    return result
 
 
 def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
@@ -322,7 +340,6 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
     pending = _pending_for(context, sent.get('name'))
     if pending is not None:
         server_id, metadata = pending
-        backup_type = _pending_backup_type(context, sent.get('name'))
         snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
         loaded = adapter.load_server(context, server_id)
         if loaded is not None and snapshot_ids is not None:
@@ -338,29 +355,12 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
             except exception.InvalidRequest as err:
                 LOG.warning('nova-snapshot-ext: %s', err.format_message())
             else:
-                if backup_type:
-                    return _backup_record(snapshot, backup_type, service)
                 return service.build_record(snapshot)
-        if backup_type:
-            # A backup the rotation could not prove is this server's is
-            # worse than none: refused (Nova deletes its volume snapshots).
-            raise exception.InvalidRequest(
-                field='createBackup', reason='server %s or its volume '
-                'snapshots could not be matched' % server_id)
         LOG.warning('nova-snapshot-ext: server %s or its volume snapshots '
                     "could not be matched; building the image record from "
                     "Nova's metadata", server_id)
     return adapter.record_from_glance_meta(
         sent, member, conf.snapshot_ext.non_inheritable_image_properties)
-
-
-def _backup_record(snapshot: ty.Any, backup_type: str,
-                   service: service_mod.SnapshotService) -> ty.Any:
-    """The record of a ``createBackup`` the plugin serves: marked."""
-    from nova_snapshot_ext.backup import service as backup_mod
-
-    return backup_mod.BackupService(service).build_record(
-        dataclasses.replace(snapshot, backup_type=backup_type))
 
 
 #: Nova ``[glance]`` keystoneauth adapter options passed on to the client

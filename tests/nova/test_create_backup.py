@@ -17,6 +17,7 @@ real Glance (token identity), Nova's ``CinderFixture`` (volume snapshots)
 with ``delete_snapshot`` recorded.
 """
 
+import logging
 import time
 import uuid
 
@@ -194,14 +195,44 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
         self.assertEqual(1, len(failing))
         self.assertIn(failing[0], self.cinder.volume_snapshots)
         self.assertEqual(1, len(self.deleted_snapshots))
+        # The snapshot left behind is a WARNING naming it and the cause
+        # (doc/source/backups.rst), even though every image rotated.
+        left = [line for line in self.plugin_log.at_least(logging.WARNING)
+                if failing[0] in line]
+        self.assertEqual(1, len(left), self.plugin_log.at_least(
+            logging.INFO))
+        self.assertIn('refused', left[0])
 
-    def test_pending_backup_type_is_per_context_and_name(self):
+    def test_backup_recorded_as_create_backup(self):
+        from nova import context as nova_context
+        from nova import objects
+
+        self.flags_on()
+        server = self.create_server()
+        resp = self.create_backup(server.uuid, 'act-%s' % uuid.uuid4().hex)
+        self.assertEqual(202, resp.status_int, resp.text)
+        resp = self.create_image(server.uuid, 'img-%s' % uuid.uuid4().hex)
+        self.assertEqual(202, resp.status_int, resp.text)
+        admin = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                admin, self.cell_mappings['cell1']) as cctxt:
+            actions = objects.InstanceActionList.get_by_instance_uuid(
+                cctxt, server.uuid)
+            self.assertEqual(['createBackup', 'createImage'],
+                             sorted(a.action for a in actions))
+            backup = [a for a in actions if a.action == 'createBackup'][0]
+            events = objects.InstanceActionEventList.get_by_action(
+                cctxt, backup.id)
+            self.assertEqual(['api_snapshot_instance'],
+                             [e.event for e in events])
+            self.assertEqual(['Success'], [e.result for e in events])
+
+    def test_pending_request_is_per_context_and_name(self):
         from nova_snapshot_ext.nova import hook
 
-        with hook.pending_create_image(self.context, 'sid', 'n', {},
-                                       backup_type='daily'):
-            self.assertEqual('daily',
-                             hook._pending_backup_type(self.context, 'n'))
-            self.assertIsNone(hook._pending_backup_type(object(), 'n'))
         with hook.pending_create_image(self.context, 'sid', 'n', {}):
-            self.assertIsNone(hook._pending_backup_type(self.context, 'n'))
+            self.assertEqual(('sid', {}),
+                             hook._pending_for(self.context, 'n'))
+            self.assertIsNone(hook._pending_for(object(), 'n'))
+            self.assertIsNone(hook._pending_for(self.context, 'm'))
+        self.assertIsNone(hook._pending_for(self.context, 'n'))

@@ -1,0 +1,240 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The volume snapshots of a ``createBackup`` the plugin serves in nova-api.
+
+Nova's ``compute.api.API.snapshot_volume_backed`` serves ``createImage``
+only: it records the instance action as ``createImage``, and a failure
+between its quiesce and its volume snapshots (the instance action write)
+never thaws the guest.  The backup route (:mod:`.backup`) takes its
+volume snapshots here instead, with Nova's own parts (its compute RPC
+API, Cinder API, instance action and event objects) and these rules:
+
+* the request's context must already be targeted at the server's cell
+  (:func:`.adapter.load_server` does it, as Nova's API does);
+* the Cinder snapshot quota is checked before the guest is touched (as
+  Nova does);
+* an ``active`` guest is quiesced first; a driver that cannot quiesce is
+  skipped unless the image requires it (``os_require_quiesce``), as Nova
+  does;
+* from the quiesce on, **every** failure thaws the guest (an
+  ``unquiesce_instance`` cast) before it propagates, and a success thaws
+  it once the snapshots are taken (the compute host waits for them before
+  thawing);
+* the instance action is the caller's (``createBackup``), with the
+  ``api_snapshot_instance`` event Nova records for volume snapshots taken
+  by the API;
+* :meth:`VolumeSnapshots.discard` deletes the volume snapshots this
+  request took, when the backup failed and no image may still name them.
+"""
+
+from __future__ import annotations
+
+import time
+import typing as ty
+
+from oslo_log import log as logging
+from oslo_utils import strutils
+
+LOG = logging.getLogger(__name__)
+
+#: Seconds :meth:`VolumeSnapshots.discard` waits for a volume snapshot
+#: still ``creating`` before deleting it, and between two reads.
+CREATING_WAIT = 60.0
+CREATING_POLL = 1.0
+
+#: The instance-action event of volume snapshots taken by nova-api (the
+#: name Nova's own volume-backed snapshot records).
+EVENT = 'api_snapshot_instance'
+
+
+class VolumeSnapshots:
+    """Take (and, on failure, discard) one server's volume snapshots.
+
+    :param context: the request's ``RequestContext``, targeted at the
+        server's cell.
+    :param instance: the ``Instance`` (with ``system_metadata``).
+    :param bdms: its ``BlockDeviceMappingList``.
+    :param action: the instance action to record (Nova's
+        ``instance_actions`` value, e.g. ``createBackup``).
+    """
+
+    def __init__(self, context: ty.Any, instance: ty.Any, bdms: ty.Any,
+                 action: str):
+        from nova.compute import api as compute_api
+
+        api = compute_api.API()
+        self.context = context
+        self.instance = instance
+        self.action = action
+        self.rpc = api.compute_rpcapi
+        self.cinder = api.volume_api
+        self.volumes = [b for b in bdms if not b.no_device and b.is_volume]
+        #: Ids of the volume snapshots taken, in the order of
+        #: :attr:`volumes`.
+        self.snapshot_ids: list[str] = []
+
+    def take(self, name: str) -> list[str]:
+        """Quiesce, record the action, snapshot every volume, thaw.
+
+        :param name: the image name (the snapshots are named after it, as
+            Nova names them).
+        :returns: :attr:`snapshot_ids`, one per volume mapping, in BDM
+            order.
+        :raises nova.exception.OverQuota: Cinder's snapshot quota would be
+            exceeded (nothing taken, guest untouched).
+        :raises nova.exception.NovaException: the quiesce the image
+            requires failed, or a Cinder call failed (the guest thawed).
+        :raises Exception: anything else, the guest thawed.
+        """
+        self._check_quota()
+        quiesced = self._quiesce()
+        taken: list[dict[str, ty.Any]] = []
+        try:
+            self._record_action()
+            self._snapshot_all(name, taken)
+        except BaseException:
+            if quiesced:
+                self._thaw(taken, failed=True)
+            raise
+        if quiesced:
+            self._thaw(taken, failed=False)
+        return self.snapshot_ids
+
+    def _check_quota(self) -> None:
+        from nova import exception as nova_exc
+
+        if not self.volumes:
+            return
+        limits = self.cinder.get_absolute_limits(self.context)
+        limit = limits['maxTotalSnapshots']
+        if limit > -1 and (limits['totalSnapshotsUsed'] +
+                           len(self.volumes)) > limit:
+            raise nova_exc.OverQuota(overs='snapshots')
+
+    def _quiesce(self) -> bool:
+        """Freeze an active guest; True when it may be frozen now."""
+        from nova import exception as nova_exc
+
+        if self.instance.vm_state != 'active':
+            return False
+        sysmeta = self.instance.system_metadata or {}
+        required = strutils.bool_from_string(
+            sysmeta.get('image_os_require_quiesce'))
+        try:
+            self.rpc.quiesce_instance(self.context, self.instance)
+        except (nova_exc.NovaException, NotImplementedError) as err:
+            # The driver answered that it cannot (or did not) freeze it.
+            if required:
+                raise
+            LOG.info('nova-snapshot-ext: %(action)s of server %(server)s '
+                     'goes on without quiescing it: %(reason)s',
+                     {'action': self.action, 'server': self.instance.uuid,
+                      'reason': describe(err)})
+            return False
+        except BaseException:
+            # No answer (e.g. an RPC timeout): the guest may be frozen.
+            self._thaw([], failed=True)
+            raise
+        return True
+
+    def _record_action(self) -> None:
+        from nova import objects
+
+        objects.InstanceAction.action_start(
+            self.context, self.instance.uuid, self.action,
+            want_result=False)
+
+    def _snapshot_all(self, name: str, taken: list[dict[str, ty.Any]]
+                      ) -> None:
+        from nova import block_device
+        from nova.compute import utils as compute_utils
+        import nova.conf
+        from nova.i18n import _
+
+        with compute_utils.EventReporter(self.context, EVENT,
+                                         nova.conf.CONF.host,
+                                         self.instance.uuid):
+            for bdm in self.volumes:
+                volume = self.cinder.get(self.context, bdm.volume_id)
+                snapshot = self.cinder.create_snapshot_force(
+                    self.context, volume['id'], _('snapshot for %s') % name,
+                    volume.get('display_description'))
+                self.snapshot_ids.append(snapshot['id'])
+                taken.append(block_device.snapshot_from_bdm(
+                    snapshot['id'], bdm).get_image_mapping())
+
+    def _thaw(self, taken: list[dict[str, ty.Any]], failed: bool) -> None:
+        """Cast ``unquiesce_instance``; a failed cast is logged, not raised.
+
+        The compute host waits for the snapshots in ``taken`` to leave
+        ``creating`` before it thaws the guest.
+        """
+        if failed:
+            LOG.info('nova-snapshot-ext: thawing server %s after the failed '
+                     '%s', self.instance.uuid, self.action)
+        try:
+            self.rpc.unquiesce_instance(self.context, self.instance,
+                                        taken or None)
+        except Exception as err:
+            LOG.error('nova-snapshot-ext: server %(server)s may still be '
+                      'quiesced (its filesystems frozen) after '
+                      '%(action)s: the unquiesce_instance cast to host '
+                      '%(host)s failed: %(reason)s',
+                      {'server': self.instance.uuid, 'action': self.action,
+                       'host': self.instance.host, 'reason': describe(err)})
+
+    def discard(self) -> dict[str, str]:
+        """Delete the volume snapshots :meth:`take` took.
+
+        Only when no image may name them (the caller decides).
+
+        :returns: snapshot id -> why it was not deleted (empty when every
+            one is gone).
+        """
+        from nova import exception as nova_exc
+
+        left = {}
+        for snapshot_id in self.snapshot_ids:
+            try:
+                self._wait_created(snapshot_id)
+                self.cinder.delete_snapshot(self.context, snapshot_id)
+            except nova_exc.SnapshotNotFound:
+                continue
+            except Exception as err:
+                left[snapshot_id] = 'Cinder delete failed: %s' % (
+                    describe(err))
+        return left
+
+    def _wait_created(self, snapshot_id: str) -> None:
+        """Wait (bounded) while Cinder is still ``creating`` the snapshot.
+
+        Cinder refuses to delete a snapshot in ``creating``; one taken a
+        moment ago by a request that failed right after may still be.
+        Past :data:`CREATING_WAIT` the delete is tried anyway (its refusal
+        then names the snapshot as left).
+        """
+        deadline = time.monotonic() + CREATING_WAIT
+        while True:
+            snapshot = self.cinder.get_snapshot(self.context, snapshot_id)
+            status = (snapshot or {}).get('status')
+            if status != 'creating' or time.monotonic() >= deadline:
+                return
+            time.sleep(CREATING_POLL)
+
+
+def describe(err: BaseException) -> str:
+    """A Nova exception's message, else the type and text of ``err``."""
+    format_message = getattr(err, 'format_message', None)
+    if callable(format_message):
+        return str(format_message())
+    return '%s: %s' % (type(err).__name__, err)
