@@ -255,7 +255,11 @@ def never_inherited_kind(key: str,
         for suffix, kind in NEVER_INHERITED_SUFFIXES:
             if key.endswith(suffix):
                 return kind
-    kind = _words_kind(key)
+    # 'trait:<name>' is Nova's required-trait namespace (ImageMetaProps.
+    # _set_attr_from_trait_names): the name is a host capability
+    # (os-traits HW_CPU_X86_SHA, HW_CPU_AARCH64_CRC32...), never a fact
+    # about another image's bytes, whatever its words.
+    kind = None if key.startswith('trait:') else _words_kind(key)
     if kind is not None:
         return kind
     if key in operator_keys:

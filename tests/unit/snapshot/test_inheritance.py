@@ -191,6 +191,17 @@ class TestForeignDataByKind(base.TestCase):
         for key in NOVA_IMAGE_PROPERTIES:
             self.assertIsNone(metadata.never_inherited_kind(key), key)
 
+    def test_trait_requirements_inherited_whatever_their_words(self):
+        # Nova reads 'trait:<name>=required' as the image's required
+        # traits (ImageMetaProps._set_attr_from_trait_names); os-traits
+        # names CPU and NIC features with the checksum words.
+        for key in ('trait:HW_CPU_X86_SHA', 'trait:HW_CPU_AARCH64_SHA2',
+                    'trait:HW_CPU_AARCH64_SHA512',
+                    'trait:HW_CPU_AARCH64_CRC32', 'trait:HW_NIC_OFFLOAD_L2CRC',
+                    'trait:CUSTOM_SOURCE_ROUTING', 'trait:CUSTOM_OBJECT_STORE',
+                    'trait:CUSTOM_SIGNED_FIRMWARE'):
+            self.assertIsNone(metadata.never_inherited_kind(key), key)
+
     def test_words_not_inside_other_words(self):
         # 'sha' in 'shared', 'hash' in 'hashtag'-like words, 'object'
         # in 'objective': not the words.
