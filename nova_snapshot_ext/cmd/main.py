@@ -260,7 +260,8 @@ def _global_option_names(conf: cfg.ConfigOpts) -> tuple[set[str], set[str]]:
     return valued, flags
 
 
-def _unknown_global_option(arg: str, known: set[str]) -> ty.NoReturn:
+def _unknown_global_option(arg: str, known: set[str],
+                           prog: str = PROG) -> ty.NoReturn:
     """Name a mistyped option before the command, not its argument.
 
     argparse would take the option's value for the command and answer
@@ -272,8 +273,34 @@ def _unknown_global_option(arg: str, known: set[str]) -> ty.NoReturn:
     close = difflib.get_close_matches(name, sorted(known), n=1)
     raise checks.CLIError(
         'unknown option %s%s (options before the command: %s --help)' % (
-            name, ' (did you mean %s?)' % close[0] if close else '', PROG),
+            name, ' (did you mean %s?)' % close[0] if close else '', prog),
         checks.EXIT_INPUT)
+
+
+def refuse_unknown_globals(conf: cfg.ConfigOpts, argv: list[str],
+                           commands: ty.Collection[str],
+                           prog: str = PROG) -> None:
+    """Refuse an unknown or abbreviated option before the command.
+
+    argparse reads ``--config-f`` as ``--config-file`` (and ``--api-p`` as
+    ``--api-paste``), past the checks made on the full name (an empty
+    value, a missing file).
+
+    :raises CLIError: exit 2, naming the option and the closest known one.
+    """
+    valued, flags = _global_option_names(conf)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == '--' or arg in commands:
+            return
+        if arg in valued:
+            i += 2
+            continue
+        if arg.startswith('-') and arg.split('=', 1)[0] not in (
+                valued | flags):
+            _unknown_global_option(arg, valued | flags, prog)
+        i += 1
 
 
 def hoist_global_options(conf: cfg.ConfigOpts,

@@ -493,6 +493,21 @@ class TestMain(base.TestCase):
                                      'check']):
             self.assertEqual(255, status.main(argv), argv)
 
+    def test_abbreviated_global_options_are_refused(self):
+        # argparse would take --config-f for --config-file and --api-p for
+        # --api-paste, past the checks of an empty value and of a
+        # --config-file (a traceback, or a blank path judged as given).
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        for argv in (['--config-f', '', 'upgrade', 'check'],
+                     ['--config-f=', 'upgrade', 'check'],
+                     ['--api-p', ' ', 'upgrade', 'check'],
+                     ['--glance-api', ' ', 'upgrade', 'check', '--json']):
+            self.assertEqual(255, status.main(argv), argv)
+        self.assertIn('did you mean --config-file?', stderr.getvalue())
+        self.assertNotIn('Traceback', stderr.getvalue())
+
     def test_version_and_help(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
             'sys.stdout', io.StringIO())).new_value
