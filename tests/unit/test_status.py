@@ -601,6 +601,39 @@ class TestPasteReadAsPasteReadsIt(base.TestCase):
         problems = paste.filter_problems(text)
         self.assertIn('has no keystone pipeline', ' '.join(problems))
 
+    def test_explicit_factory_key_is_case_sensitive(self):
+        # paste's _context_from_explicit looks the protocol up exactly:
+        # 'Paste.Filter_Factory' is no loader ("No loader given").
+        text = NOVA_PIPELINES.replace(
+            'paste.filter_factory = ', 'Paste.Filter_Factory = ')
+        problems = paste.filter_problems(text)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('[filter:snapshot_ext] Paste.Filter_Factory',
+                      problems[0])
+        self.assertIn('paste.filter_factory', problems[0])
+        self.assertNotIn('is not the plugin\'s filter factory', problems[0])
+
+    def test_use_wins_over_the_factory_key(self):
+        # paste's get_context: a section with use loads what use names;
+        # its paste.filter_factory is only one more key for that factory.
+        for use in ('call:oslo_middleware:RequestId.factory',
+                    'other_filter'):
+            text = NOVA_PIPELINES.replace(
+                self.FILTER, self.FILTER + 'use = %s\n\n'
+                '[filter:other_filter]\npaste.filter_factory = '
+                'oslo_middleware:RequestId.factory\n' % use)
+            problems = paste.filter_problems(text)
+            self.assertEqual(1, len(problems), (use, problems))
+            self.assertIn('[filter:snapshot_ext] use = %s' % use,
+                          problems[0])
+        # use naming a section whose factory is the plugin's: right.
+        text = NOVA_PIPELINES.replace(
+            self.FILTER, '[filter:snapshot_ext]\nuse = real\n'
+            'paste.filter_factory = oslo_middleware:RequestId.factory\n\n'
+            '[filter:real]\npaste.filter_factory = %s\n'
+            % paste.FILTER_FACTORY)
+        self.assertEqual([], paste.filter_problems(text))
+
     def test_interpolation_error_is_named(self):
         text = NOVA_PIPELINES.replace(
             'paste.filter_factory = %s' % paste.FILTER_FACTORY,
