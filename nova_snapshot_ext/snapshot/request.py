@@ -434,10 +434,10 @@ def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
             # creates a volume from the snapshot only without one
             # (virt/block_device.py DriverVolSnapshotBlockDevice.attach).
             return ('volume_id', 'a snapshot entry of a snapshot image '
-                    'names no volume: a server booted from the image would '
-                    'be given volume %s instead of a new volume made from '
-                    'snapshot %s' % (entry.get('volume_id'), snapshot_id),
-                    True)
+                    'must name no volume: a server booted from the image '
+                    'would be given volume %s instead of a new volume made '
+                    'from snapshot %s' % (entry.get('volume_id'),
+                                          snapshot_id), True)
         return None
     if destination is None:
         if source in ('volume', 'snapshot') and not has_snapshot:
