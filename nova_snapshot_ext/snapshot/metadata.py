@@ -171,7 +171,8 @@ NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
 #: object a tool uploaded the file as (``*.object``, ``swift_object_name``),
 #: the upload itself (``uploaded_by``, ``upload_date``), where the file
 #: came from (``source_url``, ``image_source``, ``origin``,
-#: ``imported_from``), and its signature or fingerprint.  Nova's own image
+#: ``imported_from``, ``import_url``, ``web_download_url``,
+#: ``copied_from``, ``derived_from``), and its signature or fingerprint.  Nova's own image
 #: properties (``nova/objects/image_meta.py`` ``ImageMetaProps``: ``hw_*``,
 #: ``img_*``, ``os_*``, ``traits_required``) use none of these words but
 #: in ``img_signature*``, which is provenance too.
@@ -182,7 +183,8 @@ FOREIGN_DATA_WORDS = (
     'checksum', 'hash', 'digest', 'etag', 'object', 'upload', 'uploaded',
     'uploader')
 PROVENANCE_WORDS = ('signature', 'signed', 'fingerprint', 'source',
-                    'origin', 'imported', 'provenance')
+                    'origin', 'import', 'imported', 'download',
+                    'downloaded', 'copied', 'derived', 'provenance')
 
 #: ``word`` or ``word`` + tail, delimited (see :data:`FOREIGN_DATA_WORDS`).
 _WORD_TAIL = r'(?:sum|sums|s|es|name|names|id|ids|value|values|date|at|by)?'

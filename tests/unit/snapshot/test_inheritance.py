@@ -177,6 +177,9 @@ class TestForeignDataByKind(base.TestCase):
         'image_signature', 'signed_by', 'gpg_fingerprint',
         'source_url', 'image_source', 'source', 'origin',
         'imported_from', 'import_origin', 'provenance', 'slsa.provenance',
+        # where another image's file came from, other spellings
+        'import_from', 'import_url', 'importUrl', 'web_download_url',
+        'download_url', 'downloaded_from', 'copied_from', 'derived_from',
     ]
 
     def test_unseen_spellings_not_inherited(self):
