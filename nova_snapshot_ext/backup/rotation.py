@@ -47,7 +47,6 @@ from oslo_utils import timeutils
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
-from nova_snapshot_ext.snapshot import request as request_mod
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.image import glance as glance_mod
@@ -236,18 +235,9 @@ def named_snapshot_ids(glance: glance_mod.GlanceClient) -> set[str]:
     named: set[str] = set()
     for hidden in (False, True):
         for image in glance.list_images(os_hidden=hidden):
-            named.update(map(_snapshot_key, mark.mapped_snapshot_ids(image)))
+            named.update(map(mark.snapshot_key,
+                             mark.mapped_snapshot_ids(image)))
     return named
-
-
-def _snapshot_key(snapshot_id: str) -> str:
-    """One key per Cinder snapshot, whichever spelling names it.
-
-    Cinder ids are UUIDs, found in any spelling (case, braces, no
-    dashes: MySQL compares them case-insensitively), so an image that
-    names ``SNAP`` boots from ``snap``.
-    """
-    return (request_mod.cinder_id(snapshot_id) or '').lower()
 
 
 def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
@@ -365,7 +355,7 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
         result.failures.append(err)
         return
     for snap_id in snapshot_ids:
-        if _snapshot_key(snap_id) in named:
+        if mark.snapshot_key(snap_id) in named:
             result.snapshots_left[snap_id] = 'another image names it'
             continue
         try:
