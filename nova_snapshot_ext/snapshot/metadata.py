@@ -172,10 +172,11 @@ NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
 #: the upload itself (``uploaded_by``, ``upload_date``), where the file
 #: came from (``source_url``, ``image_source``, ``origin``,
 #: ``imported_from``, ``import_url``, ``web_download_url``,
-#: ``copied_from``, ``derived_from``), and its signature or fingerprint.  Nova's own image
-#: properties (``nova/objects/image_meta.py`` ``ImageMetaProps``: ``hw_*``,
-#: ``img_*``, ``os_*``, ``traits_required``) use none of these words but
-#: in ``img_signature*``, which is provenance too.
+#: ``copied_from``, ``derived_from``), and its signature or fingerprint.
+#: Nova's own image properties (``nova/objects/image_meta.py``
+#: ``ImageMetaProps``: ``hw_*``, ``img_*``, ``os_*``, ``traits_required``)
+#: use none of these words but in ``img_signature*``, which is provenance
+#: too; the names of required traits (``trait:*``) are not judged.
 FOREIGN_DATA_WORDS = (
     'md5', 'sha', 'sha1', 'sha2', 'sha3', 'sha224', 'sha256', 'sha384',
     'sha512', 'crc', 'crc32', 'crc32c', 'crc64', 'blake2', 'blake2b',
