@@ -409,6 +409,13 @@ def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
         (incomplete: nothing would boot from it, nothing is handed over).
     """
     if entry.get('no_device'):
+        if written and entry.get('volume_id'):
+            # A boot reserves every entry's volume_id, no_device or not
+            # (compute API _get_volumes_for_bdms, _validate_bdm); Nova
+            # never writes a no_device entry into a snapshot image.
+            return ('volume_id', 'a no_device entry of a snapshot image '
+                    'must name no volume: a server booted from the image '
+                    'would reserve volume %s' % entry.get('volume_id'), True)
         return None
     source = entry.get('source_type')
     destination = entry.get('destination_type')

@@ -538,8 +538,18 @@ class TestRecordSafety(base.TestCase):
         swap = {'source_type': 'blank', 'destination_type': 'local',
                 'guest_format': 'swap', 'boot_index': -1, 'volume_size': 1}
         masked = {'source_type': 'volume', 'no_device': True,
-                  'volume_id': 'vol-x', 'device_name': '/dev/vdc'}
+                  'device_name': '/dev/vdc'}
         self.assertEqual([], self.kinds(image([swap, entry(), masked])))
+
+    def test_no_device_entry_naming_a_volume_flagged(self):
+        # Nova never writes a no_device entry into a snapshot image
+        # (snapshot_volume_backed skips them), and a boot reserves any
+        # entry's volume_id, no_device or not (compute API
+        # _get_volumes_for_bdms and _validate_bdm).
+        masked = {'source_type': 'volume', 'no_device': True,
+                  'volume_id': 'vol-live', 'device_name': '/dev/vdc'}
+        self.assertEqual(['unsafe-mapping'],
+                         self.kinds(image([entry(), masked])))
 
     def test_legacy_volume_without_snapshot_flagged(self):
         legacy = dict(image([{'device_name': '/dev/vda',
