@@ -418,7 +418,16 @@ def _check_format_arg(argv: list[str]) -> None:
 
 
 def check_config_args(argv: list[str]) -> None:
-    """Each ``--config-file`` exists and is UTF-8 text (exit 2)."""
+    """Each ``--config-file`` exists and is UTF-8 text (exit 2).
+
+    A ``--config-dir`` that names a file is refused too: oslo.config would
+    read nothing from it (``<file>/*.conf``), silently.  One that does not
+    exist is oslo.config's error.
+    """
+    for path in _option_values(argv, '--config-dir'):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise checks.CLIError('--config-dir %s is not a directory'
+                                  % path, checks.EXIT_INPUT)
     for path in _option_values(argv, '--config-file'):
         if not os.path.isfile(path):
             raise checks.CLIError('--config-file %s %s' % (

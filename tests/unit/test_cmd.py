@@ -69,6 +69,15 @@ class TestCLIInput(CLITestCase):
                                           self.tmp, req))
         self.assertIn('is not a file', self.stderr.getvalue())
 
+    def test_config_dir_is_a_file(self):
+        # oslo.config globs <file>/*.conf: nothing read, silently.
+        req = self.write('r.json', json.dumps(base.sample_request_dict()))
+        conf = self.write('c.conf', '[snapshot_ext]\ndriver = libvirt\n')
+        self.assertEqual(2, self.run_main('snapshot', '--config-dir', conf,
+                                          req))
+        self.assertIn('--config-dir %s is not a directory' % conf,
+                      self.stderr.getvalue())
+
     def test_unknown_auth_type_names_option(self):
         req = self.write('r.json', json.dumps(base.sample_request_dict()))
         conf = self.write('c.conf', '[snapshot_ext_glance]\n'

@@ -490,7 +490,8 @@ class TestMain(base.TestCase):
                       'check'],
                      ['upgrade'], ['upgrade', 'check', '--nope'],
                      ['bogus'], [], ['--api-paste', '', 'upgrade',
-                                     'check']):
+                                     'check'],
+                     ['--config-dir', broken, 'upgrade', 'check']):
             self.assertEqual(255, status.main(argv), argv)
 
     def test_abbreviated_global_options_are_refused(self):
