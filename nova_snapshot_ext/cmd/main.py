@@ -253,6 +253,14 @@ def _global_option_names(conf: cfg.ConfigOpts) -> tuple[set[str], set[str]]:
         names = {prefix + opt.name}
         if opt.short:
             names.add('-' + opt.short)
+        # The deprecated names oslo.config also accepts (and --help shows:
+        # --logfile, --log-config, --log_config...).
+        for old in opt.deprecated_opts:
+            for no in ('', 'no') if isinstance(opt, cfg.BoolOpt) else ('',):
+                name = opt._get_deprecated_cli_name(old.name, old.group,
+                                                    prefix=no)
+                if name is not None:
+                    names.add('--' + name)
         if isinstance(opt, cfg.BoolOpt):
             flags |= names | {prefix + 'no' + opt.name}
         else:

@@ -508,6 +508,10 @@ class TestMain(base.TestCase):
             self.assertEqual(255, status.main(argv), argv)
         self.assertIn('did you mean --config-file?', stderr.getvalue())
         self.assertNotIn('Traceback', stderr.getvalue())
+        # The deprecated names --help shows are options, not typos.
+        self.assertEqual(255, status.main(['--logfile', ' ', 'upgrade',
+                                           'check']))
+        self.assertIn('--logfile must not be empty', stderr.getvalue())
 
     def test_version_and_help(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
