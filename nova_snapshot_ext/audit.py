@@ -527,8 +527,9 @@ def unsafe_entries(entries: list[dict[str, ty.Any]], v2: bool) -> list[str]:
     mapping_refusal`, from Nova's ``snapshot_volume_backed``) on entries
     as written.  Without ``bdm_v2`` the list is Nova's legacy format
     (``from_legacy``: an entry with a ``snapshot_id`` is a snapshot, one
-    with only a ``volume_id`` is that volume itself): only a volume entry
-    without a snapshot is judged.
+    with only a ``volume_id`` is that volume itself, and any entry keeps
+    its ``volume_id``, which a boot attaches): an entry naming a volume
+    is judged unsafe.
     """
     found = []
     for i, entry in enumerate(entries):
@@ -537,13 +538,15 @@ def unsafe_entries(entries: list[dict[str, ty.Any]], v2: bool) -> list[str]:
             if refusal is not None and refusal[2]:
                 found.append('entry %d %s: %s' % (i, refusal[0],
                                                   refusal[1]))
-        elif (entry.get('volume_id') and not entry.get('snapshot_id') and
-              not entry.get('no_device') and
-              not entry.get('virtual_name')):
-            found.append('entry %d (legacy format) names volume %s and no '
-                         'snapshot: a server booted from the image would '
-                         'be given that in-use volume'
-                         % (i, entry.get('volume_id')))
+        elif entry.get('volume_id'):
+            # from_legacy copies volume_id whichever branch it takes (a
+            # snapshot_id, a swap/ephemeral virtual_name, or no_device
+            # does not drop it), and a boot attaches any volume_id
+            # (compute API _validate_bdm); Nova never wrote one into a
+            # snapshot image (it is replaced by the snapshot's id).
+            found.append('entry %d (legacy format) names volume %s: a '
+                         'server booted from the image would be given that '
+                         'in-use volume' % (i, entry.get('volume_id')))
     return found
 
 

@@ -68,7 +68,7 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
     named: set[str] = set()
     for image in _images(auditor, page_size, filters):
         ids = mark.mapped_snapshot_ids(image)
-        named.update(ids)
+        named.update(map(mark.snapshot_key, ids))
         if image.get('image_type') != 'backup':
             continue
         gone = [snap_id for snap_id in ids
@@ -83,7 +83,7 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
     for snap in cinder.list_snapshots():
         name = snap.get('name') or snap.get('display_name') or ''
         if (str(name).startswith(NOVA_SNAPSHOT_NAME_PREFIX) and
-                snap.get('id') not in named):
+                mark.snapshot_key(str(snap.get('id'))) not in named):
             findings.append(audit.Finding(
                 image_id=str(snap.get('id')), kind='unnamed-volume-snapshot',
                 evidence={'volume_snapshot': snap.get('id'),

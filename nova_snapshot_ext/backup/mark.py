@@ -52,6 +52,7 @@ import uuid
 
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot import request as request_mod
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.snapshot import metadata as metadata_mod
@@ -135,6 +136,16 @@ def mapped_snapshot_ids(image: ty.Mapping[str, ty.Any]) -> list[str]:
         return []
     return sorted({str(m['snapshot_id']) for m in mappings
                    if isinstance(m, dict) and m.get('snapshot_id')})
+
+
+def snapshot_key(snapshot_id: str) -> str:
+    """One key per Cinder snapshot, whichever spelling names it.
+
+    Cinder ids are UUIDs, found in any spelling (case, braces, no dashes,
+    blanks around: MySQL compares them case-insensitively), so an image
+    that names ``SNAP`` boots from ``snap``.
+    """
+    return (request_mod.cinder_id(snapshot_id) or '').lower()
 
 
 @functools.lru_cache(maxsize=None)

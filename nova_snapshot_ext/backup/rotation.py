@@ -235,7 +235,8 @@ def named_snapshot_ids(glance: glance_mod.GlanceClient) -> set[str]:
     named: set[str] = set()
     for hidden in (False, True):
         for image in glance.list_images(os_hidden=hidden):
-            named.update(mark.mapped_snapshot_ids(image))
+            named.update(map(mark.snapshot_key,
+                             mark.mapped_snapshot_ids(image)))
     return named
 
 
@@ -354,7 +355,7 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
         result.failures.append(err)
         return
     for snap_id in snapshot_ids:
-        if snap_id in named:
+        if mark.snapshot_key(snap_id) in named:
             result.snapshots_left[snap_id] = 'another image names it'
             continue
         try:

@@ -253,6 +253,14 @@ def _global_option_names(conf: cfg.ConfigOpts) -> tuple[set[str], set[str]]:
         names = {prefix + opt.name}
         if opt.short:
             names.add('-' + opt.short)
+        # The deprecated names oslo.config also accepts (and --help shows:
+        # --logfile, --log-config, --log_config...).
+        for old in opt.deprecated_opts:
+            for no in ('', 'no') if isinstance(opt, cfg.BoolOpt) else ('',):
+                name = opt._get_deprecated_cli_name(old.name, old.group,
+                                                    prefix=no)
+                if name is not None:
+                    names.add('--' + name)
         if isinstance(opt, cfg.BoolOpt):
             flags |= names | {prefix + 'no' + opt.name}
         else:
@@ -260,7 +268,8 @@ def _global_option_names(conf: cfg.ConfigOpts) -> tuple[set[str], set[str]]:
     return valued, flags
 
 
-def _unknown_global_option(arg: str, known: set[str]) -> ty.NoReturn:
+def _unknown_global_option(arg: str, known: set[str],
+                           prog: str = PROG) -> ty.NoReturn:
     """Name a mistyped option before the command, not its argument.
 
     argparse would take the option's value for the command and answer
@@ -272,8 +281,34 @@ def _unknown_global_option(arg: str, known: set[str]) -> ty.NoReturn:
     close = difflib.get_close_matches(name, sorted(known), n=1)
     raise checks.CLIError(
         'unknown option %s%s (options before the command: %s --help)' % (
-            name, ' (did you mean %s?)' % close[0] if close else '', PROG),
+            name, ' (did you mean %s?)' % close[0] if close else '', prog),
         checks.EXIT_INPUT)
+
+
+def refuse_unknown_globals(conf: cfg.ConfigOpts, argv: list[str],
+                           commands: ty.Collection[str],
+                           prog: str = PROG) -> None:
+    """Refuse an unknown or abbreviated option before the command.
+
+    argparse reads ``--config-f`` as ``--config-file`` (and ``--api-p`` as
+    ``--api-paste``), past the checks made on the full name (an empty
+    value, a missing file).
+
+    :raises CLIError: exit 2, naming the option and the closest known one.
+    """
+    valued, flags = _global_option_names(conf)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == '--' or arg in commands:
+            return
+        if arg in valued:
+            i += 2
+            continue
+        if arg.startswith('-') and arg.split('=', 1)[0] not in (
+                valued | flags):
+            _unknown_global_option(arg, valued | flags, prog)
+        i += 1
 
 
 def hoist_global_options(conf: cfg.ConfigOpts,
@@ -391,7 +426,16 @@ def _check_format_arg(argv: list[str]) -> None:
 
 
 def check_config_args(argv: list[str]) -> None:
-    """Each ``--config-file`` exists and is UTF-8 text (exit 2)."""
+    """Each ``--config-file`` exists and is UTF-8 text (exit 2).
+
+    A ``--config-dir`` that names a file is refused too: oslo.config would
+    read nothing from it (``<file>/*.conf``), silently.  One that does not
+    exist is oslo.config's error.
+    """
+    for path in _option_values(argv, '--config-dir'):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise checks.CLIError('--config-dir %s is not a directory'
+                                  % path, checks.EXIT_INPUT)
     for path in _option_values(argv, '--config-file'):
         if not os.path.isfile(path):
             raise checks.CLIError('--config-file %s %s' % (

@@ -523,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     # plus --version, and this program's name in usage lines.
     upgradecheck.register_cli_options(conf, UpgradeChecks(conf))
     try:
+        cmd_main.refuse_unknown_globals(conf, argv, ('upgrade',), PROG)
         cmd_main.refuse_blank_globals(conf, argv)
         cmd_main.check_config_args(argv)
         conf(args=argv, project=cmd_main.PROJECT, prog=PROG,

@@ -132,14 +132,38 @@ class _Paste:
 
     def filter_factory(self, section: str) -> tuple[str | None,
                                                     dict[str, str]]:
-        """The filter factory paste loads for ``section``, and its keys."""
-        factory, local = self.resolve(section, FILTER_PREFIXES)
-        keys = {key.lower(): key for key in local}
-        if FACTORY_KEY in keys:
-            return local[keys[FACTORY_KEY]].strip(), local
-        if factory and factory.startswith('call:'):
-            return factory[len('call:'):], local
-        return None, local
+        """The filter factory paste loads for ``section``, and its keys.
+
+        As ``loadwsgi.ConfigLoader.get_context``: a section with ``use``
+        loads what ``use`` names (its own ``paste.filter_factory`` is then
+        one more key passed to that factory); only a section without
+        ``use`` names its factory with the key, spelled exactly
+        (``_context_from_explicit``).
+        """
+        current: str = section
+        seen: tuple[str, ...] = ()
+        merged: dict[str, str] = {}
+        while True:
+            local = self.local(current)
+            merged = dict(local, **merged)
+            use = local.get('use', '').strip()
+            if not use:
+                value = local.get(FACTORY_KEY)
+                merged.pop('use', None)
+                return (value.strip() if value is not None else None,
+                        merged)
+            if _ABSOLUTE.match(use):
+                scheme, path = use.split(':', 1)
+                merged.pop('use', None)
+                return (path.split('#', 1)[0] if scheme.lower() == 'call'
+                        else None), merged
+            targets = [other for other in self.sections(FILTER_PREFIXES)
+                       if self.name(other) == use]
+            if (len(targets) != 1 or targets[0] in seen + (current,) or
+                    len(seen) >= _MAX_USE_HOPS):
+                return None, merged
+            seen += (current,)
+            current = targets[0]
 
 
 def _alike(value: str) -> bool:
@@ -169,6 +193,17 @@ def _factory_problem(paste: _Paste, section: str) -> str:
     right = '%s = %s' % (FACTORY_KEY, FILTER_FACTORY)
     items = paste.local(section)
     keys = {key.lower(): key for key in items}
+    use = items.get('use', '').strip()
+    if use:
+        return ('[%s] use = %s does not load the plugin\'s filter factory '
+                '(nova-api cannot load it; paste loads what use names, '
+                'whatever %s says): set %s without use, or use = call:%s'
+                % (section, use, FACTORY_KEY, right, FILTER_FACTORY))
+    if FACTORY_KEY in keys and keys[FACTORY_KEY] != FACTORY_KEY:
+        key = keys[FACTORY_KEY]
+        return ('[%s] %s = %s: paste reads the key only as %s, exactly '
+                '(nova-api cannot load the filter): set %s'
+                % (section, key, items[key].strip(), FACTORY_KEY, right))
     if FACTORY_KEY in keys:
         key = keys[FACTORY_KEY]
         return ('[%s] %s = %s is not the plugin\'s filter factory '

@@ -171,10 +171,12 @@ NEVER_INHERITED_PREFIXES: tuple[tuple[str, str], ...] = (
 #: object a tool uploaded the file as (``*.object``, ``swift_object_name``),
 #: the upload itself (``uploaded_by``, ``upload_date``), where the file
 #: came from (``source_url``, ``image_source``, ``origin``,
-#: ``imported_from``), and its signature or fingerprint.  Nova's own image
-#: properties (``nova/objects/image_meta.py`` ``ImageMetaProps``: ``hw_*``,
-#: ``img_*``, ``os_*``, ``traits_required``) use none of these words but
-#: in ``img_signature*``, which is provenance too.
+#: ``imported_from``, ``import_url``, ``web_download_url``,
+#: ``copied_from``, ``derived_from``), and its signature or fingerprint.
+#: Nova's own image properties (``nova/objects/image_meta.py``
+#: ``ImageMetaProps``: ``hw_*``, ``img_*``, ``os_*``, ``traits_required``)
+#: use none of these words but in ``img_signature*``, which is provenance
+#: too; the names of required traits (``trait:*``) are not judged.
 FOREIGN_DATA_WORDS = (
     'md5', 'sha', 'sha1', 'sha2', 'sha3', 'sha224', 'sha256', 'sha384',
     'sha512', 'crc', 'crc32', 'crc32c', 'crc64', 'blake2', 'blake2b',
@@ -182,7 +184,8 @@ FOREIGN_DATA_WORDS = (
     'checksum', 'hash', 'digest', 'etag', 'object', 'upload', 'uploaded',
     'uploader')
 PROVENANCE_WORDS = ('signature', 'signed', 'fingerprint', 'source',
-                    'origin', 'imported', 'provenance')
+                    'origin', 'import', 'imported', 'download',
+                    'downloaded', 'copied', 'derived', 'provenance')
 
 #: ``word`` or ``word`` + tail, delimited (see :data:`FOREIGN_DATA_WORDS`).
 _WORD_TAIL = r'(?:sum|sums|s|es|name|names|id|ids|value|values|date|at|by)?'
@@ -255,7 +258,11 @@ def never_inherited_kind(key: str,
         for suffix, kind in NEVER_INHERITED_SUFFIXES:
             if key.endswith(suffix):
                 return kind
-    kind = _words_kind(key)
+    # 'trait:<name>' is Nova's required-trait namespace (ImageMetaProps.
+    # _set_attr_from_trait_names): the name is a host capability
+    # (os-traits HW_CPU_X86_SHA, HW_CPU_AARCH64_CRC32...), never a fact
+    # about another image's bytes, whatever its words.
+    kind = None if key.startswith('trait:') else _words_kind(key)
     if kind is not None:
         return kind
     if key in operator_keys:

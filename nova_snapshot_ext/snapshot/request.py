@@ -409,6 +409,13 @@ def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
         (incomplete: nothing would boot from it, nothing is handed over).
     """
     if entry.get('no_device'):
+        if written and entry.get('volume_id'):
+            # A boot reserves every entry's volume_id, no_device or not
+            # (compute API _get_volumes_for_bdms, _validate_bdm); Nova
+            # never writes a no_device entry into a snapshot image.
+            return ('volume_id', 'a no_device entry of a snapshot image '
+                    'must name no volume: a server booted from the image '
+                    'would reserve volume %s' % entry.get('volume_id'), True)
         return None
     source = entry.get('source_type')
     destination = entry.get('destination_type')
@@ -428,6 +435,16 @@ def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
             return ('snapshot_id', 'a volume mapping must carry the id of '
                     'the Cinder snapshot the host took of volume %s'
                     % entry.get('volume_id'), False)
+        if written and entry.get('volume_id'):
+            # Nova's snapshot_from_bdm never writes one; a boot attaches
+            # any volume_id it finds (compute API _validate_bdm), and
+            # creates a volume from the snapshot only without one
+            # (virt/block_device.py DriverVolSnapshotBlockDevice.attach).
+            return ('volume_id', 'a snapshot entry of a snapshot image '
+                    'must name no volume: a server booted from the image '
+                    'would be given volume %s instead of a new volume made '
+                    'from snapshot %s' % (entry.get('volume_id'),
+                                          snapshot_id), True)
         return None
     if destination is None:
         if source in ('volume', 'snapshot') and not has_snapshot:

@@ -329,3 +329,18 @@ class TestAudit(fbase.FunctionalTestCase):
         # Nothing of these was deleted.
         for image_id in (unsafe, hazard, armed_leftover):
             self.client.images.get(image_id)
+
+    def test_entries_naming_a_volume_reported(self):
+        # A boot attaches any entry's volume_id (Nova's _validate_bdm): a
+        # snapshot entry with one, and a legacy entry with one beside its
+        # snapshot_id or a virtual_name, hand that volume over.
+        live = str(uuid.uuid4())
+        v2 = self.seed(block_device_mapping=mapping(volume_id=live))
+        legacy = self.seed(bdm_v2=None, block_device_mapping=json.dumps([
+            {'device_name': '/dev/vda', 'snapshot_id': str(uuid.uuid4()),
+             'volume_id': live}]))
+        proc = self.run_cli()
+        self.assertEqual(1, proc.returncode, proc.stderr)
+        found = self.kinds(json.loads(proc.stdout))
+        self.assertIn((v2, 'unsafe-mapping'), found)
+        self.assertIn((legacy, 'unsafe-mapping'), found)

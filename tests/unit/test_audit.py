@@ -523,6 +523,9 @@ class TestRecordSafety(base.TestCase):
                 'source_type': 'snapshot', 'destination_type': 'local',
                 'snapshot_id': 'snap-9'},
             'no destination at all': {'source_type': 'blank'},
+            'snapshot entry naming a volume': {
+                'source_type': 'snapshot', 'destination_type': 'volume',
+                'volume_id': 'vol-live', 'snapshot_id': 'snap-9'},
         }
         for name, bad in cases.items():
             findings = audit.judge(image([root, bad]), now=NOW)
@@ -535,8 +538,18 @@ class TestRecordSafety(base.TestCase):
         swap = {'source_type': 'blank', 'destination_type': 'local',
                 'guest_format': 'swap', 'boot_index': -1, 'volume_size': 1}
         masked = {'source_type': 'volume', 'no_device': True,
-                  'volume_id': 'vol-x', 'device_name': '/dev/vdc'}
+                  'device_name': '/dev/vdc'}
         self.assertEqual([], self.kinds(image([swap, entry(), masked])))
+
+    def test_no_device_entry_naming_a_volume_flagged(self):
+        # Nova never writes a no_device entry into a snapshot image
+        # (snapshot_volume_backed skips them), and a boot reserves any
+        # entry's volume_id, no_device or not (compute API
+        # _get_volumes_for_bdms and _validate_bdm).
+        masked = {'source_type': 'volume', 'no_device': True,
+                  'volume_id': 'vol-live', 'device_name': '/dev/vdc'}
+        self.assertEqual(['unsafe-mapping'],
+                         self.kinds(image([entry(), masked])))
 
     def test_legacy_volume_without_snapshot_flagged(self):
         legacy = dict(image([{'device_name': '/dev/vda',
@@ -547,6 +560,24 @@ class TestRecordSafety(base.TestCase):
                           'snapshot_id': 'snap-1'}]))
         del ok['bdm_v2']
         self.assertEqual([], self.kinds(ok))
+
+    def test_legacy_entries_naming_a_volume_flagged(self):
+        # Nova's from_legacy copies volume_id whatever branch it takes
+        # (snapshot_id first; virtual_name only for swap/ephemeralN), and
+        # _validate_bdm attaches any volume_id: each hands the volume over.
+        for bad in ({'device_name': '/dev/vda', 'snapshot_id': 'snap-1',
+                     'volume_id': 'vol-live'},
+                    {'device_name': '/dev/vda', 'virtual_name': 'root',
+                     'volume_id': 'vol-live'},
+                    {'device_name': '/dev/vda', 'snapshot_id': ' ',
+                     'volume_id': 'vol-live'}):
+            legacy = dict(image([bad]))
+            del legacy['bdm_v2']
+            self.assertEqual(['unsafe-mapping'], self.kinds(legacy), bad)
+        swap = dict(image([{'device_name': '/dev/vdb',
+                            'virtual_name': 'swap'}]))
+        del swap['bdm_v2']
+        self.assertEqual([], self.kinds(swap))
 
     def test_deletion_hazard_flagged_not_fixable(self):
         findings = audit.judge(image(**ARMED), now=NOW)

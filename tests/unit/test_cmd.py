@@ -69,6 +69,30 @@ class TestCLIInput(CLITestCase):
                                           self.tmp, req))
         self.assertIn('is not a file', self.stderr.getvalue())
 
+    def test_deprecated_option_names_help_shows_are_accepted(self):
+        # --help lists '--log-file PATH, --logfile PATH' and
+        # '--log-config-append PATH, --log-config PATH, --log_config PATH'.
+        log = os.path.join(self.tmp, 'x.log')
+        req = self.write('r.json', json.dumps(base.sample_request_dict()))
+        conf = self.write('c.conf', '[snapshot_ext_glance]\n'
+                          'auth_type = nosuchplugin\n')
+        self.assertEqual(2, self.run_main('--logfile', log, 'snapshot',
+                                          '--config-file', conf, req))
+        self.assertNotIn('unknown option', self.stderr.getvalue())
+        self.assertIn('[snapshot_ext_glance] auth_type',
+                      self.stderr.getvalue())
+        self.assertEqual(2, self.run_main('--logdir', ' ', 'probe'))
+        self.assertIn('--logdir must not be empty', self.stderr.getvalue())
+
+    def test_config_dir_is_a_file(self):
+        # oslo.config globs <file>/*.conf: nothing read, silently.
+        req = self.write('r.json', json.dumps(base.sample_request_dict()))
+        conf = self.write('c.conf', '[snapshot_ext]\ndriver = libvirt\n')
+        self.assertEqual(2, self.run_main('snapshot', '--config-dir', conf,
+                                          req))
+        self.assertIn('--config-dir %s is not a directory' % conf,
+                      self.stderr.getvalue())
+
     def test_unknown_auth_type_names_option(self):
         req = self.write('r.json', json.dumps(base.sample_request_dict()))
         conf = self.write('c.conf', '[snapshot_ext_glance]\n'

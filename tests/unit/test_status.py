@@ -490,8 +490,28 @@ class TestMain(base.TestCase):
                       'check'],
                      ['upgrade'], ['upgrade', 'check', '--nope'],
                      ['bogus'], [], ['--api-paste', '', 'upgrade',
-                                     'check']):
+                                     'check'],
+                     ['--config-dir', broken, 'upgrade', 'check']):
             self.assertEqual(255, status.main(argv), argv)
+
+    def test_abbreviated_global_options_are_refused(self):
+        # argparse would take --config-f for --config-file and --api-p for
+        # --api-paste, past the checks of an empty value and of a
+        # --config-file (a traceback, or a blank path judged as given).
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        for argv in (['--config-f', '', 'upgrade', 'check'],
+                     ['--config-f=', 'upgrade', 'check'],
+                     ['--api-p', ' ', 'upgrade', 'check'],
+                     ['--glance-api', ' ', 'upgrade', 'check', '--json']):
+            self.assertEqual(255, status.main(argv), argv)
+        self.assertIn('did you mean --config-file?', stderr.getvalue())
+        self.assertNotIn('Traceback', stderr.getvalue())
+        # The deprecated names --help shows are options, not typos.
+        self.assertEqual(255, status.main(['--logfile', ' ', 'upgrade',
+                                           'check']))
+        self.assertIn('--logfile must not be empty', stderr.getvalue())
 
     def test_version_and_help(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
@@ -585,6 +605,39 @@ class TestPasteReadAsPasteReadsIt(base.TestCase):
         text = '[DEFAULT]\nkeystone = x\n\n' + NOVA_PIPELINES
         problems = paste.filter_problems(text)
         self.assertIn('has no keystone pipeline', ' '.join(problems))
+
+    def test_explicit_factory_key_is_case_sensitive(self):
+        # paste's _context_from_explicit looks the protocol up exactly:
+        # 'Paste.Filter_Factory' is no loader ("No loader given").
+        text = NOVA_PIPELINES.replace(
+            'paste.filter_factory = ', 'Paste.Filter_Factory = ')
+        problems = paste.filter_problems(text)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('[filter:snapshot_ext] Paste.Filter_Factory',
+                      problems[0])
+        self.assertIn('paste.filter_factory', problems[0])
+        self.assertNotIn('is not the plugin\'s filter factory', problems[0])
+
+    def test_use_wins_over_the_factory_key(self):
+        # paste's get_context: a section with use loads what use names;
+        # its paste.filter_factory is only one more key for that factory.
+        for use in ('call:oslo_middleware:RequestId.factory',
+                    'other_filter'):
+            text = NOVA_PIPELINES.replace(
+                self.FILTER, self.FILTER + 'use = %s\n\n'
+                '[filter:other_filter]\npaste.filter_factory = '
+                'oslo_middleware:RequestId.factory\n' % use)
+            problems = paste.filter_problems(text)
+            self.assertEqual(1, len(problems), (use, problems))
+            self.assertIn('[filter:snapshot_ext] use = %s' % use,
+                          problems[0])
+        # use naming a section whose factory is the plugin's: right.
+        text = NOVA_PIPELINES.replace(
+            self.FILTER, '[filter:snapshot_ext]\nuse = real\n'
+            'paste.filter_factory = oslo_middleware:RequestId.factory\n\n'
+            '[filter:real]\npaste.filter_factory = %s\n'
+            % paste.FILTER_FACTORY)
+        self.assertEqual([], paste.filter_problems(text))
 
     def test_interpolation_error_is_named(self):
         text = NOVA_PIPELINES.replace(

@@ -55,3 +55,14 @@ class TestBackupAudit(base.TestCase):
                           ('unnamed-volume-snapshot', 'snap-09')], kinds)
         gone = [f for f in findings if f.kind == 'backup-snapshot-gone'][0]
         self.assertEqual(['snap-02'], gone.evidence['volume_snapshots_gone'])
+
+    def test_a_snapshot_named_in_another_spelling_is_not_a_leak(self):
+        # Cinder finds a snapshot by its id in any case: an image naming
+        # 'SNAP-09' uses snap-09, which is then no leak to delete.
+        image = {'id': 'img-x', 'status': 'active',
+                 'block_device_mapping':
+                 '[{"snapshot_id": "SNAP-09"}, {"snapshot_id": " snap-10 "}]'}
+        cinder = Cinder([
+            {'id': 'snap-09', 'name': 'snapshot for x'},
+            {'id': 'snap-10', 'name': 'snapshot for y'}])
+        self.assertEqual([], backup_audit.scan(Auditor([image]), cinder))

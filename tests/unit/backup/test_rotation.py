@@ -271,6 +271,21 @@ class TestRotate(base.TestCase):
                          result.snapshots_left['snap-02'])
         self.assertIn('snap-03', result.snapshots_left)
 
+    def test_snapshot_another_image_names_in_another_spelling_is_kept(self):
+        # Cinder finds a snapshot by its id in any case (a UUID; MySQL
+        # compares case-insensitively), so an image naming 'SNAP-02'
+        # boots from snap-02: deleting it destroys that image's data.
+        self.add({'id': 'copy', 'status': 'active', 'owner': 'project-b',
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': 'SNAP-02'},
+                       {'snapshot_id': ' snap-03 '}])})
+        result = self.rotate()
+        self.assertEqual([('snap-01', OWNER)], self.cinder.deleted)
+        self.assertEqual('another image names it',
+                         result.snapshots_left['snap-02'])
+        self.assertEqual('another image names it',
+                         result.snapshots_left['snap-03'])
+
     def test_retry_rotates_nothing_more(self):
         first = self.rotate()
         self.add(backup_image(6))

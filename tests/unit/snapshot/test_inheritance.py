@@ -177,6 +177,9 @@ class TestForeignDataByKind(base.TestCase):
         'image_signature', 'signed_by', 'gpg_fingerprint',
         'source_url', 'image_source', 'source', 'origin',
         'imported_from', 'import_origin', 'provenance', 'slsa.provenance',
+        # where another image's file came from, other spellings
+        'import_from', 'import_url', 'importUrl', 'web_download_url',
+        'download_url', 'downloaded_from', 'copied_from', 'derived_from',
     ]
 
     def test_unseen_spellings_not_inherited(self):
@@ -189,6 +192,17 @@ class TestForeignDataByKind(base.TestCase):
 
     def test_novas_image_properties_still_inherited(self):
         for key in NOVA_IMAGE_PROPERTIES:
+            self.assertIsNone(metadata.never_inherited_kind(key), key)
+
+    def test_trait_requirements_inherited_whatever_their_words(self):
+        # Nova reads 'trait:<name>=required' as the image's required
+        # traits (ImageMetaProps._set_attr_from_trait_names); os-traits
+        # names CPU and NIC features with the checksum words.
+        for key in ('trait:HW_CPU_X86_SHA', 'trait:HW_CPU_AARCH64_SHA2',
+                    'trait:HW_CPU_AARCH64_SHA512',
+                    'trait:HW_CPU_AARCH64_CRC32', 'trait:HW_NIC_OFFLOAD_L2CRC',
+                    'trait:CUSTOM_SOURCE_ROUTING', 'trait:CUSTOM_OBJECT_STORE',
+                    'trait:CUSTOM_SIGNED_FIRMWARE'):
             self.assertIsNone(metadata.never_inherited_kind(key), key)
 
     def test_words_not_inside_other_words(self):

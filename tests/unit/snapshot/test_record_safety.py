@@ -141,6 +141,21 @@ class TestMappingRule(base.TestCase):
         # The same mapping in a request is rewritten as its snapshot.
         self.assertIsNone(request.mapping_refusal(entry))
 
+    def test_written_rule_refuses_a_snapshot_entry_naming_a_volume(self):
+        # Nova's _validate_bdm attaches a mapping's volume_id whatever its
+        # source_type, and DriverVolSnapshotBlockDevice.attach creates a
+        # volume from the snapshot only when there is no volume_id:
+        # snapshot_from_bdm never writes one.
+        entry = {'source_type': 'snapshot', 'destination_type': 'volume',
+                 'volume_id': LIVE, 'snapshot_id': SNAP, 'boot_index': 0}
+        field, reason, unsafe = request.mapping_refusal(entry, written=True)
+        self.assertEqual('volume_id', field)
+        self.assertTrue(unsafe)
+        self.assertIn(LIVE, reason)
+        # What Nova writes (volume_id null) stays accepted.
+        self.assertIsNone(request.mapping_refusal(
+            dict(entry, volume_id=None), written=True))
+
 
 class TestCLI(base.TestCase):
     """Refused before anything exists: exit 2 naming the field."""
@@ -284,6 +299,17 @@ class TestNovaFallbackRecord(base.TestCase):
                          err.kwargs['field'])
         record = adapter.record_from_glance_meta(self.sent([root]), None)
         self.assertEqual([root], record.mappings)
+
+    def test_snapshot_entry_naming_a_volume_refused(self):
+        from nova_snapshot_ext.nova import adapter
+
+        root = {'source_type': 'snapshot', 'destination_type': 'volume',
+                'snapshot_id': SNAP, 'volume_id': LIVE, 'boot_index': 0}
+        err = self.assertRaises(exception.UnsafeRecord,
+                                adapter.record_from_glance_meta,
+                                self.sent([root]), None)
+        self.assertEqual('block_device_mapping[0].volume_id',
+                         err.kwargs['field'])
 
     def test_armed_policy_refused(self):
         from nova_snapshot_ext.nova import adapter
