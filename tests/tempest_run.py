@@ -134,8 +134,14 @@ def failed_tests(output):
     """
     ids = set()
     for line in output.splitlines():
-        match = re.match(r'^(?:\{\d+\} )?(\S+?)(?:\[[^\]]*\])?'
-                         r'(?: \[[\d.]+s\])? \.\.\. FAILED$', line.strip())
+        line = re.sub(r'^\{\d+\} ', '', line.strip())
+        match = re.match(r'^(setUpClass|tearDownClass) \((\S+)\)'
+                         r'(?: \[[\d.]+s\])? \.\.\. FAILED$', line)
+        if match:
+            ids.add('%s (%s)' % (match.group(2), match.group(1)))
+            continue
+        match = re.match(r'^(\S+?)(?:\[[^\]]*\])?'
+                         r'(?: \[[\d.]+s\])? \.\.\. FAILED$', line)
         if match:
             ids.add(match.group(1))
     return sorted(ids)
@@ -247,7 +253,12 @@ def main(argv=None):
                 return CLOUD_FAILED
             source = cloud.tempest_conf
         with open(source) as fh:
-            text = merged_conf(fh.read(), sets)
+            text = fh.read()
+        # Tempest's own log in the run directory, not on the console.
+        if not re.search(r'^\s*log_file\s*=', text, re.M):
+            sets.setdefault('DEFAULT', {}).setdefault(
+                'log_file', os.path.join(run_dir, 'tempest.log'))
+        text = merged_conf(text, sets)
         conf_path = os.path.join(run_dir, 'etc', 'tempest.conf')
         with open(conf_path, 'w') as fh:
             fh.write(text)

@@ -23,6 +23,7 @@ SUMMARY = '''
 {0} tempest.api.compute.images.test_images.T.test_a [1.2s] ... ok
 {1} nova_snapshot_ext_tempest_plugin.t.T.test_b[id-1,slow] [30.5s] ... FAILED
 {1} tempest.api.x.T.test_c [0.1s] ... FAILED
+{0} setUpClass (tempest.api.y.Filters) [0.000000s] ... FAILED
 
 ======
 Totals
@@ -78,7 +79,8 @@ class TempestRunTest(testtools.TestCase):
                          tempest_run.counts(SUMMARY))
         self.assertEqual(
             ['nova_snapshot_ext_tempest_plugin.t.T.test_b',
-             'tempest.api.x.T.test_c'], tempest_run.failed_tests(SUMMARY))
+             'tempest.api.x.T.test_c', 'tempest.api.y.Filters (setUpClass)'],
+            tempest_run.failed_tests(SUMMARY))
         self.assertEqual({'passed': 0, 'failed': 0, 'skipped': 0},
                          tempest_run.counts('no summary'))
 
