@@ -1,0 +1,175 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Judging a volume-backed snapshot image from what Glance shows.
+
+Pure functions over the image as Glance's v2 API returns it (a dict with
+the properties flattened): no client, no Tempest, so that the unit tests
+can check the judge itself.  Each check returns a list of problems, one
+sentence each, so that a failing test says everything that is wrong at
+once.
+"""
+
+import json
+
+#: The entry kinds that name a volume snapshot in an image's mapping.
+_SNAPSHOT = 'snapshot'
+
+
+def mapping(image):
+    """The image's ``block_device_mapping`` as a list of dicts.
+
+    :param image: the image as Glance v2 shows it.
+    :returns: a list (empty when the image has no mapping).
+    :raises ValueError: if the property is not a JSON list of objects.
+    """
+    raw = image.get('block_device_mapping')
+    if raw in (None, ''):
+        return []
+    value = json.loads(raw) if isinstance(raw, str) else raw
+    if (not isinstance(value, list)
+            or not all(isinstance(e, dict) for e in value)):
+        raise ValueError('block_device_mapping is not a list of objects: %r'
+                         % (raw,))
+    return value
+
+
+def snapshot_ids(image):
+    """The volume snapshot ids the image's mapping names, boot disk first.
+
+    :param image: the image as Glance v2 shows it.
+    :returns: a list of ids, in mapping order with ``boot_index`` 0 first.
+    """
+    entries = [e for e in mapping(image)
+               if e.get('source_type') == _SNAPSHOT and e.get('snapshot_id')]
+    entries.sort(key=lambda e: 0 if _boot_index(e) == 0 else 1)
+    return [e['snapshot_id'] for e in entries]
+
+
+def _boot_index(entry):
+    try:
+        return int(entry.get('boot_index'))
+    except (TypeError, ValueError):
+        return None
+
+
+def mapping_problems(image, volumes):
+    """What is wrong with the image's mapping for a server with ``volumes``.
+
+    :param image: the image as Glance v2 shows it.
+    :param volumes: how many volumes the snapshotted server had.
+    :returns: a list of sentences (empty: the mapping is sound).
+    """
+    try:
+        entries = mapping(image)
+    except ValueError as exc:
+        return [str(exc)]
+    problems = []
+    if image.get('bdm_v2') != 'True':
+        problems.append('bdm_v2 is %r, not "True"' % (image.get('bdm_v2'),))
+    snaps = [e for e in entries if e.get('source_type') == _SNAPSHOT]
+    if len(snaps) != volumes:
+        problems.append('the mapping names %d volume snapshots for a server '
+                        'with %d volumes: %s' % (len(snaps), volumes,
+                                                 entries))
+    boots = [e for e in entries if _boot_index(e) == 0]
+    if len(boots) != 1 or boots[0].get('source_type') != _SNAPSHOT:
+        problems.append('the mapping has no single boot_index 0 entry made '
+                        'from a volume snapshot: %s' % (entries,))
+    for entry in entries:
+        if entry.get('source_type') == 'volume' or entry.get('volume_id'):
+            problems.append('an entry would give a new server a live '
+                            'volume: %s' % (entry,))
+        if entry.get('connection_info'):
+            problems.append('an entry carries connection_info: %s'
+                            % (entry.get('device_name'),))
+        if (entry.get('source_type') == _SNAPSHOT
+                and not entry.get('snapshot_id')):
+            problems.append('a snapshot entry has no snapshot_id: %s'
+                            % (entry,))
+        if (entry.get('source_type') == _SNAPSHOT
+                and entry.get('destination_type') != 'volume'):
+            problems.append('a snapshot entry is not destined to a volume: '
+                            '%s' % (entry,))
+    return problems
+
+
+def payload_problems(image, allowed_formats=(), expected_formats=(),
+                     max_size=65536, root_size_gb=None):
+    """What is dishonest about a metadata-only snapshot image's payload.
+
+    :param image: the image as Glance v2 shows it.
+    :param allowed_formats: the ``disk_format`` values this Glance's image
+        schema allows (empty: not checked).
+    :param expected_formats: the values this cloud's operator expects
+        (empty: any allowed one).
+    :param max_size: the largest honest empty payload, in bytes.
+    :param root_size_gb: the snapshotted root volume's size (GiB), which
+        ``min_disk`` must not exceed (None: not checked).
+    :returns: a list of sentences (empty: honest).
+    """
+    problems = []
+    status = image.get('status')
+    if status != 'active':
+        problems.append('status is %r, not active' % (status,))
+    disk_format = image.get('disk_format')
+    size = image.get('size')
+    if image.get('container_format') != 'bare':
+        problems.append('container_format is %r, not bare'
+                        % (image.get('container_format'),))
+    if not disk_format:
+        problems.append('no disk_format')
+    elif allowed_formats and disk_format not in allowed_formats:
+        problems.append('disk_format %s is not one this Glance allows (%s)'
+                        % (disk_format, ', '.join(allowed_formats)))
+    if disk_format and expected_formats and (
+            disk_format not in expected_formats):
+        problems.append('disk_format %s is not one expected here (%s)'
+                        % (disk_format, ', '.join(expected_formats)))
+    if not isinstance(size, int) or isinstance(size, bool):
+        problems.append('size is %r, not a number of bytes' % (size,))
+    else:
+        if size == 0 and disk_format not in (None, 'raw'):
+            problems.append('zero bytes labelled %s (only raw is true of '
+                            'zero bytes)' % disk_format)
+        if size > 0 and disk_format == 'raw':
+            problems.append('%d bytes labelled raw: a metadata-only image '
+                            'holds no disk data' % size)
+        if size > max_size:
+            problems.append('size %d is more than an empty payload (%d)'
+                            % (size, max_size))
+    min_disk = image.get('min_disk')
+    if root_size_gb is not None and isinstance(min_disk, int) and (
+            min_disk > root_size_gb):
+        problems.append('min_disk %d is above the root volume\'s %d GiB'
+                        % (min_disk, root_size_gb))
+    return problems
+
+
+def schema_disk_formats(schema):
+    """The ``disk_format`` values a Glance image schema allows.
+
+    :param schema: the body of ``GET /v2/schemas/image``.
+    :returns: a tuple of strings (the schema's ``null`` dropped).
+    """
+    prop = schema.get('properties', {}).get('disk_format', {})
+    return tuple(v for v in prop.get('enum') or () if v)
+
+
+def rotation_kept(backups, rotation):
+    """The backups a rotation keeps: the ``rotation`` newest.
+
+    :param backups: ids, oldest first.
+    :param rotation: the rotation asked for (0 and 1 both keep one).
+    :returns: a list of ids, oldest first.
+    """
+    return list(backups[-max(rotation, 1):])

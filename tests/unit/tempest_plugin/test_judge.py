@@ -1,0 +1,153 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Tempest plugin's judge of a snapshot image (no cloud needed)."""
+
+import json
+
+import testtools
+
+from nova_snapshot_ext_tempest_plugin import config
+from nova_snapshot_ext_tempest_plugin import judge
+
+ROOT_SNAP = '11111111-1111-4111-8111-111111111111'
+DATA_SNAP = '22222222-2222-4222-8222-222222222222'
+
+
+def _image(**overrides):
+    image = {
+        'id': 'img', 'status': 'active', 'disk_format': 'raw',
+        'container_format': 'bare', 'size': 0, 'min_disk': 1,
+        'bdm_v2': 'True',
+        'block_device_mapping': json.dumps([
+            {'source_type': 'snapshot', 'destination_type': 'volume',
+             'snapshot_id': DATA_SNAP, 'boot_index': None,
+             'device_name': '/dev/vdb', 'volume_size': 1},
+            {'source_type': 'snapshot', 'destination_type': 'volume',
+             'snapshot_id': ROOT_SNAP, 'boot_index': 0,
+             'device_name': '/dev/vda', 'volume_size': 1},
+        ]),
+    }
+    image.update(overrides)
+    return image
+
+
+class MappingTest(testtools.TestCase):
+
+    def test_snapshot_ids_boot_disk_first(self):
+        self.assertEqual([ROOT_SNAP, DATA_SNAP], judge.snapshot_ids(_image()))
+
+    def test_mapping_as_a_list_too(self):
+        image = _image()
+        image['block_device_mapping'] = json.loads(
+            image['block_device_mapping'])
+        self.assertEqual([ROOT_SNAP, DATA_SNAP], judge.snapshot_ids(image))
+
+    def test_no_mapping(self):
+        self.assertEqual([], judge.snapshot_ids({'id': 'x'}))
+        problems = judge.mapping_problems({'id': 'x', 'bdm_v2': 'True'}, 1)
+        self.assertEqual(2, len(problems), problems)
+
+    def test_not_a_list(self):
+        self.assertRaises(ValueError, judge.mapping,
+                          {'block_device_mapping': '{"a": 1}'})
+        self.assertEqual(1, len(judge.mapping_problems(
+            {'block_device_mapping': '{"a": 1}'}, 1)))
+
+    def test_sound_mapping(self):
+        self.assertEqual([], judge.mapping_problems(_image(), 2))
+
+    def test_wrong_count(self):
+        problems = judge.mapping_problems(_image(), 3)
+        self.assertIn('names 2 volume snapshots', problems[0])
+
+    def test_live_volume_entry(self):
+        entries = json.loads(_image()['block_device_mapping'])
+        entries.append({'source_type': 'volume', 'volume_id': 'v',
+                        'destination_type': 'volume', 'boot_index': 1})
+        problems = judge.mapping_problems(
+            _image(block_device_mapping=json.dumps(entries)), 2)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('live volume', problems[0])
+
+    def test_no_boot_entry(self):
+        entries = json.loads(_image()['block_device_mapping'])
+        entries[1]['boot_index'] = 1
+        problems = judge.mapping_problems(
+            _image(block_device_mapping=json.dumps(entries)), 2)
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('boot_index 0', problems[0])
+
+    def test_bdm_v2_and_connection_info(self):
+        entries = json.loads(_image()['block_device_mapping'])
+        entries[0]['connection_info'] = '{"secret": 1}'
+        problems = judge.mapping_problems(
+            _image(block_device_mapping=json.dumps(entries), bdm_v2=None), 2)
+        self.assertEqual(2, len(problems), problems)
+
+
+class PayloadTest(testtools.TestCase):
+
+    def test_zero_bytes_raw_is_honest(self):
+        self.assertEqual([], judge.payload_problems(
+            _image(), allowed_formats=('raw', 'qcow2'), root_size_gb=1))
+
+    def test_qcow2_payload_is_honest(self):
+        self.assertEqual([], judge.payload_problems(
+            _image(disk_format='qcow2', size=1536),
+            allowed_formats=('qcow2',), expected_formats=['qcow2']))
+
+    def test_zero_bytes_labelled_qcow2(self):
+        problems = judge.payload_problems(_image(disk_format='qcow2'))
+        self.assertEqual(['zero bytes labelled qcow2 (only raw is true of '
+                          'zero bytes)'], problems)
+
+    def test_data_labelled_raw_or_too_big(self):
+        problems = judge.payload_problems(_image(size=10 ** 9))
+        self.assertEqual(2, len(problems), problems)
+
+    def test_format_not_allowed_or_not_expected(self):
+        problems = judge.payload_problems(
+            _image(), allowed_formats=('qcow2',), expected_formats=['qcow2'])
+        self.assertEqual(2, len(problems), problems)
+
+    def test_not_active_not_bare_no_size(self):
+        problems = judge.payload_problems(_image(
+            status='queued', container_format='ovf', size=None))
+        self.assertEqual(3, len(problems), problems)
+
+    def test_min_disk_above_root(self):
+        problems = judge.payload_problems(_image(min_disk=5), root_size_gb=1)
+        self.assertEqual(1, len(problems), problems)
+
+
+class HelpersTest(testtools.TestCase):
+
+    def test_schema_disk_formats(self):
+        schema = {'properties': {'disk_format': {
+            'enum': [None, 'ami', 'qcow2', 'raw']}}}
+        self.assertEqual(('ami', 'qcow2', 'raw'),
+                         judge.schema_disk_formats(schema))
+        self.assertEqual((), judge.schema_disk_formats({}))
+
+    def test_rotation_kept(self):
+        self.assertEqual(['c', 'd'], judge.rotation_kept(['a', 'b', 'c', 'd'],
+                                                         2))
+        self.assertEqual(['d'], judge.rotation_kept(['a', 'b', 'c', 'd'], 0))
+        self.assertEqual(['a'], judge.rotation_kept(['a'], 2))
+
+    def test_options_listed_by_group(self):
+        groups = dict(config.list_opts())
+        self.assertEqual(['nova_snapshot_ext'],
+                         [o.name for o in groups['service_available']])
+        self.assertIn('expected_disk_formats',
+                      [o.name for o in groups['nova_snapshot_ext']])
