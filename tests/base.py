@@ -107,8 +107,10 @@ class PluginLogRecords(fixtures.Fixture):
             handler, name=self.name, level=None, nuke_handlers=False))
 
     def at_least(self, level):
-        """The records at ``level`` (e.g. ``logging.ERROR``) or above, with
-        a traceback attached or not, as ``'LEVEL name: message'`` lines."""
+        """The records at ``level`` (e.g. ``logging.ERROR``) or above.
+
+        With a traceback attached or not, as ``'LEVEL name: message'`` lines.
+        """
         return ['%s %s: %s' % (r.levelname, r.name, r.getMessage())
                 for r in self.records if r.levelno >= level]
 

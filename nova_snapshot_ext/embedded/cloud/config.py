@@ -130,9 +130,11 @@ def cinder_conf(base, connection, transport_url, keystone_url, password,
 def nova_conf(base, database, api_database, transport_url, keystone_url,
               password, glance_url, compute_driver=None,
               snapshot_ext=None, host='cloud'):
-    """One nova.conf: nova-api's and nova-scheduler's (``database`` on
-    cell0), the cell conductor's (``database`` on cell1) or nova-compute's
-    (``database`` on cell1, no ``api_database``).
+    """One nova.conf.
+
+    nova-api's and nova-scheduler's (``database`` on cell0), the cell
+    conductor's (``database`` on cell1) or nova-compute's (``database`` on
+    cell1, no ``api_database``).
 
     :param api_database: the API database URL, or None (nova-compute).
 

@@ -164,8 +164,10 @@ class Cloud(object):
     # urls
 
     def url(self, name):
-        """The URL of a service: keystone, glance, cinder, placement,
-        nova, network."""
+        """The URL of a service.
+
+        :param name: keystone, glance, cinder, placement, nova, network.
+        """
         if name == 'glance':
             return self.glance.endpoint
         paths = {'keystone': '/v3', 'cinder': '/v3', 'placement': '',
@@ -199,9 +201,12 @@ class Cloud(object):
         try:
             self._start()
         except BaseException as exc:
+            # Logs are kept (stop() then leaves the directory).
+            self.keep = True
             self.procs.stop_all()
             if self.glance is not None:
                 self.glance.stop()
+                self.glance = None
             if isinstance(exc, Exception):
                 raise CloudError('the cloud did not start (%s); logs kept '
                                  'in %s' % (exc, self.base_dir)) from exc
@@ -213,8 +218,10 @@ class Cloud(object):
         return self
 
     def stop(self):
-        """Stop every process (by PID and process group) and remove the
-        directory unless ``keep`` (idempotent).
+        """Stop every process (by PID and process group).
+
+        The directory is removed unless ``keep`` or the start failed
+        (idempotent).
 
         :returns: None
         """
@@ -553,8 +560,10 @@ class Cloud(object):
         }
 
     def _rewrite_template_urls(self):
-        """Point the catalog and the cell mappings at this start's ports
-        and paths (a warm start; the cold one ends here too)."""
+        """Point the catalog and the cell mappings at this start's ports.
+
+        (A warm start; the cold one ends here too.)
+        """
         statements = []
         for kind, url in self._endpoint_urls().items():
             statements.append(
