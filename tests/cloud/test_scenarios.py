@@ -37,6 +37,7 @@ class _Scenario(object):
 
     def setUp(self):
         super().setUp()
+        base.skip_unless_cloud(self, self.profile)
         self.cloud = self.useFixture(base.CloudFixture(self.profile)).cloud
         self.demo = base.Api(self.cloud, 'demo')
         self.admin = base.Api(self.cloud, 'admin')

@@ -159,6 +159,7 @@ class Cloud(object):
         self.timings = {}
         self.warm = False
         self.tempest_conf = None
+        self._watchdog = None
 
     # ------------------------------------------------------------------
     # urls
@@ -230,6 +231,10 @@ class Cloud(object):
         if self.glance is not None:
             self.glance.stop()
             self.glance = None
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.kill()
+            watchdog.wait()
         if self.base_dir and not self.keep:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
@@ -246,6 +251,8 @@ class Cloud(object):
         names = ('keystone', 'placement', 'cinder', 'nova', 'network',
                  'glance', 'mysql', 'rabbit', 'rabbit_dist', 'epmd')
         self.ports = dict(zip(names, proc_mod.free_ports(len(names))))
+        self._watchdog = proc_mod.start_watchdog(self.base_dir,
+                                                 self.ports['epmd'])
         tmpl = template_dir()
         record = _read_template(tmpl) if self.use_template else None
         self.warm = record is not None

@@ -23,6 +23,7 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +33,73 @@ import urllib.request
 PORT_RANGE = (20000, 32000)
 STOP_TIMEOUT = 15.0
 _TAIL = 40
+
+
+#: The file of process group ids a watchdog ends if the launcher dies.
+PGIDS_NAME = 'pgids'
+#: Run by a watchdog process (argv: launcher pid, cloud directory, epmd
+#: port): once the launcher is gone without stopping the cloud (SIGKILL,
+#: a test runner's timeout), end every process group it recorded, the
+#: daemons found by pid file (RabbitMQ's node), its epmd, and remove the
+#: directory.
+_WATCHDOG = """
+import glob, os, shutil, signal, sys, time
+parent, directory, epmd_port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+while os.getppid() == parent and os.path.isdir(directory):
+    time.sleep(1)
+if not os.path.isdir(directory):
+    sys.exit(0)
+pgids, pids = [], []
+try:
+    with open(os.path.join(directory, 'pgids')) as f:
+        pgids = [int(line) for line in f if line.strip()]
+except (OSError, ValueError):
+    pass
+for path in glob.glob(os.path.join(directory, '**', '*.pid'),
+                      recursive=True):
+    try:
+        with open(path) as f:
+            pids.append(int(f.readline().strip()))
+    except (OSError, ValueError):
+        pass
+for entry in os.listdir('/proc'):
+    try:
+        with open('/proc/%s/cmdline' % entry, 'rb') as f:
+            argv = f.read().split(b'\\0')
+        with open('/proc/%s/environ' % entry, 'rb') as f:
+            environ = f.read().split(b'\\0')
+    except (OSError, ValueError):
+        continue
+    if argv and argv[0].endswith(b'epmd') and (
+            ('ERL_EPMD_PORT=%s' % epmd_port).encode() in environ):
+        pids.append(int(entry))
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    time.sleep(5)
+shutil.rmtree(directory, ignore_errors=True)
+"""
+
+
+def start_watchdog(directory, epmd_port):
+    """Stop the cloud in ``directory`` if this process dies first.
+
+    :returns: the watchdog's :class:`subprocess.Popen` (kill it after a
+        normal stop).
+    """
+    return subprocess.Popen(
+        [sys.executable, '-c', _WATCHDOG, str(os.getpid()), directory,
+         str(epmd_port)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
 
 
 class CloudError(RuntimeError):
@@ -115,6 +183,13 @@ def http_ok(url, timeout=2.0):
         return exc.code < 500
     except (urllib.error.URLError, OSError):
         return False
+
+
+def _killpg(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Service(object):
@@ -228,6 +303,8 @@ class Processes(object):
             fh.close()
         service = Service(name, process, log, stop)
         self.services.append(service)
+        with open(os.path.join(self.base_dir, PGIDS_NAME), 'a') as fh:
+            fh.write('%d\n' % process.pid)
         return service
 
     def add(self, service):
@@ -263,13 +340,38 @@ class Processes(object):
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
 
-    def stop_all(self):
-        """Stop every process, newest first (idempotent).
+    def stop_all(self, timeout=STOP_TIMEOUT):
+        """Stop every process at once (idempotent).
+
+        SIGTERM to every process group (newest first; RabbitMQ by its own
+        stop command), one shared wait of ``timeout`` seconds, then
+        SIGKILL to every group.
 
         :returns: None
         """
-        while self.services:
-            self.services.pop().stop()
+        services, self.services = list(reversed(self.services)), []
+        for service in services:
+            if service._stop is not None:
+                try:
+                    service._stop()
+                except Exception:  # noqa: B902 - stop the rest regardless
+                    pass
+            if service.process is not None:
+                _killpg(service.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for service in services:
+            if service.process is None:
+                continue
+            try:
+                service.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            # Whatever is left of the group (gunicorn workers).
+            _killpg(service.process.pid, signal.SIGKILL)
+            try:
+                service.process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
 
     def pids(self):
         return [s.pid for s in self.services if s.running()]
