@@ -109,7 +109,8 @@ class PluginLogRecords(fixtures.Fixture):
     def at_least(self, level):
         """The records at ``level`` (e.g. ``logging.ERROR``) or above.
 
-        With a traceback attached or not, as ``'LEVEL name: message'`` lines.
+        With a traceback attached or not, as ``'LEVEL name: message'``
+        lines.
         """
         return ['%s %s: %s' % (r.levelname, r.name, r.getMessage())
                 for r in self.records if r.levelno >= level]

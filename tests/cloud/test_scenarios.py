@@ -172,9 +172,13 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
     profile = 'default'
 
     def test_create_backup_rotation(self):
-        """createBackup, rotation 2, four times: the 2 newest kept."""
+        """createBackup, rotation 2, four times, in the cells layout.
+
+        Exactly the 2 newest backups are kept, the rotated ones' volume
+        snapshots are deleted in Cinder, and the newest kept backup boots.
+        """
         server, volumes = self._volume_server()
-        made = []
+        made, snapshots_of = [], {}
         for i in range(4):
             resp = self.demo.call(
                 'nova', 'POST', '/servers/%s/action' % server['id'],
@@ -196,10 +200,33 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
                 'backup %s' % image_id, lambda: self.demo.image(
                     image_id, ok=(200, 404)) or {'status': 'deleted'},
                 lambda i: i['status'] in ('active', 'deleted'))
-            for snapshot_id in self._snapshot_ids(image):
+            snapshots_of[image_id] = self._snapshot_ids(image)
+            self.assertEqual(2, len(snapshots_of[image_id]), image)
+            for snapshot_id in snapshots_of[image_id]:
                 self.addCleanup(self._delete_snapshot, snapshot_id)
-        kept = [i for i in made if self.demo.image(i, ok=(200, 404))]
-        self.assertEqual(made[2:], kept)
+        # Rotation runs after the new backup is active: wait for it.
+        self.demo.wait('rotation to 2 backups', lambda: {
+            'kept': [i for i in made if self.demo.image(i, ok=(200, 404))]},
+            lambda v: v['kept'] == made[2:], timeout=60)
+        for image_id in made[:2]:
+            for snapshot_id in snapshots_of[image_id]:
+                self.demo.wait(
+                    'rotated snapshot %s deleted' % snapshot_id,
+                    lambda: {'s': self.demo.snapshot(snapshot_id,
+                                                     ok=(200, 404))},
+                    lambda v: v['s'] is None, timeout=60)
+        for image_id in made[2:]:
+            for snapshot_id in snapshots_of[image_id]:
+                self.assertEqual('available',
+                                 self.demo.snapshot(snapshot_id)['status'])
+        booted = self.demo.boot('from-backup', image=made[-1])
+        new_volumes = [self.demo.volume(v['id']) for v in
+                       booted['os-extended-volumes:volumes_attached']]
+        for vol in new_volumes:
+            self.addCleanup(self._delete_volume_when_free, vol['id'])
+        self.addCleanup(self.demo.delete_server, booted['id'])
+        self.assertEqual(snapshots_of[made[-1]],
+                         sorted(v['snapshot_id'] for v in new_volumes))
 
 
 class NoRawGlanceTest(_Scenario, oslotest_base.BaseTestCase):
