@@ -105,18 +105,3 @@ class TestPrintedCommandsRun(base.TestCase):
             self.assertEqual(0, proc.returncode, (argv, proc.stderr))
             self.assertIn('usage: %s' % name, proc.stdout)
 
-
-class TestCloudExports(base.TestCase):
-    """serve --cloud's OS_* lines run in a shell as printed."""
-
-    def test_exports_are_shell_quoted_and_sorted(self):
-        text = serve.cloud_exports({'OS_USERNAME': 'demo',
-                                    'OS_PASSWORD': "it's secret",
-                                    'OS_AUTH_URL': 'http://127.0.0.1:1/v3'})
-        lines = text.splitlines()
-        self.assertEqual(['export OS_AUTH_URL=http://127.0.0.1:1/v3',
-                          "export OS_PASSWORD='it'\"'\"'s secret'",
-                          'export OS_USERNAME=demo'], lines)
-        out = subprocess.run(['sh', '-c', text + '; printf %s "$OS_PASSWORD"'],
-                             capture_output=True, text=True, check=True)
-        self.assertEqual("it's secret", out.stdout)
