@@ -104,4 +104,3 @@ class TestPrintedCommandsRun(base.TestCase):
                 env=dict(os.environ, PATH=os.defpath))
             self.assertEqual(0, proc.returncode, (argv, proc.stderr))
             self.assertIn('usage: %s' % name, proc.stdout)
-
