@@ -80,20 +80,21 @@ def _stop_all():
 atexit.register(_stop_all)
 
 
-def skip_unless_cloud(test, profile):
+def skip_unless_cloud(test, profile, plugin=True):
     """Skip ``test`` when the running cloud it was given cannot serve it.
 
     With ``NOVA_SNAPSHOT_EXT_CLOUD_DESCRIBE`` set, only tests of that
-    cloud's Glance profile run.
+    cloud's Glance profile and nova-api (plugin or stock) run.
     """
     external = os.environ.get(DESCRIBE_ENV)
     if external:
         with open(external) as fh:
-            running = json.load(fh)['profile']
-        if running != profile:
-            test.skipTest('the running cloud (%s) has Glance profile %r, '
-                          'this test needs %r' % (external, running,
-                                                  profile))
+            info = json.load(fh)
+        running = (info['profile'], info['plugin'])
+        if running != (profile, plugin):
+            test.skipTest('the running cloud (%s) is (Glance profile, '
+                          'plugin) %r, this test needs %r' % (
+                              external, running, (profile, plugin)))
 
 
 class CloudFixture(fixtures.Fixture):
