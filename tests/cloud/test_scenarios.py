@@ -192,13 +192,16 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
                 json={'createBackup': {'name': 'backup-%d' % i,
                                        'backup_type': 'daily',
                                        'rotation': 2}})
-            if resp.status_code != 202:
+            if resp.status_code == 400:
+                # The known defect's answer (nova-api's log has the real
+                # error: the untargeted context finds no mappings).
                 self.skipTest(
                     'known defect: createBackup of a volume-backed server '
                     'in the cells layout (nova-api [database] on cell0) '
                     'answers HTTP %s (%s); being fixed on branch cells in '
                     'nova_snapshot_ext/nova/ (issue 27)' % (
                         resp.status_code, resp.text[:300]))
+            self.assertEqual(202, resp.status_code, resp.text)
             image_id = resp.json()['image_id']
             made.append(image_id)
             self.addCleanup(self._delete_image, image_id)

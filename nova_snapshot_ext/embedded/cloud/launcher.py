@@ -408,7 +408,10 @@ class Cloud(object):
             # [snapshot_ext_nova] defaults (reuse Nova's [glance]
             # settings, as nova.rst describes); the fake compute driver
             # is stamped nothing.
-            snapshot_ext = {'snapshot_ext': {'driver': 'fake'}}
+            # Backups of volume-backed servers too (doc/source/backups.rst:
+            # off by default, then Nova's 400 is unchanged).
+            snapshot_ext = {'snapshot_ext': {
+                'driver': 'fake', 'volume_backed_backups': True}}
         api_dir = self._dir('nova-api')
         cell_dir = self._dir('nova-cell1')
         for d in (api_dir, cell_dir):
