@@ -110,6 +110,16 @@ def add_parser(subparsers: ty.Any) -> None:
                    help="the identity's roles, comma separated (default: "
                    '%s; add admin to audit every project)'
                    % ','.join(DEFAULT_ROLES))
+    p.add_argument('--cloud', action='store_true',
+                   help='start the whole cloud in a box instead (Keystone, '
+                   'Glance with --profile, Cinder, Placement, Nova with '
+                   'this plugin in nova-api; doc/source/cloud.rst): print '
+                   'OS_* variables for an admin and a member and a ready '
+                   'tempest.conf; about 40 s warm, a few minutes the first '
+                   'time')
+    p.add_argument('--stock-nova', action='store_true',
+                   help='with --cloud: nova-api without the plugin (to '
+                   'compare)')
     p.add_argument('--config-out', metavar='FILE',
                    help='where to write the configuration file (must not '
                    'exist; removed at stop; default: in the temporary '
@@ -243,6 +253,8 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
     from nova_snapshot_ext.snapshot import request as request_mod
 
     args = conf.command
+    if getattr(args, 'cloud', False):
+        return run_cloud(conf, wait)
     project, roles = _check_args(args)
     demo_cmd.check_extra()
     kwargs = dict(embedded.PROFILES[args.profile])
@@ -352,6 +364,77 @@ def _stop(glance: ty.Any, args: ty.Any, written: str | None,
     if removed:
         done.append('%s removed' % ' and '.join(removed))
     return '; '.join(done) + '.'
+
+
+def cloud_exports(credentials: dict[str, str]) -> str:
+    """``export`` lines of one user's OS_* variables, shell-quoted."""
+    return '\n'.join('export %s=%s' % (k, shlex.quote(v))
+                     for k, v in sorted(credentials.items()))
+
+
+def run_cloud(conf: cfg.ConfigOpts,
+              wait: ty.Callable[[], None] | None = None) -> int:
+    """``serve --cloud``: the cloud in a box until Ctrl-C or SIGTERM.
+
+    :raises CLIError: a bad argument (2), the cloud failed to start (3:
+        its logs are kept and the message names their directory).
+    """
+    from nova_snapshot_ext.embedded.cloud import launcher
+
+    args = conf.command
+    if args.profile not in launcher.PROFILES:
+        raise checks.CLIError('--profile %s is not a profile; known: %s' % (
+            args.profile, ', '.join(sorted(launcher.PROFILES))))
+    if args.database != SQLITE or args.config_out:
+        raise checks.CLIError('--cloud runs its own MariaDB and writes no '
+                              'plugin configuration: drop --database and '
+                              '--config-out')
+    log = sys.stderr
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    print('Starting the cloud in a box (Glance profile %s, nova-api %s); '
+          'the first start installs one virtualenv and migrates a template '
+          '(minutes), later ones take about 40 s...' % (
+              args.profile, 'stock' if args.stock_nova else
+              'with nova-snapshot-ext'), file=log, flush=True)
+    cloud = launcher.Cloud(profile=args.profile,
+                           plugin=not args.stock_nova)
+    try:
+        try:
+            cloud.start()
+        except launcher.CloudError as err:
+            raise checks.CLIError(str(err), checks.EXIT_UNREACHABLE)
+        info = cloud.describe()
+        if conf.format == 'json':
+            print(json.dumps(info), flush=True)
+        else:
+            creds = info['credentials']
+            print('The cloud is up in %s s (%s start; Glance profile %s, '
+                  'nova-api %s).\nIts directory (configs, logs): %s\n\n'
+                  'As the admin (project admin):\n%s\n\nAs a member '
+                  '(user demo, project demo):\n%s\n\n'
+                  'Flavors: %s; images: %s\n'
+                  'Tempest: a ready tempest.conf is %s\n'
+                  'Ctrl-C stops every service and removes the directory.'
+                  % (info['seconds'], 'warm' if info['warm'] else 'cold',
+                     args.profile,
+                     'with the plugin' if info['plugin'] else 'stock',
+                     info['directory'], cloud_exports(creds['admin']),
+                     cloud_exports(creds['member']),
+                     ', '.join('%s=%s' % i for i in
+                               sorted(info['flavors'].items())),
+                     ', '.join('%s=%s' % i for i in
+                               sorted(info['images'].items())),
+                     info['tempest_conf']), flush=True)
+        try:
+            (wait or _sleep_forever)()
+        except KeyboardInterrupt:
+            pass
+        return checks.EXIT_OK
+    finally:
+        cloud.stop()
+        print('The cloud is stopped and %s removed.' % (
+            cloud.base_dir or 'nothing'), file=log, flush=True)
 
 
 def _sleep_forever() -> None:

@@ -335,6 +335,8 @@ class EmbeddedGlance(object):
         database on, in a database of its own cloned from a migrated
         template; None for SQLite in the base directory.
     :param workers: gunicorn worker processes (8 threads each).
+    :param port: the port on 127.0.0.1 to serve on (None: any free one;
+        the cloud in a box picks ports below the ephemeral range).
     :param shared_with: another (started) :class:`EmbeddedGlance` on a
         database server whose database and image store this one shares:
         a second glance-api node of the same deployment.
@@ -350,7 +352,7 @@ class EmbeddedGlance(object):
                  identity='headers', python=None, access_log=False,
                  custom_schema=True, image_size_cap=None, database=None,
                  workers=1, shared_with=None, keystone=None,
-                 keystone_limits=False):
+                 keystone_limits=False, port=None):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
@@ -400,6 +402,8 @@ class EmbeddedGlance(object):
         self._requested_base_dir = base_dir
         self.base_dir = None
         self.port = None
+        #: The port asked for (None: any free one).
+        self._requested_port = port
         self.log_file = None
         self._owns_base_dir = False
         self._process = None
@@ -528,7 +532,7 @@ class EmbeddedGlance(object):
                 try:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR,
                                     1)
-                    sock.bind(('127.0.0.1', 0))
+                    sock.bind(('127.0.0.1', self._requested_port or 0))
                     sock.listen(128)
                     self.port = sock.getsockname()[1]
                     self._write_config()

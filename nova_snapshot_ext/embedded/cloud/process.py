@@ -1,0 +1,377 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Processes of the cloud: ports, start, bounded waits, stop by PID.
+
+Every process runs in its own session (process group) with its output in
+a log file of the cloud's directory; :meth:`Processes.stop_all` ends them
+in reverse start order, SIGTERM then SIGKILL to the whole group.
+"""
+
+import collections
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+#: Listening ports are taken below the ephemeral range (32768-60999 on
+#: Linux): a listener there can collide with a client socket.
+PORT_RANGE = (20000, 32000)
+STOP_TIMEOUT = 15.0
+_TAIL = 40
+
+
+#: The file of process group ids a watchdog ends if the launcher dies.
+PGIDS_NAME = 'pgids'
+#: Run by a watchdog process (argv: launcher pid, cloud directory, epmd
+#: port): once the launcher is gone without stopping the cloud (SIGKILL,
+#: a test runner's timeout), end every process group it recorded, the
+#: daemons found by pid file (RabbitMQ's node), its epmd, and remove the
+#: directory.
+_WATCHDOG = """
+import glob, os, shutil, signal, sys, time
+parent, directory, epmd_port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+while os.getppid() == parent and os.path.isdir(directory):
+    time.sleep(1)
+if not os.path.isdir(directory):
+    sys.exit(0)
+pgids, pids = [], []
+try:
+    with open(os.path.join(directory, 'pgids')) as f:
+        pgids = [int(line) for line in f if line.strip()]
+except (OSError, ValueError):
+    pass
+for path in glob.glob(os.path.join(directory, '**', '*.pid'),
+                      recursive=True):
+    try:
+        with open(path) as f:
+            pids.append(int(f.readline().strip()))
+    except (OSError, ValueError):
+        pass
+for entry in os.listdir('/proc'):
+    try:
+        with open('/proc/%s/cmdline' % entry, 'rb') as f:
+            argv = f.read().split(b'\\0')
+        with open('/proc/%s/environ' % entry, 'rb') as f:
+            environ = f.read().split(b'\\0')
+    except (OSError, ValueError):
+        continue
+    if argv and argv[0].endswith(b'epmd') and (
+            ('ERL_EPMD_PORT=%s' % epmd_port).encode() in environ):
+        pids.append(int(entry))
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    time.sleep(5)
+shutil.rmtree(directory, ignore_errors=True)
+"""
+
+
+def start_watchdog(directory, epmd_port):
+    """Stop the cloud in ``directory`` if this process dies first.
+
+    :returns: the watchdog's :class:`subprocess.Popen` (kill it after a
+        normal stop).
+    """
+    return subprocess.Popen(
+        [sys.executable, '-c', _WATCHDOG, str(os.getpid()), directory,
+         str(epmd_port)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+
+
+class CloudError(RuntimeError):
+    """A piece of the cloud did not start or answer."""
+
+
+def tail(path, lines=_TAIL):
+    """The last lines of a log file ('' if unreadable).
+
+    :param path: the file.
+    :param lines: how many.
+    :returns: a string.
+    """
+    try:
+        with open(path, errors='replace') as fh:
+            return ''.join(collections.deque(fh, maxlen=lines))
+    except OSError:
+        return ''
+
+
+def port_is_free(port, host='127.0.0.1'):
+    """Whether ``port`` can be bound on ``host`` now.
+
+    :param port: an int.
+    :param host: the address.
+    :returns: a bool.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+def free_ports(count, taken=(), rng=None, port_range=PORT_RANGE,
+               is_free=port_is_free):
+    """Pick ``count`` distinct free ports below the ephemeral range.
+
+    :param count: how many.
+    :param taken: ports not to return.
+    :param rng: a :class:`random.Random` (tests pass a seeded one).
+    :param port_range: ``(low, high)``, both inclusive.
+    :param is_free: the check (tests replace it).
+    :returns: a list of ints.
+    :raises CloudError: if not enough are free.
+    """
+    rng = rng or random.SystemRandom()
+    low, high = port_range
+    chosen = []
+    seen = set(taken)
+    for _ in range(20 * count + 200):
+        if len(chosen) == count:
+            break
+        port = rng.randint(low, high)
+        if port in seen:
+            continue
+        seen.add(port)
+        if is_free(port):
+            chosen.append(port)
+    if len(chosen) < count:
+        raise CloudError('only %d of %d free ports found in %d-%d' % (
+            len(chosen), count, low, high))
+    return chosen
+
+
+def http_ok(url, timeout=2.0):
+    """Whether ``url`` answers with a status below 500 (no proxy).
+
+    :param url: the URL.
+    :param timeout: seconds.
+    :returns: a bool.
+    """
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as resp:
+            return resp.status < 500
+    except urllib.error.HTTPError as exc:
+        return exc.code < 500
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _killpg(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Service(object):
+    """One started process.
+
+    :ivar name: a label, e.g. ``'nova-api'``.
+    :ivar process: the :class:`subprocess.Popen`.
+    :ivar log: the log file path.
+    """
+
+    def __init__(self, name, process, log, stop=None):
+        self.name = name
+        self.process = process
+        self.log = log
+        self._stop = stop
+
+    @property
+    def pid(self):
+        return self.process.pid if self.process is not None else None
+
+    def running(self):
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """SIGTERM the process group, then SIGKILL it after ``timeout``.
+
+        A service with its own stop command (RabbitMQ) runs it first.
+
+        :returns: None
+        """
+        if self._stop is not None:
+            try:
+                self._stop()
+            except Exception:  # noqa: B902 - stop the group regardless
+                pass
+        process = self.process
+        if process is None:
+            return
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                process.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        # Whatever is left of the group (gunicorn workers).
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class Processes(object):
+    """The processes of one cloud, stopped in reverse order.
+
+    :param base_dir: where the logs go (``<base_dir>/logs/<name>.log``).
+    """
+
+    def __init__(self, base_dir):
+        self.base_dir = base_dir
+        self.log_dir = os.path.join(base_dir, 'logs')
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.services = []
+
+    def log_path(self, name):
+        return os.path.join(self.log_dir, name + '.log')
+
+    def run(self, name, cmd, env=None, timeout=300.0, cwd=None):
+        """Run a set-up command to its end, its output in ``name``'s log.
+
+        :returns: None
+        :raises CloudError: if it fails or times out (with the log's tail).
+        """
+        log = self.log_path(name)
+        with open(log, 'ab') as fh:
+            fh.write(('$ %s\n' % ' '.join(cmd)).encode())
+            fh.flush()
+            try:
+                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
+                                    stdout=fh, stderr=fh, env=env,
+                                    cwd=cwd or self.base_dir,
+                                    timeout=timeout,
+                                    start_new_session=True).returncode
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise CloudError('%s: %s; log %s:\n%s' % (
+                    name, exc, log, tail(log)))
+        if rc != 0:
+            raise CloudError('%s exited with %d; log %s:\n%s' % (
+                name, rc, log, tail(log)))
+
+    def start(self, name, cmd, env=None, cwd=None, stop=None):
+        """Start a long-running process in its own session.
+
+        :returns: the :class:`Service`.
+        :raises CloudError: if it cannot be started.
+        """
+        log = self.log_path(name)
+        fh = open(log, 'ab')
+        try:
+            fh.write(('$ %s\n' % ' '.join(cmd)).encode())
+            fh.flush()
+            process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh,
+                env=env, cwd=cwd or self.base_dir, start_new_session=True)
+        except OSError as exc:
+            raise CloudError('cannot start %s: %s' % (name, exc))
+        finally:
+            fh.close()
+        service = Service(name, process, log, stop)
+        self.services.append(service)
+        with open(os.path.join(self.base_dir, PGIDS_NAME), 'a') as fh:
+            fh.write('%d\n' % process.pid)
+        return service
+
+    def add(self, service):
+        """Track a process started elsewhere (stopped with the rest)."""
+        self.services.append(service)
+        return service
+
+    def wait(self, service, check, what, timeout):
+        """Wait until ``check()`` is true, at most ``timeout`` seconds.
+
+        :param service: the :class:`Service` that must stay alive (or
+            None).
+        :param check: a callable returning a bool.
+        :param what: for the message.
+        :param timeout: seconds.
+        :returns: the seconds waited.
+        :raises CloudError: if the process exits or time runs out.
+        """
+        started = time.monotonic()
+        delay = 0.1
+        while True:
+            if check():
+                return time.monotonic() - started
+            if service is not None and service.process is not None and \
+                    service.process.poll() is not None:
+                raise CloudError('%s exited with %s before %s; log %s:\n%s'
+                                 % (service.name, service.process.returncode,
+                                    what, service.log, tail(service.log)))
+            if time.monotonic() - started > timeout:
+                log = service.log if service is not None else '-'
+                raise CloudError('%s not reached after %.0f s; log %s:\n%s'
+                                 % (what, timeout, log, tail(log)))
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    def stop_all(self, timeout=STOP_TIMEOUT):
+        """Stop every process at once (idempotent).
+
+        SIGTERM to every process group (newest first; RabbitMQ by its own
+        stop command), one shared wait of ``timeout`` seconds, then
+        SIGKILL to every group.
+
+        :returns: None
+        """
+        services, self.services = list(reversed(self.services)), []
+        for service in services:
+            if service._stop is not None:
+                try:
+                    service._stop()
+                except Exception:  # noqa: B902 - stop the rest regardless
+                    pass
+            if service.process is not None:
+                _killpg(service.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for service in services:
+            if service.process is None:
+                continue
+            try:
+                service.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            # Whatever is left of the group (gunicorn workers).
+            _killpg(service.process.pid, signal.SIGKILL)
+            try:
+                service.process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def pids(self):
+        return [s.pid for s in self.services if s.running()]

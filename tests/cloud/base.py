@@ -1,0 +1,144 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The cloud in a box for tests: :class:`CloudFixture` and REST helpers.
+
+One cloud per (profile, plugin) and test process, started on first use and
+stopped when the process exits (bring-up is 30-60 s).  Run with ``tox -e
+cloud`` (one test process: never two clouds at once on a 2-core machine).
+
+``NOVA_SNAPSHOT_EXT_CLOUD_DESCRIBE`` may name the JSON that
+``nova-snapshot-ext serve --cloud --format json`` printed: the tests then
+use that running cloud instead of starting one (its profile must match).
+"""
+
+import atexit
+import json
+import os
+import subprocess
+import tempfile
+import threading
+
+import fixtures
+
+from nova_snapshot_ext.embedded.cloud import client
+from nova_snapshot_ext.embedded.cloud import launcher
+
+DESCRIBE_ENV = 'NOVA_SNAPSHOT_EXT_CLOUD_DESCRIBE'
+COMPUTE = client.COMPUTE
+Api = client.Api
+_clouds = {}
+_lock = threading.Lock()
+
+
+class _External(object):
+    """A cloud started by ``serve --cloud`` (from its JSON)."""
+
+    def __init__(self, path):
+        with open(path) as fh:
+            self.info = json.load(fh)
+        self.profile = self.info['profile']
+        self.keystone_url = self.info['endpoints']['keystone']
+        self.ids = {'flavors': self.info['flavors'],
+                    'images': self.info['images']}
+
+    def url(self, name):
+        return self.info['endpoints'][name]
+
+    def session(self, user='admin', project=None):
+        from keystoneauth1.identity import v3
+        from keystoneauth1 import session as ks_session
+        import requests
+
+        if project is None:
+            project = {'admin': 'admin'}.get(user, 'demo')
+        http = requests.Session()
+        http.trust_env = False
+        return ks_session.Session(auth=v3.Password(
+            auth_url=self.keystone_url, username=user,
+            password=launcher.PASSWORD, user_domain_id='default',
+            project_name=project, project_domain_id='default'),
+            session=http)
+
+
+def _stop_all():
+    for cloud in list(_clouds.values()):
+        if isinstance(cloud, launcher.Cloud):
+            cloud.stop()
+    _clouds.clear()
+
+
+atexit.register(_stop_all)
+
+
+def skip_unless_cloud(test, profile, plugin=True):
+    """Skip ``test`` when the running cloud it was given cannot serve it.
+
+    With ``NOVA_SNAPSHOT_EXT_CLOUD_DESCRIBE`` set, only tests of that
+    cloud's Glance profile and nova-api (plugin or stock) run.
+    """
+    external = os.environ.get(DESCRIBE_ENV)
+    if external:
+        with open(external) as fh:
+            info = json.load(fh)
+        running = (info['profile'], info['plugin'])
+        if running != (profile, plugin):
+            test.skipTest('the running cloud (%s) is (Glance profile, '
+                          'plugin) %r, this test needs %r' % (
+                              external, running, (profile, plugin)))
+
+
+class CloudFixture(fixtures.Fixture):
+    """The running cloud: ``cloud = self.useFixture(CloudFixture()).cloud``.
+
+    :param profile: the Glance profile (``'default'``, ``'no-raw'``, ...).
+    :param plugin: nova-api with the plugin's filter (False: stock Nova).
+    """
+
+    def __init__(self, profile='default', plugin=True):
+        super().__init__()
+        self.profile = profile
+        self.plugin = plugin
+        self.cloud = None
+
+    def _setUp(self):
+        key = (self.profile, self.plugin)
+        with _lock:
+            cloud = _clouds.get(key)
+            if cloud is None:
+                external = os.environ.get(DESCRIBE_ENV)
+                if external:
+                    cloud = _External(external)
+                    if cloud.profile != self.profile:
+                        raise ValueError(
+                            'the running cloud (%s) has Glance profile %r, '
+                            'this test needs %r (see skip_unless_cloud)' % (
+                                external, cloud.profile, self.profile))
+                else:
+                    # Never two clouds at once in one process.
+                    _stop_all()
+                    cloud = launcher.Cloud(profile=self.profile,
+                                           plugin=self.plugin)
+                    cloud.start()
+                _clouds[key] = cloud
+        self.cloud = cloud
+
+
+def payload_format(data):
+    """What ``qemu-img info`` says the bytes are (``raw`` for none)."""
+    with tempfile.NamedTemporaryFile() as fh:
+        fh.write(data)
+        fh.flush()
+        out = subprocess.run(['qemu-img', 'info', '--output', 'json',
+                              fh.name], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    return json.loads(out)['format']

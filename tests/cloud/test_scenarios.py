@@ -1,0 +1,276 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The plugin on a whole cloud: boot from the image it made.
+
+A server with a root and a data volume, ``createImage``, the image active
+and honest (its size and ``disk_format`` are those of its payload), then a
+new server booted from that image is ACTIVE on volumes made from exactly
+the image's volume snapshots.  Once on a default Glance and once on a
+Glance that refuses ``raw``.  Then ``createBackup`` with rotation 2, four
+times, in the cells layout.
+"""
+
+import json
+import time
+import uuid
+
+from oslotest import base as oslotest_base
+
+from tests.cloud import base
+
+
+class _Cloud(object):
+    """The set-up and helpers; mixed into a TestCase per cloud."""
+
+    profile = 'default'
+    plugin = True
+    expected_format = None
+
+    def setUp(self):
+        super().setUp()
+        base.skip_unless_cloud(self, self.profile, self.plugin)
+        self.cloud = self.useFixture(
+            base.CloudFixture(self.profile, self.plugin)).cloud
+        self.demo = base.Api(self.cloud, 'demo')
+        self.admin = base.Api(self.cloud, 'admin')
+
+    def _volume_server(self):
+        """A server on a root volume (from the image) and a data volume."""
+        tag = uuid.uuid4().hex[:8]
+        root = self.demo.create_volume(
+            image=self.cloud.ids['images']['image'], name='root-' + tag)
+        self.addCleanup(self._delete_volume_when_free, root['id'])
+        data = self.demo.create_volume(name='data-' + tag)
+        self.addCleanup(self._delete_volume_when_free, data['id'])
+        server = self.demo.boot('vb-' + tag, bdm=[
+            {'boot_index': 0, 'uuid': root['id'], 'source_type': 'volume',
+             'destination_type': 'volume', 'delete_on_termination': False},
+            {'boot_index': -1, 'uuid': data['id'], 'source_type': 'volume',
+             'destination_type': 'volume', 'delete_on_termination': False},
+        ])
+        self.addCleanup(self.demo.delete_server, server['id'])
+        return server, (root['id'], data['id'])
+
+    def _delete_volume(self, volume_id):
+        self.demo.call('cinder', 'DELETE', self.demo.project_path(
+            '/volumes/%s' % volume_id), ok=None)
+
+    def _delete_snapshot(self, snapshot_id):
+        self.demo.call('cinder', 'DELETE', self.demo.project_path(
+            '/snapshots/%s' % snapshot_id), ok=None)
+        try:
+            self.demo.wait('snapshot %s deleted' % snapshot_id,
+                           lambda: {'s': self.demo.snapshot(
+                               snapshot_id, ok=(200, 404))},
+                           lambda v: v['s'] is None, timeout=60)
+        except AssertionError:
+            pass
+
+    def _delete_image(self, image_id):
+        self.demo.call('glance', 'DELETE', '/v2/images/%s' % image_id,
+                       ok=None)
+
+    def _snapshot_ids(self, image):
+        bdm = image.get('block_device_mapping')
+        if isinstance(bdm, str):
+            bdm = json.loads(bdm)
+        return sorted(m['snapshot_id'] for m in bdm or ()
+                      if m.get('snapshot_id'))
+
+    def _create_image(self, server_id):
+        started = time.monotonic()
+        resp = self.demo.call('nova', 'POST',
+                              '/servers/%s/action' % server_id,
+                              microversion=base.COMPUTE,
+                              json={'createImage': {
+                                  'name': 'snap-' + uuid.uuid4().hex[:8]}})
+        seconds = time.monotonic() - started
+        image_id = resp.json()['image_id']
+        self.addCleanup(self._delete_image, image_id)
+        return image_id, seconds
+
+    def _check_honest(self, image):
+        payload = self.demo.image_payload(image['id'])
+        self.assertEqual(len(payload), image['size'])
+        self.assertEqual(image['disk_format'],
+                         base.payload_format(payload))
+        if self.expected_format:
+            self.assertEqual(self.expected_format, image['disk_format'])
+
+    def _delete_volume_when_free(self, volume_id):
+        try:
+            self.demo.wait('volume %s detached' % volume_id,
+                           lambda: self.demo.volume(volume_id),
+                           lambda v: v['status'] in ('available', 'error'),
+                           timeout=60)
+        except AssertionError:
+            pass
+        self._delete_volume(volume_id)
+        try:
+            self.demo.wait('volume %s deleted' % volume_id,
+                           lambda: {'v': self.demo.call(
+                               'cinder', 'GET', self.demo.project_path(
+                                   '/volumes/%s' % volume_id),
+                               ok=None).status_code},
+                           lambda v: v['v'] == 404, timeout=60)
+        except AssertionError:
+            pass
+
+
+class _Scenario(_Cloud):
+    """The plugin's scenario, on the TestCase's Glance profile."""
+
+    def test_boot_from_snapshot_image(self):
+        server, volumes = self._volume_server()
+        image_id, create_seconds = self._create_image(server['id'])
+        image = self.demo.wait(
+            'image %s' % image_id, lambda: self.demo.image(image_id),
+            lambda i: i['status'] == 'active',
+            failed=('killed', 'deleted'))
+        self._check_honest(image)
+        snapshots = self._snapshot_ids(image)
+        self.assertEqual(2, len(snapshots), image)
+        for snapshot_id in snapshots:
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+            snap = self.demo.snapshot(snapshot_id)
+            self.assertIn(snap['volume_id'], volumes)
+        self.assertEqual(sorted(volumes), sorted(
+            self.demo.snapshot(s)['volume_id'] for s in snapshots))
+
+        started = time.monotonic()
+        booted = self.demo.boot('from-image', image=image_id)
+        boot_seconds = time.monotonic() - started
+        attached = [v['id'] for v in
+                    booted['os-extended-volumes:volumes_attached']]
+        new_volumes = [self.demo.volume(v) for v in attached]
+        # Cleanups run in reverse order: the server goes first, then the
+        # volumes Nova made from the snapshots, then the snapshots.
+        for vol in new_volumes:
+            self.addCleanup(self._delete_volume_when_free, vol['id'])
+        self.addCleanup(self.demo.delete_server, booted['id'])
+        self.assertEqual(snapshots, sorted(v['snapshot_id']
+                                           for v in new_volumes))
+        self.assertTrue(set(attached).isdisjoint(volumes))
+        self.addDetail('timings', _text('createImage %.2f s, boot from the '
+                                        'image %.2f s' % (create_seconds,
+                                                          boot_seconds)))
+
+
+def _text(value):
+    from testtools import content
+
+    return content.text_content(value)
+
+
+class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
+    """On a Glance that allows ``raw``."""
+
+    profile = 'default'
+
+    def test_create_backup_rotation(self):
+        """createBackup, rotation 2, four times, in the cells layout.
+
+        Exactly the 2 newest backups are kept, the rotated ones' volume
+        snapshots are deleted in Cinder, and the newest kept backup boots.
+        """
+        server, volumes = self._volume_server()
+        made, snapshots_of = [], {}
+        for i in range(4):
+            resp = self.demo.call(
+                'nova', 'POST', '/servers/%s/action' % server['id'],
+                microversion=base.COMPUTE, ok=None,
+                json={'createBackup': {'name': 'backup-%d' % i,
+                                       'backup_type': 'daily',
+                                       'rotation': 2}})
+            if resp.status_code == 400:
+                # The known defect's answer (nova-api's log has the real
+                # error: the untargeted context finds no mappings).
+                self.skipTest(
+                    'known defect: createBackup of a volume-backed server '
+                    'in the cells layout (nova-api [database] on cell0) '
+                    'answers HTTP %s (%s); being fixed on branch cells in '
+                    'nova_snapshot_ext/nova/ (issue 27)' % (
+                        resp.status_code, resp.text[:300]))
+            self.assertEqual(202, resp.status_code, resp.text)
+            image_id = resp.json()['image_id']
+            made.append(image_id)
+            self.addCleanup(self._delete_image, image_id)
+            image = self.demo.wait(
+                'backup %s' % image_id, lambda: self.demo.image(
+                    image_id, ok=(200, 404)) or {'status': 'deleted'},
+                lambda i: i['status'] in ('active', 'deleted'))
+            snapshots_of[image_id] = self._snapshot_ids(image)
+            self.assertEqual(2, len(snapshots_of[image_id]), image)
+            for snapshot_id in snapshots_of[image_id]:
+                self.addCleanup(self._delete_snapshot, snapshot_id)
+        # Rotation runs after the new backup is active: wait for it.
+        self.demo.wait('rotation to 2 backups', lambda: {
+            'kept': [i for i in made if self.demo.image(i, ok=(200, 404))]},
+            lambda v: v['kept'] == made[2:], timeout=60)
+        for image_id in made[:2]:
+            for snapshot_id in snapshots_of[image_id]:
+                self.demo.wait(
+                    'rotated snapshot %s deleted' % snapshot_id,
+                    lambda: {'s': self.demo.snapshot(snapshot_id,
+                                                     ok=(200, 404))},
+                    lambda v: v['s'] is None, timeout=60)
+        for image_id in made[2:]:
+            for snapshot_id in snapshots_of[image_id]:
+                self.assertEqual('available',
+                                 self.demo.snapshot(snapshot_id)['status'])
+        booted = self.demo.boot('from-backup', image=made[-1])
+        new_volumes = [self.demo.volume(v['id']) for v in
+                       booted['os-extended-volumes:volumes_attached']]
+        for vol in new_volumes:
+            self.addCleanup(self._delete_volume_when_free, vol['id'])
+        self.addCleanup(self.demo.delete_server, booted['id'])
+        self.assertEqual(snapshots_of[made[-1]],
+                         sorted(v['snapshot_id'] for v in new_volumes))
+
+
+class NoRawGlanceTest(_Scenario, oslotest_base.BaseTestCase):
+    """On a Glance whose disk_formats lack ``raw`` (stock Nova 34 fails)."""
+
+    profile = 'no-raw'
+    expected_format = 'qcow2'
+
+
+class StockNovaNoRawTest(_Cloud, oslotest_base.BaseTestCase):
+    """Side by side: stock Nova 34 (no plugin) on the Glance without raw.
+
+    Nova 34 always asks for ``disk_format=raw`` (doc/source/nova.rst):
+    glanceclient refuses it against this Glance's schema, nova-api answers
+    500, and the volume snapshots it already took are left in Cinder. The
+    plugin's run of the same scenario is :class:`NoRawGlanceTest`.
+    """
+
+    profile = 'no-raw'
+    plugin = False
+
+    def test_stock_nova_fails_and_leaks_the_snapshots(self):
+        server, volumes = self._volume_server()
+        before = self._snapshots_of(volumes)
+        resp = self.demo.call('nova', 'POST',
+                              '/servers/%s/action' % server['id'],
+                              microversion=base.COMPUTE, ok=None,
+                              json={'createImage': {'name': 'stock'}})
+        self.assertEqual(500, resp.status_code, resp.text)
+        leaked = sorted(set(self._snapshots_of(volumes)) - set(before))
+        for snapshot_id in leaked:
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        self.assertEqual(len(volumes), len(leaked))
+
+    def _snapshots_of(self, volumes):
+        found = self.demo.json('cinder', 'GET', self.demo.project_path(
+            '/snapshots'))['snapshots']
+        return [s['id'] for s in found if s['volume_id'] in volumes]

@@ -1,0 +1,172 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The cloud in a box's pure parts: config files, ports, the network
+stand-in's answers (no service runs)."""
+
+import configparser
+import random
+
+import testtools
+
+from nova_snapshot_ext.embedded.cloud import config
+from nova_snapshot_ext.embedded.cloud import network
+from nova_snapshot_ext.embedded.cloud import process
+from nova_snapshot_ext.embedded.cloud import venv
+
+STOCK_PASTE = """\
+[composite:osapi_compute]
+use = call:nova.api.openstack.urlmap:urlmap_factory
+/v2.1: openstack_compute_api_v21
+
+[composite:openstack_compute_api_v21]
+use = call:nova.api.auth:pipeline_factory_v21
+keystone = cors http_proxy_to_wsgi compute_req_id faultwrap request_log \
+sizelimit osprofiler authtoken keystonecontext osapi_compute_app_v21
+
+[composite:openstack_compute_api_v21_legacy_v2_compatible]
+use = call:nova.api.auth:pipeline_factory_v21
+keystone = cors http_proxy_to_wsgi compute_req_id faultwrap request_log \
+sizelimit osprofiler authtoken keystonecontext legacy_v2_compatible \
+osapi_compute_app_v21
+"""
+
+
+def _parse(text):
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    return parser
+
+
+class NovaPasteTest(testtools.TestCase):
+
+    def test_filter_after_keystonecontext_in_both_pipelines(self):
+        paste = _parse(config.nova_paste(STOCK_PASTE))
+        for section in config.NOVA_PIPELINES:
+            words = paste[section]['keystone'].split()
+            self.assertEqual(words.index('keystonecontext') + 1,
+                             words.index('snapshot_ext'), section)
+        self.assertEqual('nova_snapshot_ext.nova.filter:filter_factory',
+                         paste['filter:snapshot_ext']['paste.filter_factory'])
+
+    def test_stock_unchanged_without_plugin(self):
+        self.assertEqual(STOCK_PASTE,
+                         config.nova_paste(STOCK_PASTE, with_filter=False))
+
+    def test_idempotent_words(self):
+        once = config.nova_paste(STOCK_PASTE)
+        self.assertEqual(2, once.count('keystonecontext snapshot_ext'))
+
+    def test_refuses_a_pipeline_without_keystonecontext(self):
+        broken = STOCK_PASTE.replace('keystonecontext ', '')
+        self.assertRaises(ValueError, config.nova_paste, broken)
+
+
+class NovaConfTest(testtools.TestCase):
+
+    def _conf(self, **kwargs):
+        args = dict(base='/b', database='mysql://cell0',
+                    api_database='mysql://api', transport_url='rabbit://r',
+                    keystone_url='http://k/v3', password='p',
+                    glance_url='http://g')
+        args.update(kwargs)
+        return _parse(config.nova_conf(**args))
+
+    def test_api_on_cell0_with_service_tokens(self):
+        conf = self._conf(snapshot_ext={'snapshot_ext': {'driver': 'fake'}})
+        self.assertEqual('mysql://cell0', conf['database']['connection'])
+        self.assertEqual('mysql://api', conf['api_database']['connection'])
+        self.assertEqual('true',
+                         conf['service_user']['send_service_user_token'])
+        self.assertEqual('fake', conf['snapshot_ext']['driver'])
+        self.assertEqual('network', conf['neutron']['service_type'])
+        self.assertNotIn('compute_driver', conf['DEFAULT'])
+
+    def test_compute_has_no_api_database(self):
+        conf = self._conf(database='mysql://cell1', api_database=None,
+                          compute_driver='snapshot_ext_fake.X')
+        self.assertFalse(conf.has_section('api_database'))
+        self.assertEqual('snapshot_ext_fake.X',
+                         conf['DEFAULT']['compute_driver'])
+
+    def test_cinder_conf_service_user_and_driver(self):
+        conf = _parse(config.cinder_conf('/c', 'mysql://c', 'rabbit://r',
+                                         'http://k/v3', 'p', 'a.b.Driver'))
+        self.assertEqual('a.b.Driver', conf['fake']['volume_driver'])
+        self.assertEqual('fake', conf['DEFAULT']['enabled_backends'])
+        self.assertEqual('true',
+                         conf['service_user']['send_service_user_token'])
+        self.assertEqual('cinder', conf['keystone_authtoken']['username'])
+
+
+class TempestConfTest(testtools.TestCase):
+
+    def test_ids_and_switches(self):
+        conf = _parse(config.tempest_conf('http://k/v3', 'pw', 'img',
+                                          'img2', 'f1', 'f2', '/locks'))
+        self.assertEqual('img', conf['compute']['image_ref'])
+        self.assertEqual('img2', conf['compute']['image_ref_alt'])
+        self.assertEqual('f1', conf['compute']['flavor_ref'])
+        self.assertEqual('f2', conf['compute']['flavor_ref_alt'])
+        self.assertEqual('false', conf['service_available']['neutron'])
+        self.assertEqual('false', conf['validation']['run_validation'])
+        self.assertEqual('true', conf['volume-feature-enabled'][
+            'enable_volume_image_dep_tests'])
+        self.assertEqual('http://k/v3', conf['identity']['uri_v3'])
+
+
+class PortsTest(testtools.TestCase):
+
+    def test_below_ephemeral_and_distinct(self):
+        ports = process.free_ports(10, rng=random.Random(1),
+                                   is_free=lambda p: True)
+        self.assertEqual(10, len(set(ports)))
+        self.assertTrue(all(p < 32768 for p in ports))
+
+    def test_skips_busy_and_taken(self):
+        busy = set(range(20000, 20010))
+        ports = process.free_ports(
+            3, taken=(20010,), rng=random.Random(2),
+            port_range=(20000, 20020), is_free=lambda p: p not in busy)
+        self.assertTrue(set(ports).isdisjoint(busy | {20010}))
+
+    def test_not_enough(self):
+        self.assertRaises(process.CloudError, process.free_ports, 2,
+                          port_range=(20000, 20001),
+                          is_free=lambda p: False)
+
+
+class NetworkStandInTest(testtools.TestCase):
+
+    def test_answers(self):
+        self.assertEqual(200, network.answer('GET', '/')[0])
+        self.assertEqual((200, {'security_groups': []}), network.answer(
+            'GET', '/v2.0/security-groups?tenant_id=x'))
+        self.assertEqual((200, {'ports': []}),
+                         network.answer('GET', '/v2.0/ports.json?x=1'))
+        status, body = network.answer('GET', '/v2.0/quotas/abc')
+        self.assertEqual(-1, body['quota']['port'])
+        self.assertEqual((204, None),
+                         network.answer('DELETE', '/v2.0/ports/1'))
+        self.assertEqual(404, network.answer('GET', '/v2.0/ports/1')[0])
+        self.assertEqual(400, network.answer('POST', '/v2.0/ports')[0])
+
+
+class VenvTest(testtools.TestCase):
+
+    def test_pins_exact_and_keyed(self):
+        pins = venv.pins()
+        self.assertIn('nova==34.0.0', pins)
+        self.assertTrue(all('==' in p for p in pins))
+        rel = venv.release()
+        self.assertTrue(rel.dirname.startswith('cloud-'))
+        self.assertEqual('nova==34.0.0', rel.requirements()[0])
