@@ -104,3 +104,18 @@ class TempestRunTest(testtools.TestCase):
                                        'test_server_actions.'
                                        'ServerActionsTestJSON.test_reboot')
                              for p in patterns))
+
+    def test_exclusions_follow_the_profile(self):
+        parse = tempest_run._parser().parse_args
+        excluded = tempest_run.exclusions(
+            parse(['--work-dir', 'x', '--profile', 'no-raw']))
+        self.assertEqual(tempest_run.NOT_APPLICABLE['no-raw'], excluded)
+        self.assertTrue(any('ImageDependencyTests' in r for r in excluded))
+        self.assertEqual((), tempest_run.exclusions(
+            parse(['--work-dir', 'x'])))
+        # Named tests run as named; a running cloud's profile is unknown.
+        self.assertEqual((), tempest_run.exclusions(
+            parse(['--work-dir', 'x', '--profile', 'no-raw', 'some\\.test'])))
+        self.assertEqual((), tempest_run.exclusions(
+            parse(['--work-dir', 'x', '--profile', 'no-raw',
+                   '--tempest-conf', '/etc/tempest.conf'])))
