@@ -28,7 +28,6 @@ Example::
 """
 
 import atexit
-import collections
 import copy
 import os
 import shutil
@@ -47,6 +46,7 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded import database as database_mod
 from nova_snapshot_ext.embedded import glance_venv
+from nova_snapshot_ext.embedded import logs
 from nova_snapshot_ext.embedded import tokenauth
 
 LOG = logging.getLogger(__name__)
@@ -84,7 +84,6 @@ PROFILES: dict[str, dict[str, ty.Any]] = {
 START_TIMEOUT = 180.0  # seconds; a loaded 2-core CI box has needed > 60
 STOP_TIMEOUT = 10.0
 DB_SYNC_TIMEOUT = 120.0
-_LOG_TAIL_LINES = 40
 _WSGI_APP = 'nova_snapshot_ext.embedded.glance_wsgi:application'
 _WATCH_PID_ENV = 'NOVA_SNAPSHOT_EXT_WATCH_PID'
 _CLEANUP_DIR_ENV = 'NOVA_SNAPSHOT_EXT_CLEANUP_DIR'
@@ -269,21 +268,6 @@ def _package_root():
     """
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.dirname(os.path.dirname(here))
-
-
-def _tail(path, lines=_LOG_TAIL_LINES):
-    """Return the last lines of a text file.
-
-    :param path: the file to read.
-    :param lines: how many lines to return.
-    :returns: the tail as one string ('' if the file cannot be read).
-    """
-    try:
-        with open(path, 'rb') as fh:
-            data = collections.deque(fh, maxlen=lines)
-    except OSError:
-        return ''
-    return b''.join(data).decode('utf-8', 'replace')
 
 
 def _csv(values):
@@ -831,11 +815,11 @@ class EmbeddedGlance(object):
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EmbeddedGlanceError(
                 'glance-manage db_sync failed (%s); log %s:\n%s' %
-                (exc, self.log_file, _tail(self.log_file)))
+                (exc, self.log_file, logs.tail(self.log_file)))
         if result.returncode != 0:
             raise EmbeddedGlanceError(
                 'glance-manage db_sync exited with %d; log %s:\n%s' %
-                (result.returncode, self.log_file, _tail(self.log_file)))
+                (result.returncode, self.log_file, logs.tail(self.log_file)))
         LOG.debug('db_sync took %.2f s', time.monotonic() - started)
 
     def _launch(self, sock):
@@ -888,7 +872,7 @@ class EmbeddedGlance(object):
             if rc is not None:
                 raise EmbeddedGlanceError(
                     'glance-api exited early with %s; log %s:\n%s' %
-                    (rc, self.log_file, _tail(self.log_file)))
+                    (rc, self.log_file, logs.tail(self.log_file)))
             try:
                 with opener.open(url, timeout=2) as resp:
                     if resp.status == 200:
@@ -899,7 +883,7 @@ class EmbeddedGlance(object):
                 raise EmbeddedGlanceError(
                     'glance-api not healthy at %s after %.0f s; log %s:\n%s'
                     % (url, START_TIMEOUT, self.log_file,
-                       _tail(self.log_file)))
+                       logs.tail(self.log_file)))
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
 

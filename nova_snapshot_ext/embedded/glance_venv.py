@@ -56,6 +56,8 @@ import subprocess
 import sys
 import time
 
+from nova_snapshot_ext.embedded import logs
+
 #: Environment variable naming the cache directory.
 CACHE_ENV = 'NOVA_SNAPSHOT_EXT_GLANCE_VENVS'
 #: Environment variable naming the interpreter the virtualenvs are made
@@ -365,20 +367,6 @@ def _read_release_record(rel):
         return None
 
 
-def _tail(path, lines=_LOG_TAIL_LINES):
-    """The last lines of a log file ('' if it cannot be read).
-
-    :param path: the file.
-    :param lines: how many.
-    :returns: a string.
-    """
-    try:
-        with open(path, errors='replace') as fh:
-            return ''.join(collections.deque(fh, maxlen=lines))
-    except OSError:
-        return ''
-
-
 def _run(cmd, log, timeout):
     """Run one install step, appending its output to the log.
 
@@ -500,7 +488,7 @@ def ensure_release(rel):
                     raise GlanceVenvError(
                         'cannot install %s into %s: %s; log %s:\n%s' % (
                             rel.label, path, exc, log_file,
-                            _tail(log_file)))
+                            logs.tail(log_file, _LOG_TAIL_LINES)))
     return release_python(rel)
 
 

@@ -66,6 +66,7 @@ import urllib.request
 from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded import glance_venv
+from nova_snapshot_ext.embedded import logs
 
 LOG = logging.getLogger(__name__)
 
@@ -145,21 +146,6 @@ _tmp_lock = threading.Lock()
 
 class EmbeddedKeystoneError(RuntimeError):
     """The embedded Keystone could not be prepared, started or used."""
-
-
-def _tail(path, lines=40):
-    """The last lines of a text file ('' if it cannot be read).
-
-    :param path: the file.
-    :param lines: how many.
-    :returns: a string.
-    """
-    try:
-        with open(path, 'rb') as fh:
-            data = collections.deque(fh, maxlen=lines)
-    except OSError:
-        return ''
-    return b''.join(data).decode('utf-8', 'replace')
 
 
 def _free_socket():
@@ -250,11 +236,11 @@ class _Server(object):
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EmbeddedKeystoneError(
                 'keystone-manage %s failed (%s); log %s:\n%s' % (
-                    args[0], exc, self.log_file, _tail(self.log_file)))
+                    args[0], exc, self.log_file, logs.tail(self.log_file)))
         if rc != 0:
             raise EmbeddedKeystoneError(
                 'keystone-manage %s exited with %d; log %s:\n%s' % (
-                    args[0], rc, self.log_file, _tail(self.log_file)))
+                    args[0], rc, self.log_file, logs.tail(self.log_file)))
 
     def start(self, sock):
         """Serve keystone on the bound ``sock`` and wait until it answers.
@@ -292,7 +278,7 @@ class _Server(object):
             if rc is not None:
                 raise EmbeddedKeystoneError(
                     'keystone exited early with %s; log %s:\n%s' % (
-                        rc, self.log_file, _tail(self.log_file)))
+                        rc, self.log_file, logs.tail(self.log_file)))
             try:
                 with opener.open(self.url, timeout=5) as resp:
                     if resp.status == 200:
@@ -303,7 +289,7 @@ class _Server(object):
                 raise EmbeddedKeystoneError(
                     'keystone not ready at %s after %.0f s; log %s:\n%s' % (
                         self.url, START_TIMEOUT, self.log_file,
-                        _tail(self.log_file)))
+                        logs.tail(self.log_file)))
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
 

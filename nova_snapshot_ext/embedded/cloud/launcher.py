@@ -44,6 +44,7 @@ from nova_snapshot_ext.embedded.cloud import process as proc_mod
 from nova_snapshot_ext.embedded.cloud import venv
 from nova_snapshot_ext.embedded import glance as glance_mod
 from nova_snapshot_ext.embedded import keystone as keystone_mod
+from nova_snapshot_ext.embedded import logs
 
 LOG = logging.getLogger(__name__)
 
@@ -349,11 +350,11 @@ class Cloud(object):
                 return True
             # gunicorn restarts a worker that cannot load the app forever:
             # give up after a few.
-            if proc_mod.tail(service.log, 400).count(
+            if logs.tail(service.log, 400).count(
                     'Worker (pid:') >= 3:
                 raise CloudError('%s: its workers keep exiting; log %s:\n%s'
                                  % (service.name, service.log,
-                                    proc_mod.tail(service.log)))
+                                    logs.tail(service.log)))
             return False
 
         self.procs.wait(service, ready,

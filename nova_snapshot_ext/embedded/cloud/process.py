@@ -17,7 +17,6 @@ a log file of the cloud's directory; :meth:`Processes.stop_all` ends them
 in reverse start order, SIGTERM then SIGKILL to the whole group.
 """
 
-import collections
 import os
 import random
 import signal
@@ -28,11 +27,12 @@ import time
 import urllib.error
 import urllib.request
 
+from nova_snapshot_ext.embedded import logs
+
 #: Listening ports are taken below the ephemeral range (32768-60999 on
 #: Linux): a listener there can collide with a client socket.
 PORT_RANGE = (20000, 32000)
 STOP_TIMEOUT = 15.0
-_TAIL = 40
 
 
 #: The file of process group ids a watchdog ends if the launcher dies.
@@ -104,20 +104,6 @@ def start_watchdog(directory, epmd_port):
 
 class CloudError(RuntimeError):
     """A piece of the cloud did not start or answer."""
-
-
-def tail(path, lines=_TAIL):
-    """The last lines of a log file ('' if unreadable).
-
-    :param path: the file.
-    :param lines: how many.
-    :returns: a string.
-    """
-    try:
-        with open(path, errors='replace') as fh:
-            return ''.join(collections.deque(fh, maxlen=lines))
-    except OSError:
-        return ''
 
 
 def port_is_free(port, host='127.0.0.1'):
@@ -278,10 +264,10 @@ class Processes(object):
                                     start_new_session=True).returncode
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise CloudError('%s: %s; log %s:\n%s' % (
-                    name, exc, log, tail(log)))
+                    name, exc, log, logs.tail(log)))
         if rc != 0:
             raise CloudError('%s exited with %d; log %s:\n%s' % (
-                name, rc, log, tail(log)))
+                name, rc, log, logs.tail(log)))
 
     def start(self, name, cmd, env=None, cwd=None, stop=None):
         """Start a long-running process in its own session.
@@ -332,11 +318,11 @@ class Processes(object):
                     service.process.poll() is not None:
                 raise CloudError('%s exited with %s before %s; log %s:\n%s'
                                  % (service.name, service.process.returncode,
-                                    what, service.log, tail(service.log)))
+                                    what, service.log, logs.tail(service.log)))
             if time.monotonic() - started > timeout:
                 log = service.log if service is not None else '-'
                 raise CloudError('%s not reached after %.0f s; log %s:\n%s'
-                                 % (what, timeout, log, tail(log)))
+                                 % (what, timeout, log, logs.tail(log)))
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
 
