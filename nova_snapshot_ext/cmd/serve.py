@@ -404,6 +404,9 @@ def run_cloud(conf: cfg.ConfigOpts,
             cloud.start()
         except launcher.CloudError as err:
             raise checks.CLIError(str(err), checks.EXIT_UNREACHABLE)
+        except KeyboardInterrupt:
+            raise checks.CLIError('interrupted while the cloud was '
+                                  'starting', checks.EXIT_SIGINT)
         info = cloud.describe()
         if conf.format == 'json':
             print(json.dumps(info), flush=True)
@@ -433,8 +436,22 @@ def run_cloud(conf: cfg.ConfigOpts,
         return checks.EXIT_OK
     finally:
         cloud.stop()
-        print('The cloud is stopped and %s removed.' % (
-            cloud.base_dir or 'nothing'), file=log, flush=True)
+        print(cloud_stopped_line(cloud.base_dir), file=log, flush=True)
+
+
+def cloud_stopped_line(directory: str | None) -> str:
+    """What ``serve --cloud`` says once every service is stopped.
+
+    :param directory: the cloud's directory (None if none was made).
+    :returns: one line, true of the directory as it is now: removed, or
+        kept (a failed start keeps its logs there).
+    """
+    if not directory:
+        return 'The cloud is stopped; it had made nothing to remove.'
+    if os.path.exists(directory):
+        return ('The cloud is stopped; its directory %s is kept (the '
+                'logs of a start that failed).' % directory)
+    return 'The cloud is stopped and %s removed.' % directory
 
 
 def _sleep_forever() -> None:

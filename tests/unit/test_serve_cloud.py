@@ -12,9 +12,13 @@
 
 """``serve --cloud``'s printed parts."""
 
+import os
+import shutil
 import subprocess
+import tempfile
 
 from nova_snapshot_ext.cmd import serve
+from nova_snapshot_ext.embedded.cloud import launcher
 from tests import base
 
 
@@ -32,3 +36,46 @@ class TestCloudExports(base.TestCase):
         out = subprocess.run(['sh', '-c', text + '; printf %s "$OS_PASSWORD"'],
                              capture_output=True, text=True, check=True)
         self.assertEqual("it's secret", out.stdout)
+
+
+class TestCloudStoppedLine(base.TestCase):
+    """The stop line says what became of the directory (issue 27)."""
+
+    def test_removed_kept_or_none(self):
+        kept = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, kept)
+        self.assertIn('%s is kept' % kept, serve.cloud_stopped_line(kept))
+        self.assertNotIn('removed', serve.cloud_stopped_line(kept))
+        gone = os.path.join(kept, 'gone')
+        self.assertEqual('The cloud is stopped and %s removed.' % gone,
+                         serve.cloud_stopped_line(gone))
+        self.assertNotIn('removed', serve.cloud_stopped_line(None))
+
+
+class TestInterruptedStart(base.TestCase):
+    """Ctrl-C during the start: everything stopped, the directory gone."""
+
+    def test_interrupt_removes_the_directory(self):
+        cloud = launcher.Cloud()
+
+        def interrupted():
+            raise KeyboardInterrupt
+
+        cloud._start = interrupted
+        self.assertRaises(KeyboardInterrupt, cloud.start)
+        self.assertFalse(cloud.keep)
+        cloud.stop()
+        self.assertFalse(os.path.exists(cloud.base_dir))
+
+    def test_failure_keeps_the_logs(self):
+        cloud = launcher.Cloud()
+
+        def failed():
+            raise RuntimeError('mariadbd did not answer')
+
+        cloud._start = failed
+        err = self.assertRaises(launcher.CloudError, cloud.start)
+        self.addCleanup(shutil.rmtree, cloud.base_dir, True)
+        self.assertIn(cloud.base_dir, str(err))
+        cloud.stop()
+        self.assertTrue(os.path.isdir(cloud.base_dir))

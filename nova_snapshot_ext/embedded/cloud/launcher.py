@@ -195,6 +195,9 @@ class Cloud(object):
         :returns: self
         :raises CloudError: if a piece fails; everything started is
             stopped and the directory (logs) kept, its path in the message.
+        :raises KeyboardInterrupt: (or another ``BaseException``) as it
+            came; everything started is stopped and :meth:`stop` removes
+            the directory.
         """
         started = time.monotonic()
         self.base_dir = tempfile.mkdtemp(prefix='nova-snapshot-ext-cloud-',
@@ -203,8 +206,11 @@ class Cloud(object):
         try:
             self._start()
         except BaseException as exc:
-            # Logs are kept (stop() then leaves the directory).
-            self.keep = True
+            # A failure keeps its logs (stop() then leaves the directory);
+            # an interrupt (Ctrl-C, a signal) is the caller's choice to
+            # stop, and stop() removes everything as after a run.
+            if isinstance(exc, Exception):
+                self.keep = True
             self.procs.stop_all()
             if self.glance is not None:
                 self.glance.stop()
