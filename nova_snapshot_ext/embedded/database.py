@@ -314,14 +314,7 @@ class MariaDBServer(_Server):
         """
         if self._driver is None:
             return None
-        for path in glob.glob(os.path.join(self._driver.tempdir, '**',
-                                           '*.pid'), recursive=True):
-            try:
-                with open(path, encoding='ascii') as f:
-                    return int(f.readline().strip())
-            except (OSError, ValueError):
-                continue
-        return None
+        return self._pid_of(self._driver)
 
     def stop(self):
         """Stop the server and remove its directory (idempotent).
@@ -348,6 +341,7 @@ class MariaDBServer(_Server):
 
     @staticmethod
     def _pid_of(driver):
+        """The mysqld process id in pifpaf ``driver``'s pid file, or None."""
         for path in glob.glob(os.path.join(driver.tempdir, '**', '*.pid'),
                               recursive=True):
             try:
