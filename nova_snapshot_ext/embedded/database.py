@@ -59,6 +59,8 @@ import uuid
 
 from oslo_log import log as logging
 
+from nova_snapshot_ext.embedded import watchdog
+
 LOG = logging.getLogger(__name__)
 
 #: Database kinds an embedded Glance can run on besides SQLite.
@@ -180,46 +182,16 @@ def _run(cmd, what, **kwargs):
     return result.stdout
 
 
-#: Run by a watchdog process: once the launcher (argv[1]) is gone, stop
-#: the server whose pid files lie in the directory (argv[2]), remove it.
-_WATCHDOG = """
-import glob, os, shutil, signal, sys, time
-parent, directory = int(sys.argv[1]), sys.argv[2]
-while os.getppid() == parent and os.path.isdir(directory):
-    time.sleep(1)
-pids = []
-for path in glob.glob(os.path.join(directory, '**', '*.pid'),
-                      recursive=True):
-    try:
-        with open(path) as f:
-            pids.append(int(f.readline().strip()))
-    except (OSError, ValueError):
-        pass
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-    time.sleep(5)
-shutil.rmtree(directory, ignore_errors=True)
-"""
-
-
 def _start_watchdog(directory):
     """Stop the server in ``directory`` if this process dies first.
 
     A test runner killed mid-run (timeout, Ctrl-C twice) runs no atexit
-    handler; the server and its data directory would stay behind.
+    handler; the server (its pid file) and its data directory would stay
+    behind (:func:`nova_snapshot_ext.embedded.watchdog.start`).
 
     :returns: the watchdog's :class:`subprocess.Popen`.
     """
-    import sys
-
-    return subprocess.Popen(
-        [sys.executable, '-c', _WATCHDOG, str(os.getpid()), directory],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+    return watchdog.start(directory)
 
 
 class _Server(object):

@@ -22,12 +22,12 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 
 from nova_snapshot_ext.embedded import logs
+from nova_snapshot_ext.embedded import watchdog
 
 #: Listening ports are taken below the ephemeral range (32768-60999 on
 #: Linux): a listener there can collide with a client socket.
@@ -36,70 +36,20 @@ STOP_TIMEOUT = 15.0
 
 
 #: The file of process group ids a watchdog ends if the launcher dies.
-PGIDS_NAME = 'pgids'
-#: Run by a watchdog process (argv: launcher pid, cloud directory, epmd
-#: port): once the launcher is gone without stopping the cloud (SIGKILL,
-#: a test runner's timeout), end every process group it recorded, the
-#: daemons found by pid file (RabbitMQ's node), its epmd, and remove the
-#: directory.
-_WATCHDOG = """
-import glob, os, shutil, signal, sys, time
-parent, directory, epmd_port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-while os.getppid() == parent and os.path.isdir(directory):
-    time.sleep(1)
-if not os.path.isdir(directory):
-    sys.exit(0)
-pgids, pids = [], []
-try:
-    with open(os.path.join(directory, 'pgids')) as f:
-        pgids = [int(line) for line in f if line.strip()]
-except (OSError, ValueError):
-    pass
-for path in glob.glob(os.path.join(directory, '**', '*.pid'),
-                      recursive=True):
-    try:
-        with open(path) as f:
-            pids.append(int(f.readline().strip()))
-    except (OSError, ValueError):
-        pass
-for entry in os.listdir('/proc'):
-    try:
-        with open('/proc/%s/cmdline' % entry, 'rb') as f:
-            argv = f.read().split(b'\\0')
-        with open('/proc/%s/environ' % entry, 'rb') as f:
-            environ = f.read().split(b'\\0')
-    except (OSError, ValueError):
-        continue
-    if argv and argv[0].endswith(b'epmd') and (
-            ('ERL_EPMD_PORT=%s' % epmd_port).encode() in environ):
-        pids.append(int(entry))
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    for pgid in pgids:
-        try:
-            os.killpg(pgid, sig)
-        except OSError:
-            pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-    time.sleep(5)
-shutil.rmtree(directory, ignore_errors=True)
-"""
+PGIDS_NAME = watchdog.PGIDS_NAME
 
 
 def start_watchdog(directory, epmd_port):
     """Stop the cloud in ``directory`` if this process dies first.
 
+    :func:`nova_snapshot_ext.embedded.watchdog.start`: the process groups
+    :class:`Processes` recorded, RabbitMQ's node (its pid file) and its
+    ``epmd``.
+
     :returns: the watchdog's :class:`subprocess.Popen` (kill it after a
         normal stop).
     """
-    return subprocess.Popen(
-        [sys.executable, '-c', _WATCHDOG, str(os.getpid()), directory,
-         str(epmd_port)], stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+    return watchdog.start(directory, epmd_port)
 
 
 class CloudError(RuntimeError):
