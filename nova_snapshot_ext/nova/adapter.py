@@ -359,7 +359,8 @@ def _bdm_dicts(bdms: ty.Any, snapshot_ids: ty.Sequence[str | None] | None
             for b in bdms]
 
 
-def to_nova_exception(err: exception.SnapshotExtException) -> Exception:
+def to_nova_exception(err: exception.SnapshotExtException,
+                      suffix: str = '') -> Exception:
     """The Nova exception that Nova's API answers like ``err``.
 
     Nova's ``createImage`` maps ``Invalid`` to 400, ``Forbidden`` and
@@ -387,11 +388,13 @@ def to_nova_exception(err: exception.SnapshotExtException) -> Exception:
     at fault and never holds a token).
 
     :param err: a :class:`~nova_snapshot_ext.exception.SnapshotExtException`.
+    :param suffix: appended to the message (e.g. what became of the
+        request's volume snapshots).
     :returns: a ``nova.exception.NovaException`` instance (not raised).
     """
     from nova import exception as nova_exc
 
-    message = err.format_message()
+    message = err.format_message() + suffix
     code = getattr(err, 'code', 500)
     if isinstance(err, exception.GlanceQuotaExceeded):
         # Glance's quotas refuse the snapshot before anything exists: a

@@ -289,7 +289,7 @@ def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
         snapshot_ids = volumes.take(action.name)
     except Exception as err:
         return _failure(fault, instance, err, 'taking the volume snapshots',
-                        volumes=volumes, discard=True)
+                        volumes=volumes, why_left=None)
     try:
         request = dataclasses.replace(adapter.request_from_nova(
             context, instance, bdms, action.name, action.metadata,
@@ -298,21 +298,14 @@ def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
     except Exception as err:
         # Refused before any image was created.
         return _failure(fault, instance, err, 'building the backup image',
-                        volumes=volumes, discard=True)
+                        volumes=volumes, why_left=None)
     try:
         result = hook.register_prepared(prepared, glance, backups.snapshots)
-    except exception.ActivationFailed as err:
-        made = err.result
+    except Exception as err:
         # An image left in place (or whose create got no answer) may still
         # become active and names these snapshots: they stay with it.
-        discard = made is None or not (made.leftover or made.unconfirmed)
         return _failure(fault, instance, err, 'activating the backup image',
-                        volumes=volumes, discard=discard)
-    except Exception as err:
-        return _failure(fault, instance, err, 'activating the backup image',
-                        volumes=volumes, discard=False,
-                        why_left='the activation ended without a result: '
-                        'an image may name it')
+                        volumes=volumes, why_left=volumes_mod.why_kept(err))
     return str(result.image_id)
 
 
@@ -339,17 +332,17 @@ def status_for(err: BaseException) -> int:
 
 
 def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
-             err: BaseException, step: str, volumes: ty.Any = None,
-             discard: bool = False,
-             why_left: str = 'an image left in place names it (a retry of '
-             'this backup adopts it)') -> ty.Any:
+             err: BaseException, step: str,
+             volumes: volumes_mod.VolumeSnapshots | None = None,
+             why_left: str | None = None) -> ty.Any:
     """Answer a failed backup with its cause; one log line says it all.
 
     :param step: what failed, for the log line.
     :param volumes: the :class:`~.volumes.VolumeSnapshots` of the request,
-        when it may have taken some.
-    :param discard: delete the volume snapshots taken; otherwise each is
-        named as left, with ``why_left``.
+        once it may have taken some.
+    :param why_left: why the volume snapshots taken must stay
+        (:func:`.volumes.why_kept`), or ``None`` to delete them
+        (:func:`.volumes.settle`).
     """
     from nova import exception as nova_exc
     import oslo_messaging
@@ -365,21 +358,13 @@ def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
         # No internals (SQL, paths) in the answer; the log has the rest.
         cause = ('unexpected %s in nova-snapshot-ext (see nova-api\'s log)'
                  % type(err).__name__)
-    taken = list(volumes.snapshot_ids) if volumes is not None else []
-    left: dict[str, str] = {}
-    if taken and discard:
-        left = volumes.discard()
-    elif taken:
-        left = {snap: why_left for snap in taken}
-    notes = ['volume snapshot %s left: %s' % (snap, why)
-             for snap, why in sorted(left.items())]
-    deleted = [snap for snap in taken if snap not in left]
-    if deleted:
-        notes.insert(0, 'volume snapshot(s) %s deleted' % ', '.join(deleted))
+    settled = volumes_mod.Settlement([], {})
+    if volumes is not None:
+        settled = volumes_mod.settle(volumes.context, volumes.snapshot_ids,
+                                     why_left, volumes.volume_ids(),
+                                     volumes.cinder)
     message = _('Backup of server %(server)s failed: %(cause)s') % {
-        'server': instance.uuid, 'cause': cause}
-    if notes:
-        message = '%s (%s)' % (message, '; '.join(notes))
+        'server': instance.uuid, 'cause': cause} + settled.suffix()
     log = LOG.warning if expected else LOG.exception
     log('nova-snapshot-ext: createBackup of server %(server)s failed '
         '%(step)s: %(message)s', {'server': instance.uuid, 'step': step,

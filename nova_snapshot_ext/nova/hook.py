@@ -43,12 +43,15 @@ The wrapper:
    rules (:func:`.adapter.record_from_glance_meta`);
 2. runs ``SnapshotService.check_record`` then ``register`` with a Glance
    client acting for the request context (:func:`client_for_context`,
-   :func:`activate_record`: the step the plugin's own ``createBackup``
+   :func:`register_prepared`: the step the plugin's own ``createBackup``
    route, :mod:`.backup`, shares);
 3. returns ``self.show(context, image_id)``: the active image translated by
    Nova (``_translate_from_glance``), what Nova's ``create`` returns;
-4. raises the Nova exception matching a failure
-   (:func:`.adapter.to_nova_exception`).
+4. on a failure, deletes the volume snapshots Nova just took when no
+   image may name them, names each one left with why
+   (:func:`.volumes.settle`; Nova's own path leaks them all), and raises
+   the Nova exception matching the failure, its message ending with
+   those notes (:func:`.adapter.to_nova_exception`).
 
 A create that names a ``disk_format``, ``container_format`` or
 ``location``, or that carries data, stays Nova's.
@@ -73,6 +76,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.nova import adapter
 from nova_snapshot_ext.nova import conf as conf_mod
+from nova_snapshot_ext.nova import volumes as volumes_mod
 from nova_snapshot_ext import opts
 
 if ty.TYPE_CHECKING:
@@ -284,40 +288,71 @@ def _activate(image_service: ty.Any, context: ty.Any,
               sent: dict[str, ty.Any], member: str | None,
               service: service_mod.SnapshotService,
               conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
+    """Check, create and activate; settle Nova's volume snapshots on failure.
+
+    Nova took the volume snapshots named in ``sent`` just before calling
+    the image service, and leaves them whatever fails after.  Here a
+    failure before the image's create deletes them; one after deletes
+    them unless an image may still name them (:func:`.volumes.why_kept`);
+    every one not deleted is named with why (:func:`.volumes.settle`), in
+    the log and in the message Nova answers with.
+    """
+    pending = _pending_for(context, sent.get('name'))
+    loaded = None
+    if pending is not None:
+        loaded = adapter.load_server(context, pending[0])
+    taken = adapter.snapshot_ids_from_glance_meta(sent) or []
+    volume_ids = _volume_ids(loaded)
     try:
-        record = _record(context, sent, member, service, conf)
+        record = _record(context, sent, member, service, conf, pending,
+                         loaded)
         glance = client_for_context(context, conf)
-        result = activate_record(record, glance, service)
+        prepared = service.check_record(record, glance)
     except exception.SnapshotExtException as err:
-        LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused '
-                    'or failed: %(reason)s',
-                    {'name': sent.get('name'),
-                     'reason': err.format_message()})
-        raise adapter.to_nova_exception(err) from err
+        # Refused before any image was created.
+        raise _failed(context, sent, err, taken, None, volume_ids) from err
+    try:
+        result = register_prepared(prepared, glance, service)
+    except exception.SnapshotExtException as err:
+        raise _failed(context, sent, err, taken,
+                      volumes_mod.why_kept(err), volume_ids) from err
+    except Exception as err:
+        settled = volumes_mod.settle(context, taken,
+                                     volumes_mod.why_kept(err), volume_ids)
+        LOG.warning('nova-snapshot-ext: snapshot image %(name)s failed '
+                    'unexpectedly%(notes)s',
+                    {'name': sent.get('name'), 'notes': settled.suffix()})
+        raise
     return image_service.show(context, result.image_id)
 
 
-def activate_record(record: ty.Any, glance: glance_mod.GlanceClient,
-                    service: service_mod.SnapshotService) -> ty.Any:
-    """Check an image record against this Glance, create and activate it.
+def _volume_ids(loaded: tuple[ty.Any, ty.Any] | None) -> set[str] | None:
+    """The volume ids of a loaded server's mappings, or None."""
+    if loaded is None:
+        return None
+    return {bdm.volume_id for bdm in loaded[1]
+            if not bdm.no_device and bdm.is_volume}
 
-    Nova's ``createImage`` through the wrapper; the plugin's
-    ``createBackup`` (:mod:`.backup`) preflights its record as a backup,
-    then shares :func:`register_prepared`.
 
-    :returns: the active :class:`~..snapshot.result.SnapshotResult`.
-    :raises PreflightError, GlanceError: refused before any image was
-        created.
-    :raises ActivationFailed: no attempt activated an image (its
-        ``result`` names any image left).
-    """
-    return register_prepared(service.check_record(record, glance), glance,
-                             service)
+def _failed(context: ty.Any, sent: dict[str, ty.Any],
+            err: exception.SnapshotExtException, taken: list[str | None],
+            why_left: str | None, volume_ids: set[str] | None
+            ) -> Exception:
+    """Settle the volume snapshots; the Nova exception to raise, logged."""
+    settled = volumes_mod.settle(context, taken, why_left, volume_ids)
+    LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused '
+                'or failed: %(reason)s%(notes)s',
+                {'name': sent.get('name'), 'reason': err.format_message(),
+                 'notes': settled.suffix()})
+    return adapter.to_nova_exception(err, settled.suffix())
 
 
 def register_prepared(prepared: ty.Any, glance: glance_mod.GlanceClient,
                       service: service_mod.SnapshotService) -> ty.Any:
     """Create and activate a checked image record; log the active image.
+
+    Nova's ``createImage`` through the wrapper, and the plugin's
+    ``createBackup`` route (:mod:`.backup`) after its own preflight.
 
     :param prepared: a ``PreparedSnapshot`` (``check_record`` or a
         backup's preflight).
@@ -334,14 +369,18 @@ def register_prepared(prepared: ty.Any, glance: glance_mod.GlanceClient,
 
 
 def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
-            service: service_mod.SnapshotService, conf: cfg.ConfigOpts
-            ) -> ty.Any:
-    """The image record: the one builder's, else from Nova's metadata."""
-    pending = _pending_for(context, sent.get('name'))
+            service: service_mod.SnapshotService, conf: cfg.ConfigOpts,
+            pending: tuple[str, dict[str, str]] | None,
+            loaded: tuple[ty.Any, ty.Any] | None) -> ty.Any:
+    """The image record: the one builder's, else from Nova's metadata.
+
+    :param pending: the ``createImage`` the filter named (server id,
+        metadata), or None.
+    :param loaded: that server and its mappings, when it could be loaded.
+    """
     if pending is not None:
         server_id, metadata = pending
         snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
-        loaded = adapter.load_server(context, server_id)
         if loaded is not None and snapshot_ids is not None:
             instance, bdms = loaded
             try:

@@ -33,17 +33,25 @@ API, Cinder API, instance action and event objects) and these rules:
 * the instance action is the caller's (``createBackup``), with the
   ``api_snapshot_instance`` event Nova records for volume snapshots taken
   by the API;
-* :meth:`VolumeSnapshots.discard` deletes the volume snapshots this
-  request took, when the backup failed and no image may still name them.
+
+:func:`settle` is the one rule for the volume snapshots of a failed
+``createImage`` or ``createBackup`` (Nova's own path leaks them): delete
+what the request took when no image may name them (:func:`why_kept`),
+else leave each and say why; a snapshot that is not of the server's
+volumes, or that Cinder will not delete, is left and named too.  The
+:class:`Settlement` is what the answer and the log say.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import typing as ty
 
 from oslo_log import log as logging
 from oslo_utils import strutils
+
+from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -193,43 +201,152 @@ class VolumeSnapshots:
                       {'server': self.instance.uuid, 'action': self.action,
                        'host': self.instance.host, 'reason': describe(err)})
 
-    def discard(self) -> dict[str, str]:
-        """Delete the volume snapshots :meth:`take` took.
+    def volume_ids(self) -> set[str]:
+        """The ids of the server's volumes."""
+        return {bdm.volume_id for bdm in self.volumes}
 
-        Only when no image may name them (the caller decides).
 
-        :returns: snapshot id -> why it was not deleted (empty when every
-            one is gone).
-        """
-        from nova import exception as nova_exc
+def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
+            volume_ids: ty.Collection[str], cinder: ty.Any = None
+            ) -> dict[str, str]:
+    """Delete volume snapshots a failed request of this server took.
 
-        left = {}
-        for snapshot_id in self.snapshot_ids:
-            try:
-                self._wait_created(snapshot_id)
-                self.cinder.delete_snapshot(self.context, snapshot_id)
-            except nova_exc.SnapshotNotFound:
+    Each is read first (waiting, bounded, while Cinder is still
+    ``creating`` it: Cinder refuses to delete those) and deleted only when
+    it is a snapshot of one of ``volume_ids``.
+
+    :param context: the request's ``RequestContext`` (Nova's Cinder API
+        acts with the user's token).
+    :param snapshot_ids: the Cinder snapshot ids the request took.
+    :param volume_ids: the server's volume ids.
+    :param cinder: Nova's ``nova.volume.cinder.API`` (default: a new one).
+    :returns: snapshot id -> why it was not deleted (empty when every one
+        is gone, already-gone ones included).
+    """
+    from nova import exception as nova_exc
+    from nova.volume import cinder as nova_cinder
+
+    cinder = cinder or nova_cinder.API()
+    left = {}
+    for snapshot_id in snapshot_ids:
+        try:
+            snapshot = _wait_created(cinder, context, snapshot_id)
+            if snapshot.get('volume_id') not in volume_ids:
+                left[snapshot_id] = (
+                    "it is a snapshot of volume %s, not of the server's "
+                    "volumes" % snapshot.get('volume_id'))
                 continue
-            except Exception as err:
-                left[snapshot_id] = 'Cinder delete failed: %s' % (
-                    describe(err))
-        return left
+            cinder.delete_snapshot(context, snapshot_id)
+        except nova_exc.SnapshotNotFound:
+            continue
+        except Exception as err:
+            left[snapshot_id] = 'Cinder delete failed: %s' % describe(err)
+    return left
 
-    def _wait_created(self, snapshot_id: str) -> None:
-        """Wait (bounded) while Cinder is still ``creating`` the snapshot.
 
-        Cinder refuses to delete a snapshot in ``creating``; one taken a
-        moment ago by a request that failed right after may still be.
-        Past :data:`CREATING_WAIT` the delete is tried anyway (its refusal
-        then names the snapshot as left).
-        """
-        deadline = time.monotonic() + CREATING_WAIT
-        while True:
-            snapshot = self.cinder.get_snapshot(self.context, snapshot_id)
-            status = (snapshot or {}).get('status')
-            if status != 'creating' or time.monotonic() >= deadline:
-                return
-            time.sleep(CREATING_POLL)
+def _wait_created(cinder: ty.Any, context: ty.Any, snapshot_id: str
+                  ) -> dict[str, ty.Any]:
+    """Read a volume snapshot, waiting (bounded) while it is ``creating``.
+
+    A snapshot taken a moment ago by a request that failed right after may
+    still be ``creating``.  Past :data:`CREATING_WAIT` the last reading is
+    returned anyway (the delete's refusal then names the snapshot as
+    left).
+
+    :raises nova.exception.SnapshotNotFound: it is gone.
+    """
+    deadline = time.monotonic() + CREATING_WAIT
+    while True:
+        snapshot = cinder.get_snapshot(context, snapshot_id) or {}
+        if (snapshot.get('status') != 'creating' or
+                time.monotonic() >= deadline):
+            return snapshot
+        time.sleep(CREATING_POLL)
+
+
+#: Why a failed request's volume snapshots stay: an image names them.
+LEFT_WITH_IMAGE = ('an image left in place names it (a retry of this '
+                   'request adopts it)')
+#: Why they stay when the failure is not one the plugin can account for.
+LEFT_NO_RESULT = 'the activation ended without a result: an image may name it'
+#: Why they stay when the server's volumes could not be read.
+LEFT_UNPROVEN = ("the server's volumes could not be read to prove it is "
+                 "this request's")
+
+
+def why_kept(err: BaseException) -> str | None:
+    """Why the volume snapshots of a failed image create must stay, if so.
+
+    For a failure from the image's create on (before it, no image can
+    name them: delete them).
+
+    :param err: the failure of the create and activation.
+    :returns: ``None`` (they may be deleted) when the plugin's
+        :class:`~..exception.ActivationFailed` deleted every image it
+        made; :data:`LEFT_WITH_IMAGE` when it left one in place or sent a
+        create that got no answer (a retry adopts or finishes it);
+        :data:`LEFT_NO_RESULT` for any other failure.
+    """
+    if not isinstance(err, exception.ActivationFailed):
+        return LEFT_NO_RESULT
+    made = err.result
+    if made is not None and (made.leftover or made.unconfirmed):
+        return LEFT_WITH_IMAGE
+    return None
+
+
+@dataclasses.dataclass
+class Settlement:
+    """What became of a failed request's volume snapshots.
+
+    :ivar deleted: ids deleted (or already gone), in the request's order.
+    :ivar left: id -> why it was left.
+    """
+
+    deleted: list[str]
+    left: dict[str, str]
+
+    def notes(self) -> list[str]:
+        """One note per fact, for the answer and the log."""
+        notes = ['volume snapshot %s left: %s' % (snap, why)
+                 for snap, why in sorted(self.left.items())]
+        if self.deleted:
+            notes.insert(0, 'volume snapshot(s) %s deleted' %
+                         ', '.join(self.deleted))
+        return notes
+
+    def suffix(self) -> str:
+        """``' (note; note)'``, or ``''`` when nothing was taken."""
+        notes = self.notes()
+        return ' (%s)' % '; '.join(notes) if notes else ''
+
+
+def settle(context: ty.Any, snapshot_ids: ty.Iterable[str | None],
+           why_left: str | None, volume_ids: ty.Collection[str] | None,
+           cinder: ty.Any = None) -> Settlement:
+    """Delete or name the volume snapshots of a request that failed.
+
+    Nova's own ``createImage`` leaves them whatever failed; here each is
+    either deleted or named with why.
+
+    :param context: the request's ``RequestContext``.
+    :param snapshot_ids: the snapshot ids the request took (``None``
+        entries are ignored; none at all: nothing to settle).
+    :param why_left: why they must stay (:func:`why_kept`), or ``None`` to
+        delete them.
+    :param volume_ids: the server's volume ids; ``None`` when unknown (then
+        nothing is deleted: each is named, :data:`LEFT_UNPROVEN`).
+    :param cinder: Nova's Cinder API (default: a new one).
+    :returns: the :class:`Settlement`.
+    """
+    taken = [snap for snap in snapshot_ids if snap]
+    if why_left is None and volume_ids is None:
+        why_left = LEFT_UNPROVEN
+    if why_left is not None:
+        left = {snap: why_left for snap in taken}
+    else:
+        left = discard(context, taken, volume_ids or (), cinder)
+    return Settlement([snap for snap in taken if snap not in left], left)
 
 
 def describe(err: BaseException) -> str:

@@ -303,3 +303,19 @@ class TestDevstackLayoutActivationFailure(DevstackCellsMixin,
         self.assertEqual(1, len(lines), self.plugin_log.at_least(30))
         self.assertEqual(['createBackup'],
                          self.actions_of(server.uuid, 'cell1'))
+
+    def test_failed_create_image_deletes_its_volume_snapshots(self):
+        # Nova's own path leaves the volume snapshot it took; the plugin
+        # deletes it (no image can name it: every attempt's image was
+        # deleted) and says so in the answer and in one log line.
+        server = self.create_server()
+        self._break_glance_store()
+        resp = self.create_image(server.uuid, 'img-%s' % uuid.uuid4().hex)
+        self.assertEqual(500, resp.status_int, resp.text)
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual(1, len(self.deleted_snapshots))
+        lines = [line for line in self.plugin_log.at_least(30)
+                 if 'volume snapshot(s) %s deleted' % self.deleted_snapshots[0]
+                 in line]
+        self.assertEqual(1, len(lines), self.plugin_log.at_least(30))
+        self.assertIn('Glance upload failed: HTTP 500', lines[0])
