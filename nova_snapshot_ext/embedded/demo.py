@@ -57,10 +57,13 @@ class ObjectServer:
 
     :param objects: path (``'/x.qcow2'``) -> bytes; may be changed while
         running.
+    :param port: the port to listen on (default 0: any free one).
     """
 
-    def __init__(self, objects: dict[str, bytes] | None = None):
+    def __init__(self, objects: dict[str, bytes] | None = None,
+                 port: int = 0):
         self.objects: dict[str, bytes] = dict(objects or {})
+        self._port = port
         self.requests: list[tuple[str, str]] = []
         self._server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -107,7 +110,7 @@ class ObjectServer:
     def start(self) -> ObjectServer:
         if self._server is None:
             self._server = http.server.ThreadingHTTPServer(
-                ('127.0.0.1', 0), self._handler())
+                ('127.0.0.1', self._port), self._handler())
             self._server.daemon_threads = True
             self._thread = threading.Thread(
                 target=self._server.serve_forever, name='object-server',

@@ -47,6 +47,7 @@ class _External(object):
         with open(path) as fh:
             self.info = json.load(fh)
         self.profile = self.info['profile']
+        self.location_url = self.info.get('location_url')
         self.keystone_url = self.info['endpoints']['keystone']
         self.ids = {'flavors': self.info['flavors'],
                     'images': self.info['images']}
@@ -73,6 +74,9 @@ class _External(object):
 def _stop_all():
     for cloud in list(_clouds.values()):
         if isinstance(cloud, launcher.Cloud):
+            proxy = getattr(cloud, 'fault_proxy', None)
+            if proxy is not None:
+                proxy.stop()
             cloud.stop()
     _clouds.clear()
 
@@ -80,21 +84,29 @@ def _stop_all():
 atexit.register(_stop_all)
 
 
-def skip_unless_cloud(test, profile, plugin=True):
+def skip_unless_cloud(test, profile, plugin=True, activation='upload',
+                      glance_proxy=False):
     """Skip ``test`` when the running cloud it was given cannot serve it.
 
     With ``NOVA_SNAPSHOT_EXT_CLOUD_DESCRIBE`` set, only tests of that
-    cloud's Glance profile and nova-api (plugin or stock) run.
+    cloud's Glance profile, nova-api (plugin or stock) and activation
+    method run, and none that needs a fault proxy before nova-api's
+    Glance.
     """
     external = os.environ.get(DESCRIBE_ENV)
-    if external:
-        with open(external) as fh:
-            info = json.load(fh)
-        running = (info['profile'], info['plugin'])
-        if running != (profile, plugin):
-            test.skipTest('the running cloud (%s) is (Glance profile, '
-                          'plugin) %r, this test needs %r' % (
-                              external, running, (profile, plugin)))
+    if not external:
+        return
+    if glance_proxy:
+        test.skipTest('needs a cloud whose nova-api reaches Glance through '
+                      'a fault proxy (not %s)' % external)
+    with open(external) as fh:
+        info = json.load(fh)
+    running = (info['profile'], info['plugin'],
+               info.get('activation', 'upload'))
+    if running != (profile, plugin, activation):
+        test.skipTest('the running cloud (%s) is (Glance profile, plugin, '
+                      'activation) %r, this test needs %r' % (
+                          external, running, (profile, plugin, activation)))
 
 
 class CloudFixture(fixtures.Fixture):
@@ -102,16 +114,24 @@ class CloudFixture(fixtures.Fixture):
 
     :param profile: the Glance profile (``'default'``, ``'no-raw'``, ...).
     :param plugin: nova-api with the plugin's filter (False: stock Nova).
+    :param activation: the plugin's ``activation_method``
+        (:data:`launcher.ACTIVATIONS`).
+    :param glance_proxy: nova-api reaches Glance through a fault proxy
+        (``cloud.fault_proxy``, :class:`tests.functional.faultproxy.
+        FaultProxy`; rules are cleared when the test ends).
     """
 
-    def __init__(self, profile='default', plugin=True):
+    def __init__(self, profile='default', plugin=True, activation='upload',
+                 glance_proxy=False):
         super().__init__()
         self.profile = profile
         self.plugin = plugin
+        self.activation = activation
+        self.glance_proxy = glance_proxy
         self.cloud = None
 
     def _setUp(self):
-        key = (self.profile, self.plugin)
+        key = (self.profile, self.plugin, self.activation, self.glance_proxy)
         with _lock:
             cloud = _clouds.get(key)
             if cloud is None:
@@ -126,11 +146,30 @@ class CloudFixture(fixtures.Fixture):
                 else:
                     # Never two clouds at once in one process.
                     _stop_all()
-                    cloud = launcher.Cloud(profile=self.profile,
-                                           plugin=self.plugin)
-                    cloud.start()
+                    cloud = self._start()
                 _clouds[key] = cloud
         self.cloud = cloud
+        proxy = getattr(cloud, 'fault_proxy', None)
+        if proxy is not None:
+            self.addCleanup(proxy.clear)
+
+    def _start(self):
+        from nova_snapshot_ext.embedded.cloud import process
+        from tests.functional import faultproxy
+
+        port = process.free_ports(1)[0] if self.glance_proxy else None
+        cloud = launcher.Cloud(profile=self.profile, plugin=self.plugin,
+                               activation=self.activation,
+                               nova_glance_port=port)
+        cloud.start()
+        if port is not None:
+            try:
+                cloud.fault_proxy = faultproxy.FaultProxy(
+                    cloud.glance.endpoint, port=port).start()
+            except Exception:
+                cloud.stop()
+                raise
+        return cloud
 
 
 def payload_format(data):

@@ -26,6 +26,7 @@ import uuid
 
 from oslotest import base as oslotest_base
 
+from nova_snapshot_ext.image import payloads
 from tests.cloud import base
 
 #: Seconds between two backups of one server (more than Glance's
@@ -38,13 +39,17 @@ class _Cloud(object):
 
     profile = 'default'
     plugin = True
+    activation = 'upload'
+    glance_proxy = False
     expected_format = None
 
     def setUp(self):
         super().setUp()
-        base.skip_unless_cloud(self, self.profile, self.plugin)
-        self.cloud = self.useFixture(
-            base.CloudFixture(self.profile, self.plugin)).cloud
+        base.skip_unless_cloud(self, self.profile, self.plugin,
+                               self.activation, self.glance_proxy)
+        self.cloud = self.useFixture(base.CloudFixture(
+            self.profile, self.plugin, self.activation,
+            self.glance_proxy)).cloud
         self.demo = base.Api(self.cloud, 'demo')
         self.admin = base.Api(self.cloud, 'admin')
 
@@ -110,6 +115,12 @@ class _Cloud(object):
                          base.payload_format(payload))
         if self.expected_format:
             self.assertEqual(self.expected_format, image['disk_format'])
+
+    def _snapshots_of(self, volumes):
+        """Ids of the volume snapshots in Cinder of these volumes."""
+        found = self.demo.json('cinder', 'GET', self.demo.project_path(
+            '/snapshots'))['snapshots']
+        return [s['id'] for s in found if s['volume_id'] in volumes]
 
     def _delete_volume_when_free(self, volume_id):
         try:
@@ -271,7 +282,93 @@ class StockNovaNoRawTest(_Cloud, oslotest_base.BaseTestCase):
             self.addCleanup(self._delete_snapshot, snapshot_id)
         self.assertEqual(len(volumes), len(leaked))
 
-    def _snapshots_of(self, volumes):
-        found = self.demo.json('cinder', 'GET', self.demo.project_path(
-            '/snapshots'))['snapshots']
-        return [s['id'] for s in found if s['volume_id'] in volumes]
+
+class LocationActivationTest(_Scenario, oslotest_base.BaseTestCase):
+    """``activation_method = location-first``: no upload at all.
+
+    Glance's http store reads the plugin's valid empty qcow2 at
+    ``location_url`` (served on 127.0.0.1 by the cloud, the stand-in for
+    an operator's web server); the image carries that location, and a
+    server boots from it on exactly its volume snapshots.
+    """
+
+    activation = 'location-first'
+    expected_format = 'qcow2'
+
+    def test_image_is_the_location(self):
+        server, _volumes = self._volume_server()
+        image_id, _seconds = self._create_image(server['id'])
+        image = self.demo.wait(
+            'image %s' % image_id, lambda: self.demo.image(image_id),
+            lambda i: i['status'] == 'active',
+            failed=('killed', 'deleted'))
+        for snapshot_id in self._snapshot_ids(image):
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        self._check_honest(image)
+        # Glance shows the location it read (show_image_direct_url).
+        self.assertEqual(self.cloud.location_url, image.get('direct_url'))
+        self.assertEqual(len(payloads.payload('qcow2')), image['size'])
+
+
+class FailedActivationTest(_Cloud, oslotest_base.BaseTestCase):
+    """The activation fails after Nova took the volume snapshots.
+
+    nova-api reaches Glance through a fault proxy, which answers every
+    image upload (``PUT /v2/images/{id}/file``) itself; the preflight and
+    the image create are Glance's own answers.  Nova's own path leaves the
+    volume snapshots it took whatever fails (:class:`StockNovaNoRawTest`);
+    with the plugin each one is deleted, or left and named with why.
+    """
+
+    glance_proxy = True
+    upload = r'^/v2/images/[^/]+/file$'
+
+    def _create_image_failing(self, server, name):
+        before = set(self._snapshots_of(self.volumes))
+        resp = self.demo.call('nova', 'POST',
+                              '/servers/%s/action' % server['id'],
+                              microversion=base.COMPUTE, ok=None,
+                              json={'createImage': {'name': name}})
+        return resp, before
+
+    def _images_named(self, name):
+        return self.admin.json('glance', 'GET', '/v2/images?name=%s' % name
+                               )['images']
+
+    def test_refused_upload_deletes_the_volume_snapshots(self):
+        server, self.volumes = self._volume_server()
+        self.cloud.fault_proxy.add_rule('PUT', self.upload, 'status',
+                                        status=400, times='always')
+        name = 'refused-' + uuid.uuid4().hex[:8]
+        resp, before = self._create_image_failing(server, name)
+        self.assertEqual(400, resp.status_code, resp.text)
+        message = resp.json()['badRequest']['message']
+        self.assertIn('volume snapshot(s) ', message)
+        self.assertIn(' deleted', message)
+        # Nothing of this request is left: no image, no volume snapshot.
+        self.assertEqual([], self._images_named(name))
+        self.assertEqual(before, set(self._snapshots_of(self.volumes)))
+
+    def test_unanswered_upload_leaves_and_names_them(self):
+        server, self.volumes = self._volume_server()
+        self.cloud.fault_proxy.add_rule('PUT', self.upload, 'status',
+                                        status=503, times='always')
+        name = 'unanswered-' + uuid.uuid4().hex[:8]
+        resp, before = self._create_image_failing(server, name)
+        self.assertGreaterEqual(resp.status_code, 500, resp.text)
+        left = sorted(set(self._snapshots_of(self.volumes)) - before)
+        for snapshot_id in left:
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        images = self._images_named(name)
+        for image in images:
+            self.addCleanup(self._delete_image, image['id'])
+        # The image Glance may still finish is left in place, queued, and
+        # with it the volume snapshots it names: each named in the log.
+        self.assertEqual(['queued'], [i['status'] for i in images])
+        self.assertEqual(len(self.volumes), len(left))
+        self.assertEqual(left, self._snapshot_ids(images[0]))
+        with open(self.cloud.procs.log_path('nova-api')) as fh:
+            log = fh.read()
+        for snapshot_id in left:
+            self.assertIn('volume snapshot %s left: an image left in place'
+                          % snapshot_id, log)

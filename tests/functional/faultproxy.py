@@ -336,9 +336,11 @@ class FaultProxy(object):
     :param upstream: ``http://host:port`` of the server to forward to.
     :param restart: callable for ``restart`` rules (e.g. the embedded
         Glance's :meth:`restart`); may be set later.
+    :param port: the port to listen on (default 0: any free one; the
+        cloud in a box needs one below the ephemeral range).
     """
 
-    def __init__(self, upstream, restart=None):
+    def __init__(self, upstream, restart=None, port=0):
         match = re.match(r'^http://([^/:]+):(\d+)/?$', upstream)
         if not match:
             raise ValueError('upstream must be http://host:port, not %r' %
@@ -357,6 +359,7 @@ class FaultProxy(object):
         self._stopping = threading.Event()
         self._idle = threading.Condition(self._lock)
         self._inflight = 0
+        self._bind_port = port
         self.port = None
 
     # ------------------------------------------------------------------
@@ -481,13 +484,13 @@ class FaultProxy(object):
     # lifecycle
 
     def start(self):
-        """Listen on a free port of 127.0.0.1 and serve in a thread.
+        """Listen on 127.0.0.1 (a free port unless given) in a thread.
 
         :returns: self
         """
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(('127.0.0.1', 0))
+        sock.bind(('127.0.0.1', self._bind_port))
         sock.listen(128)
         self._listener = sock
         self.port = sock.getsockname()[1]

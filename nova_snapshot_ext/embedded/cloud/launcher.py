@@ -42,9 +42,11 @@ from nova_snapshot_ext.embedded.cloud import config
 from nova_snapshot_ext.embedded.cloud import infra
 from nova_snapshot_ext.embedded.cloud import process as proc_mod
 from nova_snapshot_ext.embedded.cloud import venv
+from nova_snapshot_ext.embedded import demo as embedded_demo
 from nova_snapshot_ext.embedded import glance as glance_mod
 from nova_snapshot_ext.embedded import keystone as keystone_mod
 from nova_snapshot_ext.embedded import logs
+from nova_snapshot_ext.image import payloads
 
 LOG = logging.getLogger(__name__)
 
@@ -71,6 +73,8 @@ CINDER_DRIVER = ('nova_snapshot_ext.embedded.cloud.cinder_driver.'
                  'CloneReportingVolumeDriver')
 #: Profiles: keyword arguments of the embedded Glance (as ``serve``).
 PROFILES = glance_mod.PROFILES
+#: ``[snapshot_ext] activation_method`` values the cloud can run.
+ACTIVATIONS = ('upload', 'location-first', 'location-fallback')
 
 _KEYSTONE_WSGI = """\
 # Written by nova_snapshot_ext.embedded.cloud.
@@ -138,15 +142,31 @@ class Cloud(object):
         when :meth:`start` fails, and its path printed).
     :param use_template: start from the migrated template when there is
         one (and make one after a cold start).
+    :param activation: the plugin's ``[snapshot_ext] activation_method``
+        (:data:`ACTIVATIONS`).  With a location mode the cloud serves the
+        plugin's valid empty ``qcow2`` image on 127.0.0.1 (a thread of
+        this process: the location object, a stand-in for a web server)
+        as ``location_url``, and Glance gets its ``http`` store.
+    :param nova_glance_port: when set, nova-api reaches Glance at
+        ``http://127.0.0.1:<port>`` (``[glance] api_servers``) instead of
+        Glance's own port: the caller serves a proxy there (e.g. a fault
+        proxy in front of :attr:`glance`).
     """
 
     def __init__(self, profile='default', plugin=True, keep=False,
-                 use_template=True):
+                 use_template=True, activation='upload',
+                 nova_glance_port=None):
         if profile not in PROFILES:
             raise KeyError('unknown profile %r (known: %s)' % (
                 profile, ', '.join(sorted(PROFILES))))
+        if activation not in ACTIVATIONS:
+            raise KeyError('unknown activation %r (known: %s)' % (
+                activation, ', '.join(ACTIVATIONS)))
         self.profile = profile
         self.plugin = plugin
+        self.activation = activation
+        self.nova_glance_port = nova_glance_port
+        self.objects = None
         self.keep = keep
         self.use_template = use_template
         self.base_dir = None
@@ -212,9 +232,7 @@ class Cloud(object):
             if isinstance(exc, Exception):
                 self.keep = True
             self.procs.stop_all()
-            if self.glance is not None:
-                self.glance.stop()
-                self.glance = None
+            self._stop_in_process()
             if isinstance(exc, Exception):
                 raise CloudError('the cloud did not start (%s); logs kept '
                                  'in %s' % (exc, self.base_dir)) from exc
@@ -235,15 +253,22 @@ class Cloud(object):
         """
         if self.procs is not None:
             self.procs.stop_all()
-        if self.glance is not None:
-            self.glance.stop()
-            self.glance = None
+        self._stop_in_process()
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None:
             watchdog.kill()
             watchdog.wait()
         if self.base_dir and not self.keep:
             shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def _stop_in_process(self):
+        """Stop Glance and the location object server (idempotent)."""
+        if self.glance is not None:
+            self.glance.stop()
+            self.glance = None
+        if self.objects is not None:
+            self.objects.stop()
+            self.objects = None
 
     def _step(self, name, func, *args):
         t = time.monotonic()
@@ -256,8 +281,11 @@ class Cloud(object):
         self._step('plugin', venv.ensure_plugin, self.python)
         self._install_virt_driver()
         names = ('keystone', 'placement', 'cinder', 'nova', 'network',
-                 'glance', 'mysql', 'rabbit', 'rabbit_dist', 'epmd')
-        self.ports = dict(zip(names, proc_mod.free_ports(len(names))))
+                 'glance', 'mysql', 'rabbit', 'rabbit_dist', 'epmd',
+                 'objects')
+        taken = (self.nova_glance_port,) if self.nova_glance_port else ()
+        self.ports = dict(zip(names, proc_mod.free_ports(len(names),
+                                                         taken=taken)))
         self._watchdog = proc_mod.start_watchdog(self.base_dir,
                                                  self.ports['epmd'])
         tmpl = template_dir()
@@ -276,6 +304,7 @@ class Cloud(object):
                                      self.ports['epmd'])
         self._step('rabbitmq', self.rabbit.start)
         self._start_network()
+        self._start_objects()
         self._write_configs()
         if self.warm:
             for sub in _KEY_DIRS:
@@ -419,6 +448,11 @@ class Cloud(object):
             # off by default, then Nova's 400 is unchanged).
             snapshot_ext = {'snapshot_ext': {
                 'driver': 'fake', 'volume_backed_backups': True}}
+            if self.location_url is not None:
+                snapshot_ext['snapshot_ext'].update(
+                    activation_method=self.activation,
+                    location_url=self.location_url,
+                    location_disk_format=embedded_demo.LOCATION_FORMAT)
         api_dir = self._dir('nova-api')
         cell_dir = self._dir('nova-cell1')
         for d in (api_dir, cell_dir):
@@ -426,10 +460,13 @@ class Cloud(object):
             self._dir(os.path.join(d, 'instances'))
         glance_url = self.glance.endpoint if self.glance else \
             'http://127.0.0.1:9'
+        api_glance_url = glance_url
+        if self.nova_glance_port:
+            api_glance_url = 'http://127.0.0.1:%d' % self.nova_glance_port
         with open(os.path.join(api_dir, 'nova.conf'), 'w') as fh:
             fh.write(config.nova_conf(
                 api_dir, self._db('nova_cell0'), self._db('nova_api'),
-                transport, kurl, PASSWORD, glance_url,
+                transport, kurl, PASSWORD, api_glance_url,
                 snapshot_ext=snapshot_ext))
         with open(os.path.join(cell_dir, 'nova.conf'), 'w') as fh:
             fh.write(config.nova_conf(
@@ -624,8 +661,29 @@ class Cloud(object):
                                  self._env(OS_PLACEMENT_CONFIG_DIR=pdir))
         self._wait_http(service, self.url('placement') + '/')
 
+    @property
+    def location_url(self):
+        """The location object's URL, or None (``activation='upload'``)."""
+        if self.activation == 'upload':
+            return None
+        return 'http://127.0.0.1:%d%s' % (
+            self.ports['objects'], embedded_demo.LOCATION_PATH %
+            embedded_demo.LOCATION_FORMAT)
+
+    def _start_objects(self):
+        """Serve the location object (location modes only)."""
+        if self.location_url is None:
+            return
+        path = embedded_demo.LOCATION_PATH % embedded_demo.LOCATION_FORMAT
+        self.objects = embedded_demo.ObjectServer(
+            {path: payloads.payload(embedded_demo.LOCATION_FORMAT)},
+            port=self.ports['objects']).start()
+
     def _start_glance(self):
         kwargs = dict(PROFILES[self.profile])
+        if self.location_url is not None:
+            # Glance reads the location object through its http store.
+            kwargs.update(http_store=True, allowed_hosts=('127.0.0.1',))
         kwargs.update(python=self.python, identity='keystone',
                       keystone=_GlanceKeystone(self.keystone_url),
                       port=self.ports['glance'])
@@ -804,6 +862,8 @@ class Cloud(object):
             'directory': self.base_dir,
             'profile': self.profile,
             'plugin': self.plugin,
+            'activation': self.activation,
+            'location_url': self.location_url,
             'warm': self.warm,
             'seconds': self.timings.get('start'),
             'endpoints': {name: self.url(name) for name in (
