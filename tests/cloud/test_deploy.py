@@ -172,8 +172,10 @@ class DevstackPluginTest(_Deploy, oslotest_base.BaseTestCase):
 class KollaRouteTest(_Deploy, oslotest_base.BaseTestCase):
 
     def write_complete_file(self, output):
-        """``nova-snapshot-ext paste --output FILE``, the kolla footer's
-        command: ``--from`` left out, so the installed nova's own file."""
+        """``nova-snapshot-ext paste --output FILE``: the kolla footer's.
+
+        ``--from`` left out, so the installed nova's own file is read.
+        """
         proc = subprocess.run(
             [os.path.join(self.bin_dir, 'nova-snapshot-ext'), 'paste',
              '--output', output], capture_output=True, text=True,

@@ -19,6 +19,7 @@ the unit tests read them.
 
 import collections
 
+
 def render_ini(sections):
     """ini text from ``{section: {option: value}}`` (order kept).
 

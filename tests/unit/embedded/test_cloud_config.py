@@ -23,6 +23,7 @@ from nova_snapshot_ext.embedded.cloud import network
 from nova_snapshot_ext.embedded.cloud import process
 from nova_snapshot_ext.embedded.cloud import venv
 
+
 def _parse(text):
     parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(text)
