@@ -35,6 +35,9 @@ Sub-commands:
     (:mod:`nova_snapshot_ext.audit`).
 ``demo``
     all of the above against an embedded real Glance.
+``paste --output FILE [--from FILE] [--remove]``
+    write nova-api's ``api-paste.ini`` with (or without) the plugin's
+    filter (:mod:`nova_snapshot_ext.cmd.paste`).
 
 Exit status: :data:`~nova_snapshot_ext.cmd.checks.EXIT_CODES`.  Every
 error goes to stderr as ``error: ...``; with ``--format json`` stdout also
@@ -59,6 +62,7 @@ from oslo_log import log as logging
 from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import config
+from nova_snapshot_ext.cmd import paste as paste_cmd
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
@@ -79,7 +83,8 @@ DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
 REQUEST_SCHEMA = os.path.join(os.path.dirname(request_mod.SAMPLE_REQUEST),
                               'snapshot-request.schema.json')
 
-COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve', 'backup')
+COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve', 'backup',
+            'paste')
 
 #: Libraries whose log lines are noise before an error at default
 #: verbosity (``--debug`` shows them).
@@ -223,6 +228,8 @@ def add_commands(subparsers: ty.Any) -> None:
                    help='activate through a location: Glance with the http '
                    'store reads a valid empty image from a local web '
                    'server the demo starts')
+
+    paste_cmd.add_parser(subparsers)
 
     from nova_snapshot_ext.cmd import serve
 
@@ -631,7 +638,8 @@ def cmd_serve(conf: cfg.ConfigOpts) -> int:
 HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
     'snapshot': snapshot_cmd.cmd_snapshot, 'probe': snapshot_cmd.cmd_probe,
     'audit': cmd_audit,
-    'demo': cmd_demo, 'serve': cmd_serve, 'backup': backup_cmd.run}
+    'demo': cmd_demo, 'serve': cmd_serve, 'backup': backup_cmd.run,
+    'paste': paste_cmd.run}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
@@ -725,7 +733,8 @@ def run(argv: list[str]) -> int:
         return code
     refuse_blank_options(conf, argv)
     setup_logging(conf)
-    if conf.command.name not in ('demo', 'serve'):
+    if conf.command.name not in ('demo', 'serve', 'paste'):
+        # paste reads no option of the configuration files.
         warn_configuration(conf)
     return int(HANDLERS[conf.command.name](conf))
 

@@ -64,7 +64,7 @@ _ABSOLUTE = re.compile(r'^[a-zA-Z]+:')
 _MAX_USE_HOPS = 10
 
 
-class _Paste:
+class Paste:
     """An ``api-paste.ini`` as PasteDeploy's loader reads it."""
 
     def __init__(self, text: str) -> None:
@@ -174,7 +174,7 @@ def _alike(value: str) -> bool:
                             _ALIKE)
 
 
-def _meant_for_plugin(paste: _Paste, section: str) -> bool:
+def _meant_for_plugin(paste: Paste, section: str) -> bool:
     """A filter section written for the plugin, though not right.
 
     Its name says ``snapshot`` or one of its own values is (a mistyped
@@ -185,7 +185,7 @@ def _meant_for_plugin(paste: _Paste, section: str) -> bool:
         _alike(value) for value in paste.local(section).values())
 
 
-def _factory_problem(paste: _Paste, section: str) -> str:
+def _factory_problem(paste: Paste, section: str) -> str:
     """What is wrong with the factory line of a section meant for us.
 
     Names the section, the key, the value found and the right line.
@@ -234,7 +234,7 @@ def filter_problems(text: str) -> list[str]:
         right in every compute API pipeline.
     :raises ValueError: the text is not an ini file (the parser's reason).
     """
-    paste = _Paste(text)
+    paste = Paste(text)
     filters = paste.sections(FILTER_PREFIXES)
     right = [section for section in filters
              if paste.filter_factory(section)[0] == FILTER_FACTORY]

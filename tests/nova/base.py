@@ -209,27 +209,25 @@ def nova_api_paste_ini():
     """Nova's own ``api-paste.ini`` edited as ``doc/source/nova.rst`` says.
 
     The file Nova installs (``<prefix>/etc/nova/api-paste.ini``, the
-    same text as ``/etc/nova/api-paste.ini`` of a packaged Nova) with the
-    ``[filter:snapshot_ext]`` section added and ``snapshot_ext`` placed
-    right after ``keystonecontext`` in both compute API pipelines.  One
-    change the guide does not ask for: ``authtoken`` is dropped (there is
-    no Keystone here), so ``keystonecontext`` trusts the ``X-User-Id`` /
+    same text as ``/etc/nova/api-paste.ini`` of a packaged Nova) through
+    the edit ``nova-snapshot-ext paste`` makes
+    (:func:`nova_snapshot_ext.nova.paste_edit.add_filter`).  One change
+    the guide does not ask for: ``authtoken`` is dropped (there is no
+    Keystone here), so ``keystonecontext`` trusts the ``X-User-Id`` /
     ``X-Project-Id`` / ``X-Roles`` headers the tests send.
 
     :returns: the ini text.
     """
     import sys
 
+    from nova_snapshot_ext.nova import paste_edit
+
     path = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
     with open(path) as f:
-        text = f.read()
+        text = paste_edit.add_filter(f.read()).text
     lines = []
     for line in text.splitlines():
         if line.startswith('keystone = ') and 'keystonecontext' in line:
-            line = line.replace(' authtoken', '').replace(
-                'keystonecontext', 'keystonecontext snapshot_ext')
+            line = line.replace(' authtoken', '')
         lines.append(line)
-    lines += ['', '[filter:snapshot_ext]',
-              'paste.filter_factory = '
-              'nova_snapshot_ext.nova.filter:filter_factory', '']
-    return '\n'.join(lines)
+    return '\n'.join(lines) + '\n'

@@ -19,14 +19,6 @@ the unit tests read them.
 
 import collections
 
-#: The pipelines doc/source/nova.rst tells an operator to edit, and the
-#: filter it tells them to add (after ``keystonecontext``).
-NOVA_PIPELINES = ('composite:openstack_compute_api_v21',
-                  'composite:openstack_compute_api_v21_legacy_v2_compatible')
-SNAPSHOT_EXT_FILTER = ('[filter:snapshot_ext]\n'
-                       'paste.filter_factory = '
-                       'nova_snapshot_ext.nova.filter:filter_factory\n')
-
 
 def render_ini(sections):
     """ini text from ``{section: {option: value}}`` (order kept).
@@ -184,46 +176,6 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
     for section, options in (snapshot_ext or {}).items():
         sections[section] = options
     return render_ini(sections)
-
-
-def nova_paste(stock, with_filter=True):
-    """Nova's api-paste.ini with the plugin's filter as nova.rst says.
-
-    :param stock: the text of Nova's own ``etc/nova/api-paste.ini``.
-    :param with_filter: False returns ``stock`` unchanged (stock Nova).
-    :returns: the text: ``snapshot_ext`` after ``keystonecontext`` in both
-        compute API pipelines, and its ``[filter:snapshot_ext]`` section.
-    :raises ValueError: if a pipeline lacks ``keystonecontext``.
-    """
-    if not with_filter:
-        return stock
-    out = []
-    section = None
-    changed = set()
-    for line in stock.splitlines(True):
-        stripped = line.strip()
-        if stripped.startswith('[') and stripped.endswith(']'):
-            section = stripped[1:-1]
-        elif (section in NOVA_PIPELINES and
-              stripped.startswith('keystone =') and
-              'snapshot_ext' not in stripped):
-            words = line.rstrip('\n').split(' ')
-            if 'keystonecontext' not in words:
-                raise ValueError('[%s] keystone pipeline has no '
-                                 'keystonecontext' % section)
-            words.insert(words.index('keystonecontext') + 1,
-                         'snapshot_ext')
-            line = ' '.join(words) + '\n'
-            changed.add(section)
-        out.append(line)
-    missing = set(NOVA_PIPELINES) - changed
-    if missing:
-        raise ValueError('no keystone pipeline in %s' % ', '.join(
-            sorted(missing)))
-    text = ''.join(out)
-    if not text.endswith('\n'):
-        text += '\n'
-    return text + '\n' + SNAPSHOT_EXT_FILTER
 
 
 def tempest_conf(keystone_url, password, image_ref, image_ref_alt,

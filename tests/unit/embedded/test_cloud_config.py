@@ -23,52 +23,11 @@ from nova_snapshot_ext.embedded.cloud import network
 from nova_snapshot_ext.embedded.cloud import process
 from nova_snapshot_ext.embedded.cloud import venv
 
-STOCK_PASTE = """\
-[composite:osapi_compute]
-use = call:nova.api.openstack.urlmap:urlmap_factory
-/v2.1: openstack_compute_api_v21
-
-[composite:openstack_compute_api_v21]
-use = call:nova.api.auth:pipeline_factory_v21
-keystone = cors http_proxy_to_wsgi compute_req_id faultwrap request_log \
-sizelimit osprofiler authtoken keystonecontext osapi_compute_app_v21
-
-[composite:openstack_compute_api_v21_legacy_v2_compatible]
-use = call:nova.api.auth:pipeline_factory_v21
-keystone = cors http_proxy_to_wsgi compute_req_id faultwrap request_log \
-sizelimit osprofiler authtoken keystonecontext legacy_v2_compatible \
-osapi_compute_app_v21
-"""
-
 
 def _parse(text):
     parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(text)
     return parser
-
-
-class NovaPasteTest(testtools.TestCase):
-
-    def test_filter_after_keystonecontext_in_both_pipelines(self):
-        paste = _parse(config.nova_paste(STOCK_PASTE))
-        for section in config.NOVA_PIPELINES:
-            words = paste[section]['keystone'].split()
-            self.assertEqual(words.index('keystonecontext') + 1,
-                             words.index('snapshot_ext'), section)
-        self.assertEqual('nova_snapshot_ext.nova.filter:filter_factory',
-                         paste['filter:snapshot_ext']['paste.filter_factory'])
-
-    def test_stock_unchanged_without_plugin(self):
-        self.assertEqual(STOCK_PASTE,
-                         config.nova_paste(STOCK_PASTE, with_filter=False))
-
-    def test_idempotent_words(self):
-        once = config.nova_paste(STOCK_PASTE)
-        self.assertEqual(2, once.count('keystonecontext snapshot_ext'))
-
-    def test_refuses_a_pipeline_without_keystonecontext(self):
-        broken = STOCK_PASTE.replace('keystonecontext ', '')
-        self.assertRaises(ValueError, config.nova_paste, broken)
 
 
 class NovaConfTest(testtools.TestCase):

@@ -1,0 +1,313 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-snapshot-ext paste`` on the paste files of Nova 29 to 34.
+
+Each release's own ``etc/nova/api-paste.ini`` (``tests/unit/paste_files``,
+copied from the PyPI wheels) through the command, then the upgrade
+check's paste check (``nova-snapshot-ext-status upgrade check
+--api-paste``) on what it wrote; the second run's bytes; ``--remove``
+back to the release's file; layouts it refuses and paths it cannot use,
+with nothing written.
+"""
+
+import configparser
+import json
+import os
+import stat
+
+from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import paste as paste_cmd
+from nova_snapshot_ext.cmd import status
+from nova_snapshot_ext.nova import paste
+from nova_snapshot_ext.nova import paste_edit
+from tests.unit import test_cmd
+
+FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                     'paste_files')
+#: The Nova releases whose paste file is kept here.
+RELEASES = ('29.0.0', '30.0.0', '31.0.0', '32.0.0', '33.0.0', '34.0.0')
+
+
+def release_file(version):
+    return os.path.join(FILES, 'nova-%s-api-paste.ini' % version)
+
+
+def read(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+class PasteCommandCase(test_cmd.CLITestCase):
+
+    def paste(self, *argv):
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        return self.run_main('paste', *argv)
+
+    def upgrade_check(self, path):
+        conf = status.new_conf()
+        conf(['--api-paste', path], project='x', default_config_files=[])
+        return status.UpgradeChecks(conf)._check_paste()
+
+
+class TestReleases(PasteCommandCase):
+
+    def test_each_release_file_is_accepted_by_the_upgrade_check(self):
+        for version in RELEASES:
+            out = os.path.join(self.tmp, 'api-paste-%s.ini' % version)
+            # As shipped, the check refuses it: the edit is what it judges.
+            self.assertEqual(status.Code.FAILURE, self.upgrade_check(
+                release_file(version)).code, version)
+            self.assertEqual(0, self.paste('--from', release_file(version),
+                                           '--output', out), version)
+            result = self.upgrade_check(out)
+            self.assertEqual(status.Code.SUCCESS, result.code,
+                             '%s: %s' % (version, result.details))
+
+    def test_filter_right_after_keystonecontext_in_both_pipelines(self):
+        for version in RELEASES:
+            out = os.path.join(self.tmp, 'p.ini')
+            self.paste('--from', release_file(version), '--output', out)
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(out)
+            for section in ('composite:openstack_compute_api_v21',
+                            'composite:openstack_compute_api_v21_legacy_'
+                            'v2_compatible'):
+                words = parser[section]['keystone'].split()
+                self.assertEqual(words.index('keystonecontext') + 1,
+                                 words.index('snapshot_ext'), section)
+                # noauth2 (29 to 31) is not nova-api's default pipeline
+                # and stays as shipped.
+                self.assertNotIn('snapshot_ext',
+                                 parser[section].get('noauth2', ''))
+            self.assertEqual(paste.FILTER_FACTORY,
+                             parser['filter:snapshot_ext'][
+                                 'paste.filter_factory'])
+
+    def test_only_the_pipelines_and_the_section_change(self):
+        for version in RELEASES:
+            stock = read(release_file(version)).decode()
+            out = os.path.join(self.tmp, 'p.ini')
+            self.paste('--from', release_file(version), '--output', out)
+            self.assertEqual(stock.replace(
+                'keystonecontext ', 'keystonecontext snapshot_ext ') +
+                '\n' + paste_edit.FILTER_SECTION, read(out).decode(),
+                version)
+
+    def test_second_run_is_byte_identical(self):
+        for version in RELEASES:
+            out = os.path.join(self.tmp, 'p.ini')
+            self.paste('--from', release_file(version), '--output', out)
+            once = read(out)
+            mtime = os.stat(out).st_mtime_ns
+            self.assertEqual(0, self.paste('--from', out, '--output', out,
+                                           '--format', 'json'))
+            self.assertEqual(once, read(out), version)
+            report = json.loads(self.stdout.getvalue())
+            self.assertFalse(report['changed'])
+            # In place and already right: not even rewritten.
+            self.assertEqual(mtime, os.stat(out).st_mtime_ns)
+
+    def test_remove_gives_the_release_file_back(self):
+        for version in RELEASES:
+            out = os.path.join(self.tmp, 'p.ini')
+            self.paste('--from', release_file(version), '--output', out)
+            self.assertEqual(0, self.paste('--from', out, '--output', out,
+                                           '--remove'))
+            self.assertEqual(read(release_file(version)), read(out), version)
+            self.assertEqual(status.Code.FAILURE,
+                             self.upgrade_check(out).code)
+
+    def test_json_sections_are_the_ansible_overrides(self):
+        out = os.path.join(self.tmp, 'p.ini')
+        self.assertEqual(0, self.paste('--from', release_file('34.0.0'),
+                                       '--output', out, '--format', 'json'))
+        report = json.loads(self.stdout.getvalue())
+        self.assertTrue(report['changed'])
+        self.assertEqual(['composite:openstack_compute_api_v21',
+                          'composite:openstack_compute_api_v21_legacy_v2_'
+                          'compatible'], report['composites'])
+        # Applied over the release's file as a config_template override
+        # does (section by section, key by key), they give the file the
+        # command wrote, as PasteDeploy reads it.
+        merged = configparser.ConfigParser(interpolation=None)
+        merged.read(release_file('34.0.0'))
+        for section, keys in report['sections'].items():
+            if not merged.has_section(section):
+                merged.add_section(section)
+            for key, value in keys.items():
+                merged[section][key] = value
+        written = configparser.ConfigParser(interpolation=None)
+        written.read(out)
+        self.assertEqual({s: dict(written[s]) for s in written.sections()},
+                         {s: dict(merged[s]) for s in merged.sections()})
+
+    def test_permissions_of_an_edited_file_are_kept(self):
+        out = os.path.join(self.tmp, 'p.ini')
+        with open(out, 'wb') as f:
+            f.write(read(release_file('34.0.0')))
+        os.chmod(out, 0o640)
+        self.assertEqual(0, self.paste('--from', out, '--output', out))
+        self.assertEqual(0o640, stat.S_IMODE(os.stat(out).st_mode))
+
+
+class TestRefusals(PasteCommandCase):
+
+    def stock(self):
+        return read(release_file('34.0.0')).decode()
+
+    def assert_refused(self, text, *needles, argv=()):
+        source = self.write('in.ini', text)
+        out = os.path.join(self.tmp, 'out.ini')
+        code = self.paste('--from', source, '--output', out, *argv)
+        self.assertEqual(checks.EXIT_INPUT, code)
+        self.assertFalse(os.path.exists(out))
+        for needle in needles:
+            self.assertIn(needle, self.stderr.getvalue())
+        return self.stderr.getvalue()
+
+    def test_pipeline_without_keystonecontext_names_the_composite(self):
+        text = self.stock().replace(
+            'authtoken keystonecontext legacy_v2_compatible',
+            'authtoken legacy_v2_compatible')
+        self.assert_refused(
+            text, 'composite:openstack_compute_api_v21_legacy_v2_compatible',
+            'has no keystonecontext')
+
+    def test_composite_without_keystone_pipeline(self):
+        text = self.stock().replace(
+            'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap '
+            'request_log sizelimit osprofiler authtoken keystonecontext '
+            'osapi_compute_app_v21',
+            'noauth2 = cors osapi_compute_app_v21')
+        self.assert_refused(text, '[composite:openstack_compute_api_v21] '
+                            'has no keystone pipeline')
+
+    def test_multi_line_pipeline(self):
+        text = self.stock().replace(
+            'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap '
+            'request_log sizelimit osprofiler authtoken keystonecontext '
+            'osapi_compute_app_v21',
+            'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap\n'
+            '    request_log sizelimit osprofiler authtoken keystonecontext\n'
+            '    osapi_compute_app_v21')
+        self.assert_refused(text, 'composite:openstack_compute_api_v21]',
+                            'several lines')
+
+    def test_misplaced_filter_is_not_guessed_at(self):
+        text = paste_edit.add_filter(self.stock()).text.replace(
+            'authtoken keystonecontext snapshot_ext osapi_compute_app_v21',
+            'snapshot_ext authtoken keystonecontext osapi_compute_app_v21')
+        self.assert_refused(text, 'composite:openstack_compute_api_v21]',
+                            'before keystonecontext')
+
+    def test_not_nova_api_paste_file(self):
+        glance = os.path.join('/work/shared/reference',
+                              'glance-api-paste.ini.example')
+        text = ('[composite:api]\nuse = egg:Paste#urlmap\n/: x\n'
+                if not os.path.exists(glance) else read(glance).decode())
+        self.assert_refused(text, "not nova-api's paste file")
+
+    def test_not_ini(self):
+        self.assert_refused('keystone = x\n', 'not an ini file')
+
+    def test_json_error_names_the_composite(self):
+        text = self.stock().replace('authtoken keystonecontext osapi',
+                                    'authtoken osapi')
+        self.assert_refused(text, argv=('--format', 'json'))
+        report = json.loads(self.stdout.getvalue())
+        self.assertEqual(2, report['exit_code'])
+        self.assertEqual('composite:openstack_compute_api_v21',
+                         report['composite'])
+
+
+class TestPaths(PasteCommandCase):
+
+    def test_missing_from(self):
+        out = os.path.join(self.tmp, 'out.ini')
+        self.assertEqual(2, self.paste('--from', '/nonexistent/a.ini',
+                                       '--output', out))
+        self.assertIn('--from /nonexistent/a.ini cannot be read',
+                      self.stderr.getvalue())
+        self.assertFalse(os.path.exists(out))
+
+    def test_from_a_directory(self):
+        self.assertEqual(2, self.paste('--from', self.tmp, '--output',
+                                       os.path.join(self.tmp, 'o.ini')))
+        self.assertIn('is a directory', self.stderr.getvalue())
+
+    def test_from_not_utf8(self):
+        path = os.path.join(self.tmp, 'latin.ini')
+        with open(path, 'wb') as f:
+            f.write(b'[filter:x]\nk = \xe9\n')
+        self.assertEqual(2, self.paste('--from', path, '--output',
+                                       os.path.join(self.tmp, 'o.ini')))
+        self.assertIn('not UTF-8', self.stderr.getvalue())
+
+    def test_output_directory_missing(self):
+        out = os.path.join(self.tmp, 'no', 'such', 'api-paste.ini')
+        self.assertEqual(2, self.paste('--from', release_file('34.0.0'),
+                                       '--output', out))
+        self.assertIn('does not exist', self.stderr.getvalue())
+        self.assertFalse(os.path.exists(os.path.dirname(out)))
+
+    def test_output_is_a_directory(self):
+        self.assertEqual(2, self.paste('--from', release_file('34.0.0'),
+                                       '--output', self.tmp))
+        self.assertIn('--output %s is a directory' % self.tmp,
+                      self.stderr.getvalue())
+
+    def test_output_directory_not_writable_leaves_the_file(self):
+        if os.geteuid() == 0:
+            self.skipTest('root writes into any directory')
+        directory = os.path.join(self.tmp, 'ro')
+        os.mkdir(directory)
+        out = os.path.join(directory, 'api-paste.ini')
+        with open(out, 'wb') as f:
+            f.write(b'before')
+        os.chmod(directory, 0o500)
+        self.addCleanup(os.chmod, directory, 0o700)
+        self.assertEqual(2, self.paste('--from', release_file('34.0.0'),
+                                       '--output', out))
+        self.assertEqual(b'before', read(out))
+
+    def test_output_required(self):
+        self.assertEqual(2, self.paste('--from', release_file('34.0.0')))
+
+    def test_refused_edit_leaves_the_output_untouched(self):
+        out = os.path.join(self.tmp, 'api-paste.ini')
+        with open(out, 'wb') as f:
+            f.write(b'[composite:x]\nuse = egg:Paste#urlmap\n')
+        self.assertEqual(2, self.paste('--from', out, '--output', out))
+        self.assertEqual(b'[composite:x]\nuse = egg:Paste#urlmap\n',
+                         read(out))
+        self.assertEqual(['api-paste.ini'], os.listdir(self.tmp))
+
+    def test_default_from_without_nova(self):
+        from importlib import metadata
+
+        try:
+            metadata.distribution('nova')
+        except metadata.PackageNotFoundError:
+            self.assertEqual(2, self.paste('--output', os.path.join(
+                self.tmp, 'o.ini')))
+            self.assertIn('nova is not installed', self.stderr.getvalue())
+            self.assertIn('--from FILE', self.stderr.getvalue())
+        else:
+            # Nova here: the shipped file is found and edited.
+            out = os.path.join(self.tmp, 'o.ini')
+            self.assertEqual(0, self.paste('--output', out))
+            self.assertEqual([], paste.filter_problems(
+                read(out).decode()))
+            self.assertTrue(paste_cmd.shipped_paste().endswith(
+                paste_cmd.SHIPPED))
