@@ -45,14 +45,9 @@ NOVA_SNAPSHOT_NAME_PREFIX = 'snapshot for '
 def _images(auditor: audit.AuditGlance, page_size: int,
             filters: ty.Mapping[str, ty.Any] | None
             ) -> ty.Iterator[dict[str, ty.Any]]:
-    seen: set[str] = set()
-    for hidden in (False, True):
-        for page in auditor.pages(page_size, **dict(filters or {},
-                                                    os_hidden=hidden)):
-            for image in page:
-                if image['id'] not in seen:
-                    seen.add(image['id'])
-                    yield image
+    """Every image listed, each once, one page held at a time."""
+    for page in audit.listed_pages(auditor, page_size, filters):
+        yield from page
 
 
 def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,

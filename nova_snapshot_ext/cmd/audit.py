@@ -12,9 +12,11 @@
 
 """``nova-snapshot-ext audit [--fix [--yes]]``.
 
-Progress goes to stderr (one line per page of ``GET /v2/images``); the
-report to stdout, as text or one JSON object (``--format json``, the shape
-of :meth:`nova_snapshot_ext.audit.Report.to_dict`).  Exit status 0 when
+Progress goes to stderr while the images are read
+(:mod:`nova_snapshot_ext.cmd.progress`: on a terminal with text output, or
+with ``--progress``; never with ``--no-progress``); the report to stdout,
+as text or one JSON object (``--format json``, the shape of
+:meth:`nova_snapshot_ext.audit.Report.to_dict`).  Exit status 0 when
 nothing is left unrepaired, 1 otherwise.
 """
 
@@ -28,6 +30,7 @@ from oslo_config import cfg
 
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import progress as progress_mod
 
 
 def counted(number: int, singular: str, plural: str | None = None) -> str:
@@ -107,14 +110,14 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
                   else args.queued_older_than)
     auditor = audit.AuditGlance(glance)
 
-    # Progress on stderr after each page but the last: the last page's
-    # counts are the report's own summary (stdout), said once.
-    pending: list[str] = []
+    shown = None
+    if progress_mod.wanted(args.progress, conf.format, sys.stderr):
+        shown = progress_mod.Progress(sys.stderr, 'audit')
 
     def progress(report: audit.Report) -> None:
-        if pending:
-            print(pending.pop(), file=sys.stderr, flush=True)
-        pending.append('audit: %s so far' % summary(report))
+        if shown is not None:
+            shown.update(report.scanned, report.pages, '%s so far' % counted(
+                len(report.findings), 'problem'))
 
     report = audit.scan(
         auditor, queued_age=queued_age,
@@ -123,6 +126,8 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
         page_size=args.page_size or audit.DEFAULT_PAGE_SIZE,
         filters={'owner': args.owner} if args.owner else None,
         progress=progress)
+    if shown is not None:
+        shown.done(report.scanned, report.pages)
     report.findings += _cinder_findings(conf, auditor, args)
     if args.fix:
         audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
