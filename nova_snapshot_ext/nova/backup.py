@@ -259,7 +259,8 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
                        fault)
     if not isinstance(image_id, str):
         return image_id  # the failure, answered
-    _rotate(context, glance, image_id, action)
+    _rotate(context, glance, image_id, action,
+            conf.snapshot_ext.rotation_full_scan)
     return _answer(req, nova_req, image_id, action.rotation)
 
 
@@ -388,8 +389,12 @@ def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
 
 
 def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
-            action: BackupAction) -> rotation_mod.RotationResult | None:
-    """Rotate around the new backup; every failure logged, none raised."""
+            action: BackupAction, full_scan: bool
+            ) -> rotation_mod.RotationResult | None:
+    """Rotate around the new backup; every failure logged, none raised.
+
+    :param full_scan: ``[snapshot_ext] rotation_full_scan``.
+    """
     try:
         backup = glance.get(image_id)
     except exception.GlanceError as err:
@@ -399,7 +404,8 @@ def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
         return None
     try:
         result = rotation_mod.rotate(glance, backup, action.rotation,
-                                     action.backup_type, NovaCinder(context))
+                                     action.backup_type, NovaCinder(context),
+                                     full_scan=full_scan)
     except Exception:
         # The backup exists: an unexpected error of the rotation must not
         # turn Nova's answer into a failure (or hand it back to Nova).

@@ -25,6 +25,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot import tags
 from tests import base
 from tests.unit import fake_glanceclient
 
@@ -377,3 +378,138 @@ class TestRotateNeverDeletesArmed(TestRotate):
         self.assertNotIn('img-02', result.deleted)
         self.assertIn('key-manager secret', result.left['img-02'])
         self.assertEqual(['img-01', 'img-03'], result.deleted)
+
+
+class TestRotateTagged(base.TestCase):
+    """Backups the plugin tagged: Glance is asked per volume snapshot."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.useFixture(
+            fake_glanceclient.FakeGlanceFixture()).glance
+        self.glance = glance_mod.GlanceClient(session=mock.Mock())
+        for n in range(1, 6):
+            self.add(self.tagged(n))
+        self.cinder = FakeCinder()
+        self.listings = []
+        real_list = self.glance.list_images
+
+        def list_images(**filters):
+            self.listings.append(filters)
+            return real_list(**filters)
+
+        self.glance.list_images = list_images
+
+    @staticmethod
+    def tagged(n, **changes):
+        image = backup_image(n, **changes)
+        image['tags'] = tags.tags_of(mark.mapped_snapshot_ids(image))
+        return image
+
+    def add(self, image):
+        self.fake.images[image['id']] = image
+
+    def rotate(self, rotation_=2, new='img-05', full_scan=False):
+        return rotation.rotate(self.glance, self.fake.images[new],
+                               rotation_, 'daily', self.cinder,
+                               full_scan=full_scan)
+
+    def unfiltered(self):
+        return [f for f in self.listings
+                if set(f) == {'os_hidden'}]
+
+    def test_asks_only_about_the_snapshots_it_deletes(self):
+        for n in range(100):
+            self.add({'id': 'other-%03d' % n, 'status': 'active',
+                      'os_hidden': n % 2 == 0})
+        result = self.rotate()
+        self.assertEqual(rotation.CHECK_TAGS, result.snapshot_check)
+        self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
+        self.assertEqual(['snap-01', 'snap-02', 'snap-03'],
+                         [s for s, _ in self.cinder.deleted])
+        self.assertEqual([], self.unfiltered())
+        asked = sorted((f['tag'][0], f['os_hidden']) for f in self.listings
+                       if 'tag' in f)
+        self.assertEqual(sorted((tags.tag_of('snap-%02d' % n), hidden)
+                                for n in (1, 2, 3)
+                                for hidden in (False, True)), asked)
+
+    def test_tagged_image_protects_its_snapshot(self):
+        copy = {'id': 'copy', 'status': 'active', 'owner': 'project-b',
+                'tags': [tags.tag_of('SNAP-02')]}
+        hidden = {'id': 'hidden', 'status': 'active', 'os_hidden': True,
+                  'tags': ['mine', tags.tag_of('snap-03')]}
+        self.add(copy)
+        self.add(hidden)
+        result = self.rotate()
+        self.assertEqual([('snap-01', OWNER)], self.cinder.deleted)
+        self.assertEqual('another image names it (tagged: copy)',
+                         result.snapshots_left['snap-02'])
+        self.assertEqual('another image names it (tagged: hidden)',
+                         result.snapshots_left['snap-03'])
+
+    def test_untagged_copy_is_not_seen_without_full_scan(self):
+        # The documented rule: a hand-made copy without the tag is the
+        # audit's finding (untagged-snapshot-reference); the tag query
+        # does not see it.
+        self.add({'id': 'copy', 'status': 'active',
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': 'snap-02'}])})
+        result = self.rotate()
+        self.assertIn(('snap-02', OWNER), self.cinder.deleted)
+        self.assertEqual(rotation.CHECK_TAGS, result.snapshot_check)
+
+    def test_full_scan_on_request_sees_untagged_copy(self):
+        self.add({'id': 'copy', 'status': 'active',
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': 'snap-02'}])})
+        result = self.rotate(full_scan=True)
+        self.assertEqual(rotation.CHECK_FULL_SCAN, result.snapshot_check)
+        self.assertEqual('another image names it',
+                         result.snapshots_left['snap-02'])
+        self.assertEqual(2, len(self.unfiltered()))
+        self.assertEqual(['snap-01', 'snap-03'],
+                         [s for s, _ in self.cinder.deleted])
+
+    def test_legacy_backup_among_deleted_scans_fully(self):
+        legacy = backup_image(2)  # made before tags: no tags
+        self.add(legacy)
+        self.add({'id': 'copy', 'status': 'active',
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': 'snap-03'}])})
+        result = self.rotate()
+        self.assertEqual(rotation.CHECK_LEGACY_SCAN, result.snapshot_check)
+        self.assertEqual('another image names it',
+                         result.snapshots_left['snap-03'])
+        self.assertEqual(['snap-01', 'snap-02'],
+                         [s for s, _ in self.cinder.deleted])
+
+    def test_full_scan_counts_tags_too(self):
+        self.add({'id': 'tag-only', 'status': 'active',
+                  'tags': [tags.tag_of('snap-01')]})
+        result = self.rotate(full_scan=True)
+        self.assertEqual('another image names it',
+                         result.snapshots_left['snap-01'])
+
+    def test_tag_query_failure_leaves_that_snapshot(self):
+        real = self.glance.list_images
+
+        def list_images(**filters):
+            if filters.get('tag') == [tags.tag_of('snap-02')]:
+                raise exception.GlanceUnavailable(operation='list',
+                                                  reason='reset')
+            return real(**filters)
+
+        self.glance.list_images = list_images
+        result = self.rotate()
+        self.assertIn('could not check', result.snapshots_left['snap-02'])
+        self.assertEqual(['snap-01', 'snap-03'],
+                         [s for s, _ in self.cinder.deleted])
+        self.assertIsInstance(result.failures[0],
+                              exception.GlanceUnavailable)
+        self.assertTrue(result.complete)
+
+    def test_no_snapshot_no_check(self):
+        result = self.rotate(rotation_=5)
+        self.assertIsNone(result.snapshot_check)
+        self.assertEqual([], self.listings[2:])
