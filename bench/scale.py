@@ -107,7 +107,9 @@ def audit_child(endpoint: str, token: str, page_size: int) -> dict:
     report = audit.scan(auditor, page_size=page_size, progress=progress)
     seconds = time.perf_counter() - start
     return {'seconds': seconds, 'scanned': report.scanned,
-            'pages': report.pages, 'snapshots': report.snapshots,
+            # An audit before it counted pages: the log's count is used.
+            'pages': getattr(report, 'pages', None),
+            'snapshots': report.snapshots,
             'findings': len(report.findings),
             'rss_start_kib': rss0, 'rss_samples': samples,
             'peak_rss_kib': status_kib('VmHWM')}
@@ -208,6 +210,26 @@ def count_visible(endpoint: str, token: str) -> int:
     return total
 
 
+def tag_query_ms(endpoint: str, token: str, times: int = 21) -> float:
+    """Median milliseconds of ``GET /v2/images?tag=<a tag no image has>``.
+
+    The request a tag-based rotation makes per volume snapshot and
+    ``os_hidden`` pass: its cost is Glance's (the database's plan for a
+    tag filter among the images the caller can see), whatever the client.
+    """
+    from bench import paths
+
+    session = paths.token_session(endpoint, token)
+    url = '%s/v2/images?tag=bench-scale:%s&os_hidden=false' % (
+        endpoint, uuid.uuid4())
+    spent = []
+    for _ in range(times):
+        start = time.perf_counter()
+        session.get(url).json()
+        spent.append(1000.0 * (time.perf_counter() - start))
+    return statistics.median(spent)
+
+
 def run(args: argparse.Namespace) -> dict[str, ty.Any]:
     from bench import seed
     from nova_snapshot_ext.embedded import database as database_mod
@@ -251,17 +273,22 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
                 if i >= args.warmup:
                     rounds.append(cell)
             visible = count_visible(glance.endpoint, backups.token)
+            log.take()
             doc['rotation'].append({
+                'tag_query_ms': tag_query_ms(glance.endpoint,
+                                             backups.token),
                 'visible': visible, 'level': level, 'seed_s': seed_s,
                 'seeded': want, 'rounds': rounds,
                 'seconds': statistics.median(r['seconds'] for r in rounds),
                 'requests': statistics.median(r['requests']
                                               for r in rounds)})
             print('rotation, %d images visible: %.3f s, %d requests '
-                  '(median of %d; seeded %d in %.1f s)' % (
+                  '(median of %d; seeded %d in %.1f s); one tag query '
+                  '%.1f ms' % (
                       visible, doc['rotation'][-1]['seconds'],
                       doc['rotation'][-1]['requests'], len(rounds), want,
-                      seed_s), flush=True)
+                      seed_s, doc['rotation'][-1]['tag_query_ms']),
+                  flush=True)
         projects = [uuid.uuid4().hex for _ in range(20)]
         total = count_visible(glance.endpoint, admin)
         for level in args.audit:
@@ -279,10 +306,15 @@ def run(args: argparse.Namespace) -> dict[str, ty.Any]:
             load = os.getloadavg()[0]
             proc = subprocess.run(
                 [sys.executable, '-m', 'bench.scale', 'audit-child',
-                 glance.endpoint, admin, str(args.page_size)],
+                 glance.endpoint, admin, str(args.page_size)] + (
+                     [os.path.abspath(args.audit_source)]
+                     if args.audit_source else []),
                 capture_output=True, text=True, check=True)
             cell = json.loads(proc.stdout)
             requests = log.take()
+            if cell['pages'] is None:
+                cell['pages'] = sum(1 for r, _ in requests
+                                    if r == 'GET /v2/images')
             cell.update({
                 'level': level, 'seed_s': seed_s, 'loadavg': load,
                 'list_requests': sum(1 for r, _ in requests
@@ -304,14 +336,20 @@ def _flat(values: list[float]) -> str:
     return '%+.0f %%' % (100.0 * (values[-1] - low) / low) if low else '-'
 
 
-def rst(docs: list[dict[str, ty.Any]]) -> str:
-    """The reStructuredText tables of one or more runs."""
+def rst(docs: list[dict[str, ty.Any]],
+        audits: list[dict[str, ty.Any]] | None = None) -> str:
+    """The reStructuredText tables of one or more runs.
+
+    :param docs: the runs whose rotations are shown.
+    :param audits: the runs whose audits are shown (default: ``docs``).
+    """
+    audits = docs if audits is None else audits
     out = ['.. list-table:: Rotation 2, one server: Glance requests and '
            'seconds (median of the measured rounds)',
            '   :header-rows: 1', '',
            '   * - run', '     - images visible', '     - requests',
            '     - of them GET /v2/images', '     - seconds',
-           '     - load average']
+           '     - one tag query (ms)', '     - load average']
     for doc in docs:
         for cell in doc['rotation']:
             lists = statistics.median(
@@ -322,6 +360,8 @@ def rst(docs: list[dict[str, ty.Any]]) -> str:
                     '     - %d' % cell['requests'],
                     '     - %d' % lists,
                     '     - %.3f' % cell['seconds'],
+                    '     - %s' % ('%.1f' % cell['tag_query_ms']
+                                   if 'tag_query_ms' in cell else '-'),
                     '     - %.1f' % statistics.median(
                         r['loadavg'] for r in cell['rounds'])]
     out += ['', 'From the fewest to the most images visible: %s.' % '; '.join(
@@ -329,12 +369,14 @@ def rst(docs: list[dict[str, ty.Any]]) -> str:
             doc['label'], _flat([c['seconds'] for c in doc['rotation']]),
             _flat([c['requests'] for c in doc['rotation']]))
         for doc in docs if doc['rotation']), '']
+    if not audits:
+        return '\n'.join(out) + '\n'
     out += ['.. list-table:: Audit of every image (admin), page size %d'
-            % docs[0]['page_size'], '   :header-rows: 1', '',
+            % audits[0]['page_size'], '   :header-rows: 1', '',
             '   * - run', '     - images', '     - pages (requests)',
             '     - seconds', '     - images/s', '     - peak RSS (MiB)',
             '     - RSS after the first page (MiB)', '     - load average']
-    for doc in docs:
+    for doc in audits:
         for cell in doc['audit']:
             first = cell['rss_samples'][0][1] if cell['rss_samples'] else 0
             out += ['   * - %s' % doc['label'],
@@ -349,8 +391,15 @@ def rst(docs: list[dict[str, ty.Any]]) -> str:
     return '\n'.join(out) + '\n'
 
 
-def chart(docs: list[dict[str, ty.Any]], path: str) -> str | None:
-    """Rotation cost and audit memory into ``path`` (matplotlib, Agg)."""
+def chart(docs: list[dict[str, ty.Any]], path: str,
+          audits: list[dict[str, ty.Any]] | None = None) -> str | None:
+    """Rotation cost and audit memory into ``path`` (matplotlib, Agg).
+
+    :param docs: the runs whose rotations are drawn.
+    :param audits: the runs whose largest audit is drawn (default:
+        ``docs``).
+    """
+    audits = docs if audits is None else audits
     try:
         import matplotlib
     except ImportError:
@@ -367,7 +416,10 @@ def chart(docs: list[dict[str, ty.Any]], path: str) -> str | None:
                          label=doc['label'])
             axes[1].plot(x, [c['requests'] for c in cells], marker='o',
                          label=doc['label'])
-        for cell in doc['audit']:
+    for doc in audits:
+        for cell in doc['audit'][-1:]:
+            # The largest audit of each run (the smaller one's curve is
+            # its beginning).
             samples = [(n, kib / 1024.0) for n, kib in cell['rss_samples']
                        if kib]
             axes[2].plot([n for n, _ in samples], [m for _, m in samples],
@@ -389,13 +441,16 @@ def chart(docs: list[dict[str, ty.Any]], path: str) -> str | None:
     axes[2].set_ylim(bottom=0)
     axes[2].grid(alpha=0.3)
     axes[2].legend(fontsize=8)
-    machine = docs[0]['machine']
-    fig.suptitle('Glance %s on MariaDB, %d workers, %s UTC; %d cores '
+    runs = docs + [d for d in audits if d not in docs]
+    machine = runs[0]['machine']
+    fig.suptitle('Glance %s on MariaDB, %d workers, %s to %s UTC; %d cores '
                  '(shared), load average %.1f to %.1f' % (
-                     machine['versions'].get('glance'), docs[0]['workers'],
-                     docs[0]['date'][:16].replace('T', ' '),
-                     machine['cores'], machine['loadavg_start'][0],
-                     machine['loadavg_end'][0]), fontsize=10)
+                     machine['versions'].get('glance'), runs[0]['workers'],
+                     min(d['date'] for d in runs)[:16].replace('T', ' '),
+                     max(d['date'] for d in runs)[11:16], machine['cores'],
+                     min(d['machine']['loadavg_start'][0] for d in runs),
+                     max(d['machine']['loadavg_end'][0] for d in runs)),
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     pyplot.close(fig)
@@ -403,6 +458,8 @@ def chart(docs: list[dict[str, ty.Any]], path: str) -> str | None:
 
 
 def _levels(text: str) -> list[int]:
+    if text == 'none':
+        return []
     try:
         levels = [int(x.replace('_', '')) for x in text.split(',') if x]
     except ValueError:
@@ -421,10 +478,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help='name of this run in the table and chart')
     parser.add_argument('--visible', type=_levels,
                         default=[100, 1000, 10000],
-                        help='images visible to the caller, rising')
+                        help='images visible to the caller, rising '
+                        '(none: no rotation)')
     parser.add_argument('--audit', type=_levels, default=[10000, 100000],
                         help='images in Glance for the audit, rising (at '
-                        'least the most visible)')
+                        'least the most visible; none: no audit)')
     parser.add_argument('--rounds', type=int, default=3,
                         help='measured rotations per level')
     parser.add_argument('--warmup', type=int, default=2,
@@ -434,6 +492,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help='gunicorn workers of the glance-api')
     parser.add_argument('--page-size', type=int, default=200,
                         help="the audit's --page-size")
+    parser.add_argument('--audit-source', metavar='DIR',
+                        help="run the audit with another tree's "
+                        'nova_snapshot_ext (e.g. a checkout of main), '
+                        "to measure that audit's memory")
     parser.add_argument('--output-dir', default='bench-results')
     return parser.parse_args(argv)
 
@@ -442,20 +504,34 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['audit-child']:
         endpoint, token, page_size = argv[1:4]
+        if argv[4:]:
+            # Another tree's nova_snapshot_ext: not imported yet (the
+            # bench modules import it lazily), so that tree's is found.
+            if 'nova_snapshot_ext' in sys.modules:
+                raise SystemExit('nova_snapshot_ext was imported before '
+                                 '%s could come first' % argv[4])
+            sys.path.insert(0, argv[4])
         print(json.dumps(audit_child(endpoint, token, int(page_size))))
         return 0
     if argv[:1] == ['report']:
         parser = argparse.ArgumentParser(prog='python -m bench.scale report')
-        parser.add_argument('results', nargs='+')
+        parser.add_argument('results', nargs='+',
+                            help='runs whose rotations are shown')
+        parser.add_argument('--audits', nargs='+', metavar='RESULT',
+                            help='runs whose audits are shown (default: '
+                            'the same)')
         parser.add_argument('--chart', help='PNG to draw')
         opts = parser.parse_args(argv[1:])
-        docs = []
-        for name in opts.results:
+
+        def load(name: str) -> dict[str, ty.Any]:
             with open(name, encoding='utf-8') as f:
-                docs.append(json.load(f))
-        print(rst(docs))
+                return json.load(f)
+
+        docs = [load(name) for name in opts.results]
+        audits = [load(name) for name in opts.audits or opts.results]
+        print(rst(docs, audits))
         if opts.chart:
-            print('chart: %s' % chart(docs, opts.chart))
+            print('chart: %s' % chart(docs, opts.chart, audits))
         return 0
     args = parse_args(argv)
     doc = run(args)

@@ -32,6 +32,7 @@ class TestLevels(base.TestCase):
     def test_parse(self):
         self.assertEqual([100, 1000, 10000],
                          scale._levels('100,1_000,10000'))
+        self.assertEqual([], scale._levels('none'))
 
     def test_refused(self):
         for text in ('', '10,5', 'a', '2,10'):
