@@ -99,6 +99,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.backup import references
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
@@ -148,9 +149,16 @@ KINDS: dict[str, tuple[str, bool]] = {
     'backup-snapshot-gone': ('a backup whose block_device_mapping names a '
                              'Cinder volume snapshot that is gone: it '
                              'cannot be restored; not fixed', False),
-    'unnamed-volume-snapshot': ("a volume snapshot Nova took for an image "
-                                "('snapshot for ...') that no image names "
-                                '(a leak); not fixed', False),
+    'unnamed-volume-snapshot': ("a volume snapshot Nova's name ('snapshot "
+                                "for ...') or a plugin record says was "
+                                'taken for an image, that no image names, '
+                                'without the proof a fix needs (the '
+                                "evidence's why); not fixed", False),
+    'leaked-volume-snapshot': ('a volume snapshot the plugin recorded '
+                               'taking for an image that is provably gone; '
+                               'fix: delete it in Cinder (re-read first)',
+                               True),
+    references.KIND: (references.MEANING, False),
 }
 
 #: Default age (seconds) after which a ``queued`` snapshot image is a
@@ -699,6 +707,7 @@ def scan(auditor: AuditGlance, queued_age: float = DEFAULT_QUEUED_AGE,
     """
     report = Report()
     seen: set[str] = set()
+    refs = references.UntaggedReferences()
     for hidden in (False, True):
         query = dict(filters or {}, os_hidden=hidden)
         for page in auditor.pages(page_size, **query):
@@ -710,12 +719,19 @@ def scan(auditor: AuditGlance, queued_age: float = DEFAULT_QUEUED_AGE,
                 if not is_volume_snapshot(image):
                     continue
                 report.snapshots += 1
+                refs.add(image)
                 report.findings += judge(
                     image, auditor, queued_age=queued_age,
                     max_download=max_download,
                     not_inspected=report.not_inspected)
             if progress is not None:
                 progress(report)
+    report.findings += [
+        Finding(image_id=ref['image_id'], kind=references.KIND,
+                evidence={'volume_snapshot': ref['snapshot_id'],
+                          'missing_tag': ref['tag']},
+                owner=ref['owner'], name=ref['name'])
+        for ref in refs.findings()]
     return report
 
 

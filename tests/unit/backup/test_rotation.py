@@ -430,6 +430,10 @@ class TestRotateTagged(base.TestCase):
         self.assertEqual([], self.unfiltered())
         asked = sorted((f['tag'][0], f['os_hidden']) for f in self.listings
                        if 'tag' in f)
+        by_fingerprint = [f for f in self.listings
+                          if identity.FINGERPRINT_PROPERTY in f]
+        self.assertEqual(6, len(by_fingerprint))
+        self.assertEqual(6 + 6 + 2, len(self.listings))
         self.assertEqual(sorted((tags.tag_of('snap-%02d' % n), hidden)
                                 for n in (1, 2, 3)
                                 for hidden in (False, True)), asked)
@@ -448,10 +452,26 @@ class TestRotateTagged(base.TestCase):
         self.assertEqual('another image names it (tagged: hidden)',
                          result.snapshots_left['snap-03'])
 
+    def test_copy_with_the_fingerprint_protects(self):
+        # A copy made from a backup's properties (no tags) keeps the
+        # fingerprint: a property filter finds it.
+        real = self.fake.images['img-02']
+        self.add({'id': 'copy', 'status': 'active', 'os_hidden': True,
+                  'block_device_mapping': real['block_device_mapping'],
+                  identity.FINGERPRINT_PROPERTY:
+                  real[identity.FINGERPRINT_PROPERTY]})
+        result = self.rotate()
+        self.assertEqual(rotation.CHECK_TAGS, result.snapshot_check)
+        self.assertIn(identity.FINGERPRINT_PROPERTY,
+                      result.snapshots_left['snap-02'])
+        self.assertEqual(['snap-01', 'snap-03'],
+                         [s for s, _ in self.cinder.deleted])
+        self.assertEqual([], self.unfiltered())
+
     def test_untagged_copy_is_not_seen_without_full_scan(self):
-        # The documented rule: a hand-made copy without the tag is the
-        # audit's finding (untagged-snapshot-reference); the tag query
-        # does not see it.
+        # The documented rule: a hand-made image naming the snapshot with
+        # neither the tag nor the fingerprint is the audit's finding
+        # (untagged-snapshot-reference); the tag query does not see it.
         self.add({'id': 'copy', 'status': 'active',
                   'block_device_mapping': json.dumps(
                       [{'snapshot_id': 'snap-02'}])})
