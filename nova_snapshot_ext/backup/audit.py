@@ -89,7 +89,6 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
 
 def repair(cinder: cinder_mod.CinderClient, auditor: audit.AuditGlance,
            report: audit.Report, act: bool) -> list[audit.Action]:
-    """``--fix``: delete the leaked volume snapshots (:func:`.leaks.repair`).
-    """
+    """``--fix``: delete leaked volume snapshots (:func:`.leaks.repair`)."""
     return leaks.repair(cinder, auditor, report, act,
                         leaks.scope_of(auditor.glance))

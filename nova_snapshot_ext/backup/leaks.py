@@ -142,6 +142,45 @@ def record_refusal(snap: ty.Mapping[str, ty.Any]) -> str | None:
     return None
 
 
+class SnapshotRecorder(ty.Protocol):
+    """Writes Cinder snapshot metadata.
+
+    :class:`~.cinder.CinderClient`, or inside Nova
+    :class:`~nova_snapshot_ext.nova.cinder.NovaCinder`.
+    """
+
+    def set_snapshot_metadata(self, snapshot_id: str,
+                              metadata: ty.Mapping[str, str]) -> None:
+        """:raises CinderError: it could not."""
+
+
+def record_taken(recorder: SnapshotRecorder, image_id: str, project: str,
+                 snapshot_ids: ty.Iterable[str]) -> dict[str, str]:
+    """Write the record on each volume snapshot an active image names.
+
+    Called once the image is active: a failure here never fails the
+    snapshot (it succeeded); it is logged (WARNING) and returned, and the
+    audit then reports the snapshot without a record, never deletes it.
+
+    :param image_id: the active image the plugin made.
+    :param project: the image's owner project.
+    :returns: snapshot id -> why its record was not written.
+    """
+    failed: dict[str, str] = {}
+    for snap_id in sorted(set(snapshot_ids)):
+        try:
+            recorder.set_snapshot_metadata(
+                snap_id, record_of(snap_id, image_id, project))
+        except exception.CinderError as err:
+            failed[snap_id] = err.format_message()
+            LOG.warning('nova-snapshot-ext: image %(image)s is active; the '
+                        'record on its volume snapshot %(snap)s was not '
+                        'written (audit will not delete it if it leaks): '
+                        '%(why)s', {'image': image_id, 'snap': snap_id,
+                                    'why': failed[snap_id]})
+    return failed
+
+
 @dataclasses.dataclass(frozen=True)
 class Scope:
     """What the audit's Glance identity can see.
@@ -221,7 +260,9 @@ def scope_of(glance: ty.Any) -> Scope:
     token.  Unknown (no project, no admin) when the auth plugin does not
     say: nothing is then fixable.
     """
-    session = getattr(glance, 'session', None)
+    session: ty.Any = getattr(glance, 'session', None)
+    if session is None:
+        return Scope(None)
     try:
         project = session.get_project_id()
     except Exception:  # any auth plugin failure: scope unknown
