@@ -819,6 +819,16 @@ def repair(auditor: AuditGlance, report: Report, act: bool,
             else:
                 actions += [Action(image_id, f.kind, f.fix, 'done')
                             for f in patch]
+    return record_actions(report, actions)
+
+
+def record_actions(report: Report, actions: list[Action]) -> list[Action]:
+    """Log each fix and append it to ``report.actions``.
+
+    INFO when done or dry-run, else WARNING.
+
+    :returns: ``actions``.
+    """
     for action in actions:
         log = LOG.info if action.outcome in ('done', 'dry-run') else \
             LOG.warning

@@ -373,9 +373,4 @@ def repair(cinder: cinder_mod.CinderClient, auditor: audit_mod.AuditGlance,
             action('failed', err.format_message())
             continue
         action('done')
-    for done in actions:
-        log = LOG.info if done.outcome in ('done', 'dry-run') else \
-            LOG.warning
-        log('audit fix %s', done.describe())
-    report.actions += actions
-    return actions
+    return audit_mod.record_actions(report, actions)

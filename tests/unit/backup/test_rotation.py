@@ -231,8 +231,12 @@ class FakeCinder:
         return cinder_mod.DELETED
 
 
-class TestRotate(base.TestCase):
-    """rotate() through GlanceClient, glanceclient faked at its edge."""
+class RotateBase(base.TestCase):
+    """Five backups img-01..img-05 in a faked glanceclient."""
+
+    @staticmethod
+    def make(n):
+        return backup_image(n)
 
     def setUp(self):
         super().setUp()
@@ -240,11 +244,15 @@ class TestRotate(base.TestCase):
             fake_glanceclient.FakeGlanceFixture()).glance
         self.glance = glance_mod.GlanceClient(session=mock.Mock())
         for n in range(1, 6):
-            self.add(backup_image(n))
+            self.add(self.make(n))
         self.cinder = FakeCinder()
 
     def add(self, image):
         self.fake.images[image['id']] = image
+
+
+class TestRotate(RotateBase):
+    """rotate() through GlanceClient, glanceclient faked at its edge."""
 
     def rotate(self, rotation_=2, new='img-05'):
         return rotation.rotate(self.glance, self.fake.images[new],
@@ -380,17 +388,11 @@ class TestRotateNeverDeletesArmed(TestRotate):
         self.assertEqual(['img-01', 'img-03'], result.deleted)
 
 
-class TestRotateTagged(base.TestCase):
+class TestRotateTagged(RotateBase):
     """Backups the plugin tagged: Glance is asked per volume snapshot."""
 
     def setUp(self):
         super().setUp()
-        self.fake = self.useFixture(
-            fake_glanceclient.FakeGlanceFixture()).glance
-        self.glance = glance_mod.GlanceClient(session=mock.Mock())
-        for n in range(1, 6):
-            self.add(self.tagged(n))
-        self.cinder = FakeCinder()
         self.listings = []
         real_list = self.glance.list_images
 
@@ -401,13 +403,10 @@ class TestRotateTagged(base.TestCase):
         self.glance.list_images = list_images
 
     @staticmethod
-    def tagged(n, **changes):
-        image = backup_image(n, **changes)
+    def make(n):
+        image = backup_image(n)
         image['tags'] = tags.tags_of(mark.mapped_snapshot_ids(image))
         return image
-
-    def add(self, image):
-        self.fake.images[image['id']] = image
 
     def rotate(self, rotation_=2, new='img-05', full_scan=False):
         return rotation.rotate(self.glance, self.fake.images[new],
