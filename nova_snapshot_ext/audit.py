@@ -99,6 +99,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.backup import references
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
@@ -148,9 +149,16 @@ KINDS: dict[str, tuple[str, bool]] = {
     'backup-snapshot-gone': ('a backup whose block_device_mapping names a '
                              'Cinder volume snapshot that is gone: it '
                              'cannot be restored; not fixed', False),
-    'unnamed-volume-snapshot': ("a volume snapshot Nova took for an image "
-                                "('snapshot for ...') that no image names "
-                                '(a leak); not fixed', False),
+    'unnamed-volume-snapshot': ("a volume snapshot Nova's name ('snapshot "
+                                "for ...') or a plugin record says was "
+                                'taken for an image, that no image names, '
+                                'without the proof a fix needs (the '
+                                "evidence's why); not fixed", False),
+    'leaked-volume-snapshot': ('a volume snapshot the plugin recorded '
+                               'taking for an image that is provably gone; '
+                               'fix: delete it in Cinder (re-read first)',
+                               True),
+    references.KIND: (references.MEANING, False),
 }
 
 #: Default age (seconds) after which a ``queued`` snapshot image is a
@@ -727,14 +735,20 @@ def scan(auditor: AuditGlance, queued_age: float = DEFAULT_QUEUED_AGE,
          progress: ty.Callable[[Report], None] | None = None) -> Report:
     """Scan every image the identity can list, hidden ones included.
 
-    Streams (:func:`listed_pages`): what is held grows with the findings
-    and the payloads not inspected, never with the images read.
+    Streams (:func:`listed_pages`): one page of images is held at a time.
+    What else is held grows with the findings, the payloads not inspected
+    and, for ``untagged-snapshot-reference``
+    (:class:`~nova_snapshot_ext.backup.references.UntaggedReferences`),
+    the volume snapshots the volume-backed snapshot images name (a key per
+    tagged snapshot, an entry per untagged reference until the scan ends),
+    never with the other images read.
 
     :param progress: called after every page with the report so far
         (``scanned``, ``pages``, ``findings`` up to date).
     :raises GlanceError: a page could not be listed.
     """
     report = Report()
+    refs = references.UntaggedReferences()
     for page in listed_pages(auditor, page_size, filters):
         report.pages += 1
         for image in page:
@@ -742,12 +756,19 @@ def scan(auditor: AuditGlance, queued_age: float = DEFAULT_QUEUED_AGE,
             if not is_volume_snapshot(image):
                 continue
             report.snapshots += 1
+            refs.add(image)
             report.findings += judge(
                 image, auditor, queued_age=queued_age,
                 max_download=max_download,
                 not_inspected=report.not_inspected)
         if progress is not None:
             progress(report)
+    report.findings += [
+        Finding(image_id=ref['image_id'], kind=references.KIND,
+                evidence={'volume_snapshot': ref['snapshot_id'],
+                          'missing_tag': ref['tag']},
+                owner=ref['owner'], name=ref['name'])
+        for ref in refs.findings()]
     return report
 
 
@@ -835,6 +856,16 @@ def repair(auditor: AuditGlance, report: Report, act: bool,
             else:
                 actions += [Action(image_id, f.kind, f.fix, 'done')
                             for f in patch]
+    return record_actions(report, actions)
+
+
+def record_actions(report: Report, actions: list[Action]) -> list[Action]:
+    """Log each fix and append it to ``report.actions``.
+
+    INFO when done or dry-run, else WARNING.
+
+    :returns: ``actions``.
+    """
     for action in actions:
         log = LOG.info if action.outcome in ('done', 'dry-run') else \
             LOG.warning

@@ -33,14 +33,19 @@ newest first, and those beyond ``rotation`` are deleted.  Unlike Nova:
   can see (hidden ones included) names them any more.  "Names" is asked
   of Glance per volume snapshot, by the tag the plugin gives every image
   it makes (:mod:`~..snapshot.tags`): two filtered listings (hidden and
-  not) per snapshot, whatever the number of other images.  A rotation
+  not) per snapshot, whatever the number of other images, and two more
+  per deleted backup for the images carrying its fingerprint
+  (``snapshot_ext_fingerprint``: a copy made by copying the backup's
+  properties keeps it, and its mappings name the same snapshots).  A
+  rotation
   that deletes a backup without those tags (made before the plugin
   tagged its images) reads every image the caller can see instead (the
   full scan: its mappings and its tags), and so does every rotation
   with ``full_scan`` (option ``[snapshot_ext] rotation_full_scan``).
-  Images the plugin did not make carry no tag: a hand-made copy naming a
-  plugin volume snapshot protects it only under a full scan; ``audit``
-  reports such copies (``untagged-snapshot-reference``).
+  Images the plugin did not make carry no tag: a hand-made image naming
+  a plugin volume snapshot without its tag or the fingerprint protects
+  it only under a full scan; ``audit`` reports such images
+  (``untagged-snapshot-reference``).
 
 Nothing here raises on a failed delete: every failure is named in the
 :class:`RotationResult`, and the new backup is never touched.
@@ -57,6 +62,7 @@ from oslo_utils import timeutils
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import tags
 
 if ty.TYPE_CHECKING:
@@ -271,6 +277,30 @@ def named_snapshot_ids(glance: glance_mod.GlanceClient) -> set[str]:
     return named
 
 
+def copies_name(glance: glance_mod.GlanceClient,
+                fingerprints: ty.Iterable[str]) -> set[str]:
+    """Volume snapshots named by visible images with these fingerprints.
+
+    The images whose ``snapshot_ext_fingerprint`` is one of the deleted
+    backups' (a Glance property filter, exact match, hidden and not): a
+    copy made from a backup's properties, which carries no tag.  Two
+    requests per fingerprint.
+
+    :returns: snapshot keys their mappings and tags name.
+    :raises GlanceError: a listing failed.
+    """
+    named: set[str] = set()
+    for fp in fingerprints:
+        for hidden in (False, True):
+            for image in glance.list_images(
+                    os_hidden=hidden,
+                    **{identity.FINGERPRINT_PROPERTY: fp}):
+                named.update(map(mark.snapshot_key,
+                                 mark.mapped_snapshot_ids(image)))
+                named.update(tags.tagged_keys(image))
+    return named
+
+
 def images_tagged(glance: glance_mod.GlanceClient,
                   snapshot_id: str) -> list[str]:
     """Ids of the images the caller can see tagged with ``snapshot_id``.
@@ -327,6 +357,7 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     result.kept = selection.keep
     result.left = dict(selection.left)
     orphans: list[str] = []
+    fingerprints: set[str] = set()
     check = CHECK_FULL_SCAN if full_scan else CHECK_TAGS
     for image in selection.delete:
         image_id = str(image['id'])
@@ -335,12 +366,13 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
         if outcome is not None:
             mapped = mark.mapped_snapshot_ids(outcome)
             orphans.extend(mapped)
+            fingerprints.add(str(outcome[identity.FINGERPRINT_PROPERTY]))
             if check == CHECK_TAGS and tags.untagged(outcome, mapped):
                 check = CHECK_LEGACY_SCAN
     if orphans:
         result.snapshot_check = check
-        _delete_snapshots(glance, sorted(set(orphans)), owner, cinder,
-                          result)
+        _delete_snapshots(glance, sorted(set(orphans)), sorted(fingerprints),
+                          owner, cinder, result)
     return result
 
 
@@ -399,8 +431,8 @@ def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
 
 
 def _delete_snapshots(glance: glance_mod.GlanceClient,
-                      snapshot_ids: list[str], owner: str,
-                      cinder: SnapshotDeleter | None,
+                      snapshot_ids: list[str], fingerprints: list[str],
+                      owner: str, cinder: SnapshotDeleter | None,
                       result: RotationResult) -> None:
     if cinder is None:
         for snap_id in snapshot_ids:
@@ -408,19 +440,26 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
                 'no Cinder client: give Cinder credentials (options '
                 '[snapshot_ext_cinder]) to delete it')
         return
+    copied: set[str] = set()
     named: set[str] | None = None
-    if result.snapshot_check != CHECK_TAGS:
-        try:
+    try:
+        if result.snapshot_check == CHECK_TAGS:
+            copied = copies_name(glance, fingerprints)
+        else:
             named = named_snapshot_ids(glance)
-        except exception.GlanceError as err:
-            for snap_id in snapshot_ids:
-                result.snapshots_left[snap_id] = (
-                    'could not check that no image names it: %s'
-                    % err.format_message())
-            result.failures.append(err)
-            return
+    except exception.GlanceError as err:
+        for snap_id in snapshot_ids:
+            result.snapshots_left[snap_id] = (
+                'could not check that no image names it: %s'
+                % err.format_message())
+        result.failures.append(err)
+        return
     for snap_id in snapshot_ids:
-        why = _named_by(glance, snap_id, named, result)
+        why = None
+        if mark.snapshot_key(snap_id) in copied:
+            why = ('another image names it (it carries the deleted '
+                   'backup\'s %s)' % identity.FINGERPRINT_PROPERTY)
+        why = why or _named_by(glance, snap_id, named, result)
         if why is not None:
             result.snapshots_left[snap_id] = why
             continue

@@ -67,16 +67,14 @@ def _text(report: audit.Report, fix: bool, act: bool) -> str:
     return '\n'.join(lines)
 
 
-def _cinder_findings(conf: cfg.ConfigOpts, auditor: audit.AuditGlance,
+def _cinder_findings(cinder: ty.Any, auditor: audit.AuditGlance,
                      args: ty.Any) -> list[audit.Finding]:
     """Backups and volume snapshots judged with Cinder, when configured.
 
     Only with ``[snapshot_ext_cinder]`` credentials (else none).
     """
     from nova_snapshot_ext.backup import audit as backup_audit
-    from nova_snapshot_ext.cmd import backup as backup_cmd
 
-    cinder = backup_cmd.cinder_client(conf)
     if cinder is None:
         return []
     return backup_audit.scan(
@@ -128,9 +126,15 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
         progress=progress)
     if shown is not None:
         shown.done(report.scanned, report.pages)
-    report.findings += _cinder_findings(conf, auditor, args)
+    from nova_snapshot_ext.backup import audit as backup_audit
+    from nova_snapshot_ext.cmd import backup as backup_cmd
+
+    cinder = backup_cmd.cinder_client(conf)
+    report.findings += _cinder_findings(cinder, auditor, args)
     if args.fix:
         audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
+        if cinder is not None:
+            backup_audit.repair(cinder, auditor, report, act=args.yes)
     if conf.format == 'json':
         data = report.to_dict()
         data['fix'] = 'act' if args.fix and args.yes else (

@@ -45,9 +45,13 @@ The wrapper:
    client acting for the request context (:func:`client_for_context`,
    :func:`activate_record`: the step the plugin's own ``createBackup``
    route, :mod:`.backup`, shares);
-3. returns ``self.show(context, image_id)``: the active image translated by
+3. records, in Cinder snapshot metadata, the volume snapshots the active
+   image names (:func:`.cinder.record_image_snapshots`, the proof
+   ``audit --fix`` needs to delete them once the image is gone; never
+   fails the snapshot);
+4. returns ``self.show(context, image_id)``: the active image translated by
    Nova (``_translate_from_glance``), what Nova's ``create`` returns;
-4. raises the Nova exception matching a failure
+5. raises the Nova exception matching a failure
    (:func:`.adapter.to_nova_exception`).
 
 A create that names a ``disk_format``, ``container_format`` or
@@ -294,6 +298,12 @@ def _activate(image_service: ty.Any, context: ty.Any,
                     {'name': sent.get('name'),
                      'reason': err.format_message()})
         raise adapter.to_nova_exception(err) from err
+    from nova_snapshot_ext.nova import cinder as nova_cinder
+
+    nova_cinder.record_image_snapshots(
+        context, str(result.image_id),
+        [str(m['snapshot_id']) for m in getattr(record, 'mappings', ())
+         if m.get('snapshot_id')])
     return image_service.show(context, result.image_id)
 
 

@@ -231,8 +231,12 @@ class FakeCinder:
         return cinder_mod.DELETED
 
 
-class TestRotate(base.TestCase):
-    """rotate() through GlanceClient, glanceclient faked at its edge."""
+class RotateBase(base.TestCase):
+    """Five backups img-01..img-05 in a faked glanceclient."""
+
+    @staticmethod
+    def make(n):
+        return backup_image(n)
 
     def setUp(self):
         super().setUp()
@@ -240,11 +244,15 @@ class TestRotate(base.TestCase):
             fake_glanceclient.FakeGlanceFixture()).glance
         self.glance = glance_mod.GlanceClient(session=mock.Mock())
         for n in range(1, 6):
-            self.add(backup_image(n))
+            self.add(self.make(n))
         self.cinder = FakeCinder()
 
     def add(self, image):
         self.fake.images[image['id']] = image
+
+
+class TestRotate(RotateBase):
+    """rotate() through GlanceClient, glanceclient faked at its edge."""
 
     def rotate(self, rotation_=2, new='img-05'):
         return rotation.rotate(self.glance, self.fake.images[new],
@@ -380,17 +388,11 @@ class TestRotateNeverDeletesArmed(TestRotate):
         self.assertEqual(['img-01', 'img-03'], result.deleted)
 
 
-class TestRotateTagged(base.TestCase):
+class TestRotateTagged(RotateBase):
     """Backups the plugin tagged: Glance is asked per volume snapshot."""
 
     def setUp(self):
         super().setUp()
-        self.fake = self.useFixture(
-            fake_glanceclient.FakeGlanceFixture()).glance
-        self.glance = glance_mod.GlanceClient(session=mock.Mock())
-        for n in range(1, 6):
-            self.add(self.tagged(n))
-        self.cinder = FakeCinder()
         self.listings = []
         real_list = self.glance.list_images
 
@@ -401,13 +403,10 @@ class TestRotateTagged(base.TestCase):
         self.glance.list_images = list_images
 
     @staticmethod
-    def tagged(n, **changes):
-        image = backup_image(n, **changes)
+    def make(n):
+        image = backup_image(n)
         image['tags'] = tags.tags_of(mark.mapped_snapshot_ids(image))
         return image
-
-    def add(self, image):
-        self.fake.images[image['id']] = image
 
     def rotate(self, rotation_=2, new='img-05', full_scan=False):
         return rotation.rotate(self.glance, self.fake.images[new],
@@ -430,6 +429,10 @@ class TestRotateTagged(base.TestCase):
         self.assertEqual([], self.unfiltered())
         asked = sorted((f['tag'][0], f['os_hidden']) for f in self.listings
                        if 'tag' in f)
+        by_fingerprint = [f for f in self.listings
+                          if identity.FINGERPRINT_PROPERTY in f]
+        self.assertEqual(6, len(by_fingerprint))
+        self.assertEqual(6 + 6 + 2, len(self.listings))
         self.assertEqual(sorted((tags.tag_of('snap-%02d' % n), hidden)
                                 for n in (1, 2, 3)
                                 for hidden in (False, True)), asked)
@@ -448,10 +451,26 @@ class TestRotateTagged(base.TestCase):
         self.assertEqual('another image names it (tagged: hidden)',
                          result.snapshots_left['snap-03'])
 
+    def test_copy_with_the_fingerprint_protects(self):
+        # A copy made from a backup's properties (no tags) keeps the
+        # fingerprint: a property filter finds it.
+        real = self.fake.images['img-02']
+        self.add({'id': 'copy', 'status': 'active', 'os_hidden': True,
+                  'block_device_mapping': real['block_device_mapping'],
+                  identity.FINGERPRINT_PROPERTY:
+                  real[identity.FINGERPRINT_PROPERTY]})
+        result = self.rotate()
+        self.assertEqual(rotation.CHECK_TAGS, result.snapshot_check)
+        self.assertIn(identity.FINGERPRINT_PROPERTY,
+                      result.snapshots_left['snap-02'])
+        self.assertEqual(['snap-01', 'snap-03'],
+                         [s for s, _ in self.cinder.deleted])
+        self.assertEqual([], self.unfiltered())
+
     def test_untagged_copy_is_not_seen_without_full_scan(self):
-        # The documented rule: a hand-made copy without the tag is the
-        # audit's finding (untagged-snapshot-reference); the tag query
-        # does not see it.
+        # The documented rule: a hand-made image naming the snapshot with
+        # neither the tag nor the fingerprint is the audit's finding
+        # (untagged-snapshot-reference); the tag query does not see it.
         self.add({'id': 'copy', 'status': 'active',
                   'block_device_mapping': json.dumps(
                       [{'snapshot_id': 'snap-02'}])})
