@@ -336,6 +336,19 @@ def _flat(values: list[float]) -> str:
     return '%+.0f %%' % (100.0 * (values[-1] - low) / low) if low else '-'
 
 
+def rss_growth(samples: list[list[ty.Any]], since: int) -> str:
+    """MiB the RSS grew from ``since`` images read to the last page.
+
+    :param samples: ``[[images read, VmRSS KiB], ...]`` after each page.
+    :returns: e.g. ``+0.1``; ``-`` when the run read fewer images.
+    """
+    known = [(n, kib) for n, kib in samples if kib]
+    start = [kib for n, kib in known if n >= since]
+    if not start or known[-1][0] <= since:
+        return '-'
+    return '%+.1f' % ((known[-1][1] - start[0]) / 1024.0)
+
+
 def rst(docs: list[dict[str, ty.Any]],
         audits: list[dict[str, ty.Any]] | None = None) -> str:
     """The reStructuredText tables of one or more runs.
@@ -375,7 +388,9 @@ def rst(docs: list[dict[str, ty.Any]],
             % audits[0]['page_size'], '   :header-rows: 1', '',
             '   * - run', '     - images', '     - pages (requests)',
             '     - seconds', '     - images/s', '     - peak RSS (MiB)',
-            '     - RSS after the first page (MiB)', '     - load average']
+            '     - RSS after the first page (MiB)',
+            '     - RSS growth from 10,000 images read to the end (MiB)',
+            '     - load average']
     for doc in audits:
         for cell in doc['audit']:
             first = cell['rss_samples'][0][1] if cell['rss_samples'] else 0
@@ -387,6 +402,7 @@ def rst(docs: list[dict[str, ty.Any]],
                         int(cell['scanned'] / cell['seconds'])),
                     '     - %.1f' % ((cell['peak_rss_kib'] or 0) / 1024.0),
                     '     - %.1f' % ((first or 0) / 1024.0),
+                    '     - %s' % rss_growth(cell['rss_samples'], 10000),
                     '     - %.1f' % cell['loadavg']]
     return '\n'.join(out) + '\n'
 
@@ -521,11 +537,18 @@ def main(argv: list[str] | None = None) -> int:
                             help='runs whose audits are shown (default: '
                             'the same)')
         parser.add_argument('--chart', help='PNG to draw')
+        parser.add_argument('--as', dest='names', action='append',
+                            default=[], metavar='RESULT=NAME',
+                            help="show RESULT's runs as NAME instead of its "
+                            '--label')
         opts = parser.parse_args(argv[1:])
+        names = dict(item.split('=', 1) for item in opts.names)
 
         def load(name: str) -> dict[str, ty.Any]:
             with open(name, encoding='utf-8') as f:
-                return json.load(f)
+                doc = json.load(f)
+            doc['label'] = names.get(name, doc['label'])
+            return doc
 
         docs = [load(name) for name in opts.results]
         audits = [load(name) for name in opts.audits or opts.results]

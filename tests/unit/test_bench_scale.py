@@ -58,7 +58,13 @@ class TestTable(base.TestCase):
         self.assertIn('before +7700 % seconds, +714 % requests', text)
         self.assertIn('after +5 % seconds, +0 % requests', text)
         self.assertIn('     - 10,000\n     - 52\n     - 5.0\n     - 2,000\n'
-                      '     - 60.0\n     - 50.0\n     - 1.5', text)
+                      '     - 60.0\n     - 50.0\n     - -\n     - 1.5', text)
+
+    def test_rss_growth(self):
+        samples = [[200, 51200], [9800, 52000], [10000, 52224],
+                   [20000, None], [100000, 53248]]
+        self.assertEqual('+1.0', scale.rss_growth(samples, 10000))
+        self.assertEqual('-', scale.rss_growth(samples[:3], 10000))
 
 
 class TestSeedRows(base.TestCase):
