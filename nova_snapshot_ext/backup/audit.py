@@ -43,25 +43,41 @@ from nova_snapshot_ext.snapshot import tags
 
 
 def _images(auditor: audit.AuditGlance, page_size: int,
-            filters: ty.Mapping[str, ty.Any] | None
+            filters: ty.Mapping[str, ty.Any] | None,
+            progress: ty.Callable[[int, int], None] | None
             ) -> ty.Iterator[dict[str, ty.Any]]:
-    """Every image listed, each once, one page held at a time."""
+    """Every image listed, each once, one page held at a time.
+
+    :param progress: called after every page with the images and pages
+        read so far.
+    """
+    images = pages = 0
     for page in audit.listed_pages(auditor, page_size, filters):
         yield from page
+        images += len(page)
+        pages += 1
+        if progress is not None:
+            progress(images, pages)
 
 
 def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
          page_size: int = audit.DEFAULT_PAGE_SIZE,
-         filters: ty.Mapping[str, ty.Any] | None = None
+         filters: ty.Mapping[str, ty.Any] | None = None,
+         progress: ty.Callable[[int, int], None] | None = None
          ) -> list[audit.Finding]:
     """The Cinder findings over every image and volume snapshot seen.
 
+    Reads every image again (one page at a time); what it keeps grows with
+    the volume snapshots the images name, not with the images.
+
+    :param progress: called after every page of images with the images
+        and pages read so far (``GET /v2/images`` requests).
     :raises GlanceError: an image page could not be listed.
     :raises CinderError: Cinder could not be read.
     """
     findings: list[audit.Finding] = []
     named: set[str] = set()
-    for image in _images(auditor, page_size, filters):
+    for image in _images(auditor, page_size, filters, progress):
         ids = mark.mapped_snapshot_ids(image)
         named.update(map(mark.snapshot_key, ids))
         named.update(tags.tagged_keys(image))

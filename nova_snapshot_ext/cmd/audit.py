@@ -68,18 +68,26 @@ def _text(report: audit.Report, fix: bool, act: bool) -> str:
 
 
 def _cinder_findings(cinder: ty.Any, auditor: audit.AuditGlance,
-                     args: ty.Any) -> list[audit.Finding]:
+                     args: ty.Any, shown: bool) -> list[audit.Finding]:
     """Backups and volume snapshots judged with Cinder, when configured.
 
-    Only with ``[snapshot_ext_cinder]`` credentials (else none).
+    Only with ``[snapshot_ext_cinder]`` credentials (else none).  They
+    read the images a second time: with ``shown``, that read has its own
+    progress (label ``audit (Cinder checks)``).
     """
     from nova_snapshot_ext.backup import audit as backup_audit
 
     if cinder is None:
         return []
-    return backup_audit.scan(
+    second = (progress_mod.Progress(sys.stderr, 'audit (Cinder checks)')
+              if shown else None)
+    findings = backup_audit.scan(
         auditor, cinder, page_size=args.page_size or audit.DEFAULT_PAGE_SIZE,
-        filters={'owner': args.owner} if args.owner else None)
+        filters={'owner': args.owner} if args.owner else None,
+        progress=second.update if second is not None else None)
+    if second is not None:
+        second.done(second.images, second.pages)
+    return findings
 
 
 def check_args(conf: cfg.ConfigOpts) -> None:
@@ -130,7 +138,8 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
     from nova_snapshot_ext.cmd import backup as backup_cmd
 
     cinder = backup_cmd.cinder_client(conf)
-    report.findings += _cinder_findings(cinder, auditor, args)
+    report.findings += _cinder_findings(cinder, auditor, args,
+                                        shown is not None)
     if args.fix:
         audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
         if cinder is not None:

@@ -84,6 +84,9 @@ class Progress:
         self.started = clock()
         self.last = self.started
         self.updates = 0
+        #: The counts of the last :meth:`update`, said or not.
+        self.images = 0
+        self.pages = 0
         self._width = 0
 
     def _rate(self, images: int, now: float) -> str:
@@ -111,6 +114,7 @@ class Progress:
         :param pages: pages (``GET /v2/images`` requests) so far.
         :param detail: appended, e.g. ``3 problems so far``.
         """
+        self.images, self.pages = images, pages
         now = self.clock()
         if now - self.last < self.interval:
             return

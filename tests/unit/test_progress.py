@@ -129,6 +129,44 @@ class TestAuditProgress(base.TestCase):
         self.assertTrue(lines[-1].startswith('audit: read 6 images in 3 '
                                              'pages'))
 
+    def test_cinder_checks_read_again_with_their_own_progress(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.cmd import backup as backup_cmd
+
+        stderr = Terminal()
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', stderr))
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO()))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.cmd.progress.INTERVAL_S', 0.0))
+
+        def scan(auditor, progress=None, **kwargs):
+            report = audit.Report()
+            report.scanned, report.pages = 4, 2
+            progress(report)
+            return report
+
+        def cinder_scan(auditor, cinder, progress=None, **kwargs):
+            for pages in (1, 2):
+                progress(2 * pages, pages)
+            return []
+
+        conf = main.parse(['audit'])
+        with mock.patch.object(audit, 'scan', scan), mock.patch.object(
+                backup_cmd, 'cinder_client', return_value=mock.Mock()), \
+                mock.patch.object(backup_audit, 'scan', cinder_scan):
+            self.assertEqual(0, audit_cmd.run(conf, mock.Mock()))
+        lines = [line.strip() for line in
+                 stderr.getvalue().replace('\r', '\n').splitlines()
+                 if line.strip()]
+        self.assertEqual('audit: read 4 images in 2 pages',
+                         lines[1].split(',')[0])
+        self.assertEqual(['audit (Cinder checks): 2 images read',
+                          'audit (Cinder checks): 4 images read'],
+                         [line.split(',')[0] for line in lines[2:4]])
+        self.assertEqual('audit (Cinder checks): read 4 images in 2 pages',
+                         lines[-1].split(',')[0])
+
     def test_no_progress_on_a_terminal(self):
         _stdout, stderr = self.run_audit(['--no-progress'], Terminal())
         self.assertEqual('', stderr)
