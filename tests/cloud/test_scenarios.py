@@ -231,10 +231,18 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
                     lambda: {'s': self.demo.snapshot(snapshot_id,
                                                      ok=(200, 404))},
                     lambda v: v['s'] is None, timeout=60)
+        project = self.demo.session.get_project_id()
         for image_id in made[2:]:
             for snapshot_id in snapshots_of[image_id]:
-                self.assertEqual('available',
-                                 self.demo.snapshot(snapshot_id)['status'])
+                snap = self.demo.snapshot(snapshot_id)
+                self.assertEqual('available', snap['status'])
+                # The plugin's createBackup route recorded it (the proof
+                # audit --fix needs should the backup be deleted by hand).
+                self.assertEqual(
+                    leaks.record_of(snapshot_id, image_id, project),
+                    {k: snap['metadata'].get(k) for k in (
+                        leaks.IMAGE_KEY, leaks.PROJECT_KEY,
+                        leaks.RECORD_KEY)})
         booted = self.demo.boot('from-backup', image=made[-1])
         new_volumes = [self.demo.volume(v['id']) for v in
                        booted['os-extended-volumes:volumes_attached']]
