@@ -99,6 +99,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.backup import references
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
@@ -148,9 +149,16 @@ KINDS: dict[str, tuple[str, bool]] = {
     'backup-snapshot-gone': ('a backup whose block_device_mapping names a '
                              'Cinder volume snapshot that is gone: it '
                              'cannot be restored; not fixed', False),
-    'unnamed-volume-snapshot': ("a volume snapshot Nova took for an image "
-                                "('snapshot for ...') that no image names "
-                                '(a leak); not fixed', False),
+    'unnamed-volume-snapshot': ("a volume snapshot Nova's name ('snapshot "
+                                "for ...') or a plugin record says was "
+                                'taken for an image, that no image names, '
+                                'without the proof a fix needs (the '
+                                "evidence's why); not fixed", False),
+    'leaked-volume-snapshot': ('a volume snapshot the plugin recorded '
+                               'taking for an image that is provably gone; '
+                               'fix: delete it in Cinder (re-read first)',
+                               True),
+    references.KIND: (references.MEANING, False),
 }
 
 #: Default age (seconds) after which a ``queued`` snapshot image is a
@@ -303,6 +311,8 @@ class Report:
     """The result of one audit.
 
     :ivar scanned: images listed.
+    :ivar pages: ``GET /v2/images`` pages read (requests), both passes
+        (not hidden, hidden), an empty last page included.
     :ivar snapshots: volume-backed snapshot images among them.
     :ivar findings: every problem found.
     :ivar not_inspected: ids of images too large to download (their
@@ -311,6 +321,7 @@ class Report:
     """
 
     scanned: int = 0
+    pages: int = 0
     snapshots: int = 0
     findings: list[Finding] = dataclasses.field(default_factory=list)
     not_inspected: list[dict[str, ty.Any]] = dataclasses.field(
@@ -328,6 +339,7 @@ class Report:
     def to_dict(self) -> dict[str, ty.Any]:
         return {
             'scanned': self.scanned,
+            'pages': self.pages,
             'snapshots': self.snapshots,
             'findings': [f.to_dict() for f in self.findings],
             'not_inspected': self.not_inspected,
@@ -414,6 +426,10 @@ class AuditGlance:
               **filters: ty.Any) -> ty.Iterator[list[dict[str, ty.Any]]]:
         """Yield the images page by page (``GET /v2/images``).
 
+        One page per request, every page Glance answered (the last one
+        possibly empty); nothing is kept between pages, so memory does not
+        grow with the number of images listed.
+
         :param page_size: ``limit`` of each request.
         :param filters: Glance list filters (``owner``, ``os_hidden``...).
         :raises GlanceError: a page could not be read.
@@ -433,8 +449,7 @@ class AuditGlance:
                     operation='list', reason='the answer to GET %s is not '
                     'a Glance image list' % url)
             images = [dict(i) for i in body['images']]
-            if images:
-                yield images
+            yield images
             if not images or 'next' not in body:
                 return
             marker = images[-1]['id']
@@ -687,6 +702,32 @@ def _judge_payload(image: dict[str, ty.Any], auditor: AuditGlance | None,
             'inspector': 'the data is %s' % detected})
 
 
+def listed_pages(auditor: AuditGlance, page_size: int = DEFAULT_PAGE_SIZE,
+                 filters: ty.Mapping[str, ty.Any] | None = None
+                 ) -> ty.Iterator[list[dict[str, ty.Any]]]:
+    """Every page of every image the identity can list, each image once.
+
+    Two passes, ``os_hidden=false`` then ``os_hidden=true`` (Glance lists
+    hidden images only when asked: glance/api/v2/images.py, the
+    ``os_hidden`` filter).  Each image is kept by the pass its own
+    ``os_hidden`` names (absent: not hidden), so no image is yielded twice
+    even by a Glance that ignored the filter, and no set of the ids seen is
+    kept: memory is one page, whatever the number of images.  An image
+    hidden or unhidden between the two passes may be missed or seen twice.
+
+    :param page_size: ``limit`` of each request.
+    :param filters: more Glance list filters (``owner``...).
+    :returns: an iterator of pages (lists of image dicts, as Glance lists
+        them), one per ``GET /v2/images`` request, possibly empty.
+    :raises GlanceError: a page could not be listed.
+    """
+    for hidden in (False, True):
+        query = dict(filters or {}, os_hidden=hidden)
+        for page in auditor.pages(page_size, **query):
+            yield [image for image in page
+                   if bool(image.get('os_hidden', False)) is hidden]
+
+
 def scan(auditor: AuditGlance, queued_age: float = DEFAULT_QUEUED_AGE,
          max_download: int = DEFAULT_MAX_DOWNLOAD,
          page_size: int = DEFAULT_PAGE_SIZE,
@@ -694,28 +735,40 @@ def scan(auditor: AuditGlance, queued_age: float = DEFAULT_QUEUED_AGE,
          progress: ty.Callable[[Report], None] | None = None) -> Report:
     """Scan every image the identity can list, hidden ones included.
 
-    :param progress: called after every page with the report so far.
+    Streams (:func:`listed_pages`): one page of images is held at a time.
+    What else is held grows with the findings, the payloads not inspected
+    and, for ``untagged-snapshot-reference``
+    (:class:`~nova_snapshot_ext.backup.references.UntaggedReferences`),
+    the volume snapshots the volume-backed snapshot images name (a key per
+    tagged snapshot, an entry per untagged reference until the scan ends),
+    never with the other images read.
+
+    :param progress: called after every page with the report so far
+        (``scanned``, ``pages``, ``findings`` up to date).
     :raises GlanceError: a page could not be listed.
     """
     report = Report()
-    seen: set[str] = set()
-    for hidden in (False, True):
-        query = dict(filters or {}, os_hidden=hidden)
-        for page in auditor.pages(page_size, **query):
-            for image in page:
-                if image['id'] in seen:
-                    continue
-                seen.add(image['id'])
-                report.scanned += 1
-                if not is_volume_snapshot(image):
-                    continue
-                report.snapshots += 1
-                report.findings += judge(
-                    image, auditor, queued_age=queued_age,
-                    max_download=max_download,
-                    not_inspected=report.not_inspected)
-            if progress is not None:
-                progress(report)
+    refs = references.UntaggedReferences()
+    for page in listed_pages(auditor, page_size, filters):
+        report.pages += 1
+        for image in page:
+            report.scanned += 1
+            if not is_volume_snapshot(image):
+                continue
+            report.snapshots += 1
+            refs.add(image)
+            report.findings += judge(
+                image, auditor, queued_age=queued_age,
+                max_download=max_download,
+                not_inspected=report.not_inspected)
+        if progress is not None:
+            progress(report)
+    report.findings += [
+        Finding(image_id=ref['image_id'], kind=references.KIND,
+                evidence={'volume_snapshot': ref['snapshot_id'],
+                          'missing_tag': ref['tag']},
+                owner=ref['owner'], name=ref['name'])
+        for ref in refs.findings()]
     return report
 
 
@@ -803,6 +856,16 @@ def repair(auditor: AuditGlance, report: Report, act: bool,
             else:
                 actions += [Action(image_id, f.kind, f.fix, 'done')
                             for f in patch]
+    return record_actions(report, actions)
+
+
+def record_actions(report: Report, actions: list[Action]) -> list[Action]:
+    """Log each fix and append it to ``report.actions``.
+
+    INFO when done or dry-run, else WARNING.
+
+    :returns: ``actions``.
+    """
     for action in actions:
         log = LOG.info if action.outcome in ('done', 'dry-run') else \
             LOG.warning

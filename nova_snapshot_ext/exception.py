@@ -153,6 +153,13 @@ class PropertyQuotaExceeded(PreflightError):
                 "(Glance's image_property_quota, default 128)")
 
 
+class TagQuotaExceeded(PreflightError):
+    code = 403
+    msg_fmt = _("The image would carry %(count)d tags (one per volume "
+                "snapshot); option [snapshot_ext] image_tag_quota allows "
+                "%(quota)d (Glance's image_tag_quota, default 128)")
+
+
 class UnsupportedCharacter(PreflightError):
     msg_fmt = _("Image %(what)s '%(property)s' contains %(char)s, a "
                 "character outside the Basic Multilingual Plane (4 bytes "

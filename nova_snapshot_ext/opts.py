@@ -296,6 +296,35 @@ its API, so set this to the same value. Keys in the ``os_glance`` namespace do
 not count. ``-1`` disables the check.
 '''),
     cfg.IntOpt(
+        'image_tag_quota',
+        default=128,
+        min=-1,
+        help='''
+Largest number of tags an image may carry in the target Glance.
+
+The plugin tags every image with one tag per volume snapshot it names (the
+rotation finds them by these tags). Glance's ``image_tag_quota`` (default 128)
+cannot be discovered through its API, so set this to the same value: a
+snapshot of a server with more volumes is refused before anything is created.
+``-1`` disables the check.
+'''),
+    cfg.BoolOpt(
+        'rotation_full_scan',
+        default=False,
+        help='''
+Before a backup rotation deletes a rotated backup's volume snapshots, read
+every image the caller can see (hidden ones too) and keep any volume snapshot
+one of them names, instead of asking Glance only for the images tagged with
+that snapshot.
+
+The tag query costs the same whatever the number of images; the full scan
+grows with every image the project and the public see. A rotation that
+deletes a backup made before the plugin tagged its images scans fully anyway.
+Images copied by hand from a plugin image carry no tag: ``audit`` reports them
+(``untagged-snapshot-reference``); set this option to protect their volume
+snapshots at every rotation instead.
+'''),
+    cfg.IntOpt(
         'capabilities_cache_ttl',
         default=300,
         min=0,

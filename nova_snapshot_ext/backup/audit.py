@@ -12,18 +12,20 @@
 
 """Audit with Cinder: backups that cannot be restored, leaked snapshots.
 
-Two findings (:data:`nova_snapshot_ext.audit.KINDS`), reported, never
-fixed:
+Three findings (:data:`nova_snapshot_ext.audit.KINDS`):
 
 ``backup-snapshot-gone``
     an image marked ``image_type=backup`` whose ``block_device_mapping``
     names a volume snapshot Cinder answers 404 for: the backup cannot be
-    restored.
+    restored.  Reported, never fixed.
+``leaked-volume-snapshot``
+    a volume snapshot the plugin recorded taking for an image that is
+    provably gone (:mod:`.leaks`); ``--fix --yes`` deletes it.
 ``unnamed-volume-snapshot``
-    a volume snapshot Nova took for an image (Nova names them
-    ``snapshot for <image name>``) that no image the identity can list
-    names: the image was deleted (a rotation without Cinder credentials,
-    or Nova's own image delete) and the snapshot leaked.
+    a volume snapshot no image the identity can list names, that Nova's
+    name (``snapshot for <image name>``) or a plugin record says was taken
+    for an image, without the proof :mod:`.leaks` needs: reported with
+    why, never deleted.
 
 Only what both identities can see is judged: images of projects the
 Glance identity cannot list may still name a snapshot.
@@ -35,40 +37,50 @@ import typing as ty
 
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import leaks
 from nova_snapshot_ext.backup import mark
-
-#: The name prefix Nova gives the volume snapshots of an image
-#: (``compute.api.API.snapshot_volume_backed``).
-NOVA_SNAPSHOT_NAME_PREFIX = 'snapshot for '
+from nova_snapshot_ext.snapshot import tags
 
 
 def _images(auditor: audit.AuditGlance, page_size: int,
-            filters: ty.Mapping[str, ty.Any] | None
+            filters: ty.Mapping[str, ty.Any] | None,
+            progress: ty.Callable[[int, int], None] | None
             ) -> ty.Iterator[dict[str, ty.Any]]:
-    seen: set[str] = set()
-    for hidden in (False, True):
-        for page in auditor.pages(page_size, **dict(filters or {},
-                                                    os_hidden=hidden)):
-            for image in page:
-                if image['id'] not in seen:
-                    seen.add(image['id'])
-                    yield image
+    """Every image listed, each once, one page held at a time.
+
+    :param progress: called after every page with the images and pages
+        read so far.
+    """
+    images = pages = 0
+    for page in audit.listed_pages(auditor, page_size, filters):
+        yield from page
+        images += len(page)
+        pages += 1
+        if progress is not None:
+            progress(images, pages)
 
 
 def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
          page_size: int = audit.DEFAULT_PAGE_SIZE,
-         filters: ty.Mapping[str, ty.Any] | None = None
+         filters: ty.Mapping[str, ty.Any] | None = None,
+         progress: ty.Callable[[int, int], None] | None = None
          ) -> list[audit.Finding]:
     """The Cinder findings over every image and volume snapshot seen.
 
+    Reads every image again (one page at a time); what it keeps grows with
+    the volume snapshots the images name, not with the images.
+
+    :param progress: called after every page of images with the images
+        and pages read so far (``GET /v2/images`` requests).
     :raises GlanceError: an image page could not be listed.
     :raises CinderError: Cinder could not be read.
     """
     findings: list[audit.Finding] = []
     named: set[str] = set()
-    for image in _images(auditor, page_size, filters):
+    for image in _images(auditor, page_size, filters, progress):
         ids = mark.mapped_snapshot_ids(image)
         named.update(map(mark.snapshot_key, ids))
+        named.update(tags.tagged_keys(image))
         if image.get('image_type') != 'backup':
             continue
         gone = [snap_id for snap_id in ids
@@ -80,14 +92,14 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
                           'instance_uuid': image.get('instance_uuid'),
                           'backup_type': image.get('backup_type')},
                 owner=image.get('owner'), name=image.get('name')))
-    for snap in cinder.list_snapshots():
-        name = snap.get('name') or snap.get('display_name') or ''
-        if (str(name).startswith(NOVA_SNAPSHOT_NAME_PREFIX) and
-                mark.snapshot_key(str(snap.get('id'))) not in named):
-            findings.append(audit.Finding(
-                image_id=str(snap.get('id')), kind='unnamed-volume-snapshot',
-                evidence={'volume_snapshot': snap.get('id'),
-                          'snapshot_name': name,
-                          'volume_id': snap.get('volume_id')},
-                owner=snap.get(cinder_mod.PROJECT_ATTRIBUTE)))
+    scope = leaks.scope_of(getattr(auditor, 'glance', None))
+    findings += leaks.judge_snapshots(auditor, cinder.list_snapshots(),
+                                      named, scope)
     return findings
+
+
+def repair(cinder: cinder_mod.CinderClient, auditor: audit.AuditGlance,
+           report: audit.Report, act: bool) -> list[audit.Action]:
+    """``--fix``: delete leaked volume snapshots (:func:`.leaks.repair`)."""
+    return leaks.repair(cinder, auditor, report, act,
+                        leaks.scope_of(auditor.glance))

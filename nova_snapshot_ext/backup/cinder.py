@@ -19,7 +19,8 @@ One keystoneauth1 adapter on the block-storage service
 the user's token, as Nova's own Cinder API acts for the user).  Paths are
 relative to the catalog endpoint (``.../v3/{project_id}``).
 
-Only two calls: read a volume snapshot and delete it.  Every
+Four calls: read, list and delete volume snapshots, and write a
+snapshot's metadata (the plugin's record, :mod:`.leaks`).  Every
 keystoneauth error is translated (:func:`translate`); a 404 on delete is
 "already gone", not a failure.
 """
@@ -173,6 +174,22 @@ class CinderClient:
             if len(page) < page_size or not page:
                 return
             marker = page[-1].get('id')
+
+    def set_snapshot_metadata(self, snapshot_id: str,
+                              metadata: ty.Mapping[str, str]) -> None:
+        """``POST /snapshots/{id}/metadata``: add or replace these keys.
+
+        Cinder's snapshot metadata API (keys not given are kept).
+
+        :raises CinderError: see :func:`translate`; a 404 too (the
+            snapshot is gone: nothing to record on).
+        """
+        try:
+            self._adapter.post('snapshots/%s/metadata' % snapshot_id,
+                               json={'metadata': dict(metadata)},
+                               raise_exc=True)
+        except ks_exc.ClientException as err:
+            raise translate(err, 'set metadata', snapshot_id) from err
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
         """Delete a volume snapshot of project ``owner``.

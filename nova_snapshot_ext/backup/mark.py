@@ -52,7 +52,7 @@ import uuid
 
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import identity
-from nova_snapshot_ext.snapshot import request as request_mod
+from nova_snapshot_ext.snapshot import tags
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.snapshot import metadata as metadata_mod
@@ -138,14 +138,9 @@ def mapped_snapshot_ids(image: ty.Mapping[str, ty.Any]) -> list[str]:
                    if isinstance(m, dict) and m.get('snapshot_id')})
 
 
-def snapshot_key(snapshot_id: str) -> str:
-    """One key per Cinder snapshot, whichever spelling names it.
-
-    Cinder ids are UUIDs, found in any spelling (case, braces, no dashes,
-    blanks around: MySQL compares them case-insensitively), so an image
-    that names ``SNAP`` boots from ``snap``.
-    """
-    return (request_mod.cinder_id(snapshot_id) or '').lower()
+#: One key per Cinder snapshot, whichever spelling names it (its home is
+#: :func:`~..snapshot.tags.snapshot_key`, where the image tags are made).
+snapshot_key = tags.snapshot_key
 
 
 @functools.lru_cache(maxsize=None)

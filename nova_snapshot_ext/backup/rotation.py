@@ -30,7 +30,22 @@ newest first, and those beyond ``rotation`` are deleted.  Unlike Nova:
   still being made, or one Glance is deleting);
 * after the images, the Cinder volume snapshots a deleted backup's
   ``block_device_mapping`` named are deleted, when no image the caller
-  can see (hidden ones included) names them any more.
+  can see (hidden ones included) names them any more.  "Names" is asked
+  of Glance per volume snapshot, by the tag the plugin gives every image
+  it makes (:mod:`~..snapshot.tags`): two filtered listings (hidden and
+  not) per snapshot, whatever the number of other images, and two more
+  per deleted backup for the images carrying its fingerprint
+  (``snapshot_ext_fingerprint``: a copy made by copying the backup's
+  properties keeps it, and its mappings name the same snapshots).  A
+  rotation
+  that deletes a backup without those tags (made before the plugin
+  tagged its images) reads every image the caller can see instead (the
+  full scan: its mappings and its tags), and so does every rotation
+  with ``full_scan`` (option ``[snapshot_ext] rotation_full_scan``).
+  Images the plugin did not make carry no tag: a hand-made image naming
+  a plugin volume snapshot without its tag or the fingerprint protects
+  it only under a full scan; ``audit`` reports such images
+  (``untagged-snapshot-reference``).
 
 Nothing here raises on a failed delete: every failure is named in the
 :class:`RotationResult`, and the new backup is never touched.
@@ -47,11 +62,23 @@ from oslo_utils import timeutils
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot import tags
 
 if ty.TYPE_CHECKING:
     from nova_snapshot_ext.image import glance as glance_mod
 
 LOG = logging.getLogger(__name__)
+
+
+#: :attr:`RotationResult.snapshot_check`: Glance asked per volume
+#: snapshot, by its tag.
+CHECK_TAGS = 'tags'
+#: Every visible image read, as asked (``full_scan``).
+CHECK_FULL_SCAN = 'full scan (asked)'
+#: Every visible image read: a deleted backup carried no tag for its
+#: volume snapshots (made before the plugin tagged its images).
+CHECK_LEGACY_SCAN = 'full scan (untagged backup)'
 
 
 class SnapshotDeleter(ty.Protocol):
@@ -100,6 +127,10 @@ class RotationResult:
     :ivar snapshots_deleted: Cinder volume snapshot ids deleted (or
         already gone).
     :ivar snapshots_left: volume snapshot id -> why it was left.
+    :ivar snapshot_check: how the rotation proved no visible image names
+        a volume snapshot it deleted: :data:`CHECK_TAGS`,
+        :data:`CHECK_FULL_SCAN` or :data:`CHECK_LEGACY_SCAN`; ``None``
+        when it had no volume snapshot to consider.
     :ivar error: why the rotation could not even list the backups.
     """
 
@@ -111,6 +142,7 @@ class RotationResult:
     not_deleted: dict[str, str] = dataclasses.field(default_factory=dict)
     snapshots_deleted: list[str] = dataclasses.field(default_factory=list)
     snapshots_left: dict[str, str] = dataclasses.field(default_factory=dict)
+    snapshot_check: str | None = None
     error: str | None = None
     #: The exceptions behind ``error`` / ``not_deleted`` (for exit codes).
     failures: list[exception.SnapshotExtException] = dataclasses.field(
@@ -228,8 +260,12 @@ def list_backups(glance: glance_mod.GlanceClient, instance_uuid: str,
 
 
 def named_snapshot_ids(glance: glance_mod.GlanceClient) -> set[str]:
-    """Every volume snapshot id a visible image's mappings name.
+    """Every volume snapshot a visible image names (the full scan).
 
+    Reads every image the caller can see, hidden ones too: its mappings
+    and its volume snapshot tags.  Its cost grows with the images.
+
+    :returns: snapshot keys (:func:`~..snapshot.tags.snapshot_key`).
     :raises GlanceError: a listing failed.
     """
     named: set[str] = set()
@@ -237,12 +273,61 @@ def named_snapshot_ids(glance: glance_mod.GlanceClient) -> set[str]:
         for image in glance.list_images(os_hidden=hidden):
             named.update(map(mark.snapshot_key,
                              mark.mapped_snapshot_ids(image)))
+            named.update(tags.tagged_keys(image))
     return named
+
+
+def copies_name(glance: glance_mod.GlanceClient,
+                fingerprints: ty.Iterable[str]) -> set[str]:
+    """Volume snapshots named by visible images with these fingerprints.
+
+    The images whose ``snapshot_ext_fingerprint`` is one of the deleted
+    backups' (a Glance property filter, exact match, hidden and not): a
+    copy made from a backup's properties, which carries no tag.  Two
+    requests per fingerprint.
+
+    :returns: snapshot keys their mappings and tags name.
+    :raises GlanceError: a listing failed.
+    """
+    named: set[str] = set()
+    for fp in fingerprints:
+        for hidden in (False, True):
+            for image in glance.list_images(
+                    os_hidden=hidden,
+                    **{identity.FINGERPRINT_PROPERTY: fp}):
+                named.update(map(mark.snapshot_key,
+                                 mark.mapped_snapshot_ids(image)))
+                named.update(tags.tagged_keys(image))
+    return named
+
+
+def images_tagged(glance: glance_mod.GlanceClient,
+                  snapshot_id: str) -> list[str]:
+    """Ids of the images the caller can see tagged with ``snapshot_id``.
+
+    Two requests (``GET /v2/images?tag=...`` with ``os_hidden`` false,
+    then true), answered by Glance from its tag index: the cost does not
+    depend on the number of other images.
+
+    :param snapshot_id: a volume snapshot id with a tag
+        (:func:`~..snapshot.tags.tag_of` is not ``None``).
+    :returns: image ids, sorted.
+    :raises GlanceError: a listing failed.
+    """
+    tag = tags.tag_of(snapshot_id)
+    if tag is None:
+        raise ValueError('volume snapshot %r has no tag' % snapshot_id)
+    found: set[str] = set()
+    for hidden in (False, True):
+        found.update(str(image.get('id')) for image in
+                     glance.list_images(tag=[tag], os_hidden=hidden))
+    return sorted(found)
 
 
 def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
            rotation: int, backup_type: str,
-           cinder: SnapshotDeleter | None = None) -> RotationResult:
+           cinder: SnapshotDeleter | None = None,
+           full_scan: bool = False) -> RotationResult:
     """Rotate this server's backups of ``backup_type`` around ``backup``.
 
     :param glance: the client of the caller (the backups' owner).
@@ -251,6 +336,9 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     :param backup_type: the rotation's ``backup_type``.
     :param cinder: deletes the volume snapshots of deleted backups;
         ``None``: they are left and named.
+    :param full_scan: prove that no visible image names a volume snapshot
+        by reading every image (``[snapshot_ext] rotation_full_scan``),
+        not by its tag; a deleted backup without tags does so anyway.
     :returns: :class:`RotationResult`; never raises a Glance or Cinder
         error (each is named in the result).
     """
@@ -269,15 +357,22 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     result.kept = selection.keep
     result.left = dict(selection.left)
     orphans: list[str] = []
+    fingerprints: set[str] = set()
+    check = CHECK_FULL_SCAN if full_scan else CHECK_TAGS
     for image in selection.delete:
         image_id = str(image['id'])
         outcome = _delete_backup(glance, image_id, instance_uuid,
                                  backup_type, owner, result)
         if outcome is not None:
-            orphans.extend(mark.mapped_snapshot_ids(outcome))
+            mapped = mark.mapped_snapshot_ids(outcome)
+            orphans.extend(mapped)
+            fingerprints.add(str(outcome[identity.FINGERPRINT_PROPERTY]))
+            if check == CHECK_TAGS and tags.untagged(outcome, mapped):
+                check = CHECK_LEGACY_SCAN
     if orphans:
-        _delete_snapshots(glance, sorted(set(orphans)), owner, cinder,
-                          result)
+        result.snapshot_check = check
+        _delete_snapshots(glance, sorted(set(orphans)), sorted(fingerprints),
+                          owner, cinder, result)
     return result
 
 
@@ -336,8 +431,8 @@ def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
 
 
 def _delete_snapshots(glance: glance_mod.GlanceClient,
-                      snapshot_ids: list[str], owner: str,
-                      cinder: SnapshotDeleter | None,
+                      snapshot_ids: list[str], fingerprints: list[str],
+                      owner: str, cinder: SnapshotDeleter | None,
                       result: RotationResult) -> None:
     if cinder is None:
         for snap_id in snapshot_ids:
@@ -345,8 +440,13 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
                 'no Cinder client: give Cinder credentials (options '
                 '[snapshot_ext_cinder]) to delete it')
         return
+    copied: set[str] = set()
+    named: set[str] | None = None
     try:
-        named = named_snapshot_ids(glance)
+        if result.snapshot_check == CHECK_TAGS:
+            copied = copies_name(glance, fingerprints)
+        else:
+            named = named_snapshot_ids(glance)
     except exception.GlanceError as err:
         for snap_id in snapshot_ids:
             result.snapshots_left[snap_id] = (
@@ -355,8 +455,13 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
         result.failures.append(err)
         return
     for snap_id in snapshot_ids:
-        if mark.snapshot_key(snap_id) in named:
-            result.snapshots_left[snap_id] = 'another image names it'
+        why = None
+        if mark.snapshot_key(snap_id) in copied:
+            why = ('another image names it (it carries the deleted '
+                   'backup\'s %s)' % identity.FINGERPRINT_PROPERTY)
+        why = why or _named_by(glance, snap_id, named, result)
+        if why is not None:
+            result.snapshots_left[snap_id] = why
             continue
         try:
             cinder.delete_snapshot(snap_id, owner)
@@ -365,3 +470,25 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
             result.failures.append(err)
             continue
         result.snapshots_deleted.append(snap_id)
+
+
+def _named_by(glance: glance_mod.GlanceClient, snap_id: str,
+              named: set[str] | None, result: RotationResult) -> str | None:
+    """Why volume snapshot ``snap_id`` must stay, or ``None``.
+
+    :param named: the full scan's snapshot keys, or ``None`` to ask
+        Glance by the snapshot's tag.
+    """
+    if named is not None:
+        if mark.snapshot_key(snap_id) in named:
+            return 'another image names it'
+        return None
+    try:
+        images = images_tagged(glance, snap_id)
+    except exception.GlanceError as err:
+        result.failures.append(err)
+        return 'could not check that no image names it: %s' % (
+            err.format_message())
+    if images:
+        return 'another image names it (tagged: %s)' % ', '.join(images)
+    return None

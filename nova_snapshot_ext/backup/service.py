@@ -168,17 +168,20 @@ class BackupService:
         return BackupResult(result, self.rotate(
             result, request.backup_type or '', rotation, glance, cinder))
 
-    @staticmethod
-    def rotate(result: result_mod.SnapshotResult, backup_type: str,
+    def rotate(self, result: result_mod.SnapshotResult, backup_type: str,
                rotation: int, glance: glance_mod.GlanceClient,
                cinder: rotation_mod.SnapshotDeleter | None = None
                ) -> rotation_mod.RotationResult:
         """Rotate around an active backup (also the Nova path's step).
+
+        Volume snapshots are checked by tag unless ``[snapshot_ext]
+        rotation_full_scan`` asks for a full scan.
 
         :raises GlanceError: the backup could not be read back.
         """
         if not result.image_id or result.status != 'active':
             raise ValueError('rotation needs an active backup')
         backup = glance.get(result.image_id)
-        return rotation_mod.rotate(glance, backup, rotation, backup_type,
-                                   cinder)
+        return rotation_mod.rotate(
+            glance, backup, rotation, backup_type, cinder,
+            full_scan=self.snapshots.conf.snapshot_ext.rotation_full_scan)

@@ -12,9 +12,11 @@
 
 """``nova-snapshot-ext audit [--fix [--yes]]``.
 
-Progress goes to stderr (one line per page of ``GET /v2/images``); the
-report to stdout, as text or one JSON object (``--format json``, the shape
-of :meth:`nova_snapshot_ext.audit.Report.to_dict`).  Exit status 0 when
+Progress goes to stderr while the images are read
+(:mod:`nova_snapshot_ext.cmd.progress`: on a terminal with text output, or
+with ``--progress``; never with ``--no-progress``); the report to stdout,
+as text or one JSON object (``--format json``, the shape of
+:meth:`nova_snapshot_ext.audit.Report.to_dict`).  Exit status 0 when
 nothing is left unrepaired, 1 otherwise.
 """
 
@@ -28,6 +30,7 @@ from oslo_config import cfg
 
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import progress as progress_mod
 
 
 def counted(number: int, singular: str, plural: str | None = None) -> str:
@@ -64,21 +67,27 @@ def _text(report: audit.Report, fix: bool, act: bool) -> str:
     return '\n'.join(lines)
 
 
-def _cinder_findings(conf: cfg.ConfigOpts, auditor: audit.AuditGlance,
-                     args: ty.Any) -> list[audit.Finding]:
+def _cinder_findings(cinder: ty.Any, auditor: audit.AuditGlance,
+                     args: ty.Any, shown: bool) -> list[audit.Finding]:
     """Backups and volume snapshots judged with Cinder, when configured.
 
-    Only with ``[snapshot_ext_cinder]`` credentials (else none).
+    Only with ``[snapshot_ext_cinder]`` credentials (else none).  They
+    read the images a second time: with ``shown``, that read has its own
+    progress (label ``audit (Cinder checks)``).
     """
     from nova_snapshot_ext.backup import audit as backup_audit
-    from nova_snapshot_ext.cmd import backup as backup_cmd
 
-    cinder = backup_cmd.cinder_client(conf)
     if cinder is None:
         return []
-    return backup_audit.scan(
+    second = (progress_mod.Progress(sys.stderr, 'audit (Cinder checks)')
+              if shown else None)
+    findings = backup_audit.scan(
         auditor, cinder, page_size=args.page_size or audit.DEFAULT_PAGE_SIZE,
-        filters={'owner': args.owner} if args.owner else None)
+        filters={'owner': args.owner} if args.owner else None,
+        progress=second.update if second is not None else None)
+    if second is not None:
+        second.done(second.images, second.pages)
+    return findings
 
 
 def check_args(conf: cfg.ConfigOpts) -> None:
@@ -107,14 +116,14 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
                   else args.queued_older_than)
     auditor = audit.AuditGlance(glance)
 
-    # Progress on stderr after each page but the last: the last page's
-    # counts are the report's own summary (stdout), said once.
-    pending: list[str] = []
+    shown = None
+    if progress_mod.wanted(args.progress, conf.format, sys.stderr):
+        shown = progress_mod.Progress(sys.stderr, 'audit')
 
     def progress(report: audit.Report) -> None:
-        if pending:
-            print(pending.pop(), file=sys.stderr, flush=True)
-        pending.append('audit: %s so far' % summary(report))
+        if shown is not None:
+            shown.update(report.scanned, report.pages, '%s so far' % counted(
+                len(report.findings), 'problem'))
 
     report = audit.scan(
         auditor, queued_age=queued_age,
@@ -123,9 +132,18 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
         page_size=args.page_size or audit.DEFAULT_PAGE_SIZE,
         filters={'owner': args.owner} if args.owner else None,
         progress=progress)
-    report.findings += _cinder_findings(conf, auditor, args)
+    if shown is not None:
+        shown.done(report.scanned, report.pages)
+    from nova_snapshot_ext.backup import audit as backup_audit
+    from nova_snapshot_ext.cmd import backup as backup_cmd
+
+    cinder = backup_cmd.cinder_client(conf)
+    report.findings += _cinder_findings(cinder, auditor, args,
+                                        shown is not None)
     if args.fix:
         audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
+        if cinder is not None:
+            backup_audit.repair(cinder, auditor, report, act=args.yes)
     if conf.format == 'json':
         data = report.to_dict()
         data['fix'] = 'act' if args.fix and args.yes else (

@@ -206,6 +206,17 @@ def add_commands(subparsers: ty.Any) -> None:
                    help='images per GET /v2/images page (default: 200)')
     p.add_argument('--owner', metavar='PROJECT_ID',
                    help='only images owned by this project')
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument('--progress', dest='progress', action='store_true',
+                       default=None,
+                       help='show progress on stderr (images read, pages, '
+                       'rate; at most once a second, then a final line) '
+                       'even with --format json or when stderr is not a '
+                       'terminal (default: only on a terminal with text '
+                       'output)')
+    shown.add_argument('--no-progress', dest='progress',
+                       action='store_false',
+                       help='never show progress')
 
     p = subparsers.add_parser(
         'demo', help='run against an embedded real Glance',

@@ -35,9 +35,11 @@ volume_backed_backups = true`` the filter answers it instead
    with its cause (:func:`_failure`), the volume snapshots taken deleted
    or named.
 4. The rotation (:mod:`..backup.rotation`) with the user's context for
-   Glance and Nova's own Cinder API (:class:`NovaCinder`).  A failure of
-   the rotation is logged (WARNING, naming what was not deleted); the
-   backup stands and the answer is Nova's success.
+   Glance and Nova's own Cinder API (:class:`.cinder.NovaCinder`).  A
+   failure of the rotation is logged (WARNING, naming what was not
+   deleted); the backup stands and the answer is Nova's success.  Before
+   it, the volume snapshots of the active backup are recorded in Cinder
+   (:func:`.cinder.record_image_snapshots`).
 5. Nova's answer: 202; from 2.45 the body ``{"image_id": ...}``; before,
    no body and a ``Location`` header to the image when ``rotation > 0``.
 """
@@ -53,12 +55,12 @@ from oslo_utils import uuidutils
 import webob
 import webob.exc
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.i18n import _
 from nova_snapshot_ext.nova import adapter
+from nova_snapshot_ext.nova import cinder as nova_cinder
 from nova_snapshot_ext.nova import hook
 from nova_snapshot_ext.nova import volumes as volumes_mod
 
@@ -78,43 +80,6 @@ IMAGE_ID_BODY_SINCE = '2.45'
 
 #: Before this microversion Nova checks the image metadata quota.
 NO_QUOTA_CHECK_SINCE = '2.39'
-
-
-class NovaCinder:
-    """Nova's own Cinder API (``nova.volume.cinder.API``) for one context.
-
-    What the rotation uses to delete a rotated backup's volume snapshots
-    inside Nova: the user's token, Nova's ``[cinder]`` settings.
-    """
-
-    def __init__(self, context: ty.Any):
-        from nova.volume import cinder
-
-        self.context = context
-        self.api = cinder.API()
-
-    def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
-        """See :meth:`.cinder.CinderClient.delete_snapshot`."""
-        from nova import exception as nova_exc
-
-        try:
-            snap = self.api.get_snapshot(self.context, snapshot_id)
-            if not snap or snap.get('status') == 'deleting':
-                return cinder_mod.GONE
-            project = snap.get('project_id')
-            if project and project != owner:
-                raise exception.CinderForbidden(
-                    operation='delete', snapshot_id=snapshot_id,
-                    reason='it belongs to project %s, not to the backup\'s '
-                    'owner %s' % (project, owner))
-            self.api.delete_snapshot(self.context, snapshot_id)
-        except nova_exc.SnapshotNotFound:
-            return cinder_mod.GONE
-        except nova_exc.NovaException as err:
-            raise exception.CinderError(
-                operation='delete', snapshot_id=snapshot_id,
-                reason=err.format_message()) from err
-        return cinder_mod.DELETED
 
 
 @dataclasses.dataclass
@@ -259,7 +224,8 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
                        fault)
     if not isinstance(image_id, str):
         return image_id  # the failure, answered
-    _rotate(context, glance, image_id, action)
+    _rotate(context, glance, image_id, action,
+            conf.snapshot_ext.rotation_full_scan)
     return _answer(req, nova_req, image_id, action.rotation)
 
 
@@ -306,6 +272,8 @@ def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
         # become active and names these snapshots: they stay with it.
         return _failure(fault, instance, err, 'activating the backup image',
                         volumes=volumes, why_left=volumes_mod.why_kept(err))
+    nova_cinder.record_image_snapshots(context, str(result.image_id),
+                                       snapshot_ids)
     return str(result.image_id)
 
 
@@ -373,8 +341,12 @@ def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
 
 
 def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
-            action: BackupAction) -> rotation_mod.RotationResult | None:
-    """Rotate around the new backup; every failure logged, none raised."""
+            action: BackupAction, full_scan: bool
+            ) -> rotation_mod.RotationResult | None:
+    """Rotate around the new backup; every failure logged, none raised.
+
+    :param full_scan: ``[snapshot_ext] rotation_full_scan``.
+    """
     try:
         backup = glance.get(image_id)
     except exception.GlanceError as err:
@@ -383,8 +355,9 @@ def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
                     {'id': image_id, 'reason': err.format_message()})
         return None
     try:
-        result = rotation_mod.rotate(glance, backup, action.rotation,
-                                     action.backup_type, NovaCinder(context))
+        result = rotation_mod.rotate(
+            glance, backup, action.rotation, action.backup_type,
+            nova_cinder.NovaCinder(context), full_scan=full_scan)
     except Exception:
         # The backup exists: an unexpected error of the rotation must not
         # turn Nova's answer into a failure (or hand it back to Nova).

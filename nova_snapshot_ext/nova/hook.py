@@ -45,9 +45,13 @@ The wrapper:
    client acting for the request context (:func:`client_for_context`,
    :func:`register_prepared`: the step the plugin's own ``createBackup``
    route, :mod:`.backup`, shares);
-3. returns ``self.show(context, image_id)``: the active image translated by
+3. records, in Cinder snapshot metadata, the volume snapshots the active
+   image names (:func:`.cinder.record_image_snapshots`, the proof
+   ``audit --fix`` needs to delete them once the image is gone; never
+   fails the snapshot);
+4. returns ``self.show(context, image_id)``: the active image translated by
    Nova (``_translate_from_glance``), what Nova's ``create`` returns;
-4. on a failure, deletes the volume snapshots Nova just took when no
+5. on a failure, deletes the volume snapshots Nova just took when no
    image may name them, names each one left with why
    (:func:`.volumes.settle`; Nova's own path leaks them all), and raises
    the Nova exception matching the failure, its message ending with
@@ -75,6 +79,7 @@ from oslo_log import log as logging
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.nova import adapter
+from nova_snapshot_ext.nova import cinder as nova_cinder
 from nova_snapshot_ext.nova import conf as conf_mod
 from nova_snapshot_ext.nova import volumes as volumes_mod
 from nova_snapshot_ext import opts
@@ -323,6 +328,10 @@ def _activate(image_service: ty.Any, context: ty.Any,
                     'unexpectedly%(notes)s',
                     {'name': sent.get('name'), 'notes': settled.suffix()})
         raise
+    nova_cinder.record_image_snapshots(
+        context, str(result.image_id),
+        [str(m['snapshot_id']) for m in getattr(record, 'mappings', ())
+         if m.get('snapshot_id')])
     return image_service.show(context, result.image_id)
 
 

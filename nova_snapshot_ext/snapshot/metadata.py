@@ -50,6 +50,7 @@ from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import database_rules
 from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import request as request_mod
+from nova_snapshot_ext.snapshot import tags as tags_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -371,6 +372,9 @@ class ImageRecord:
     :ivar id_bound: properties whose value depends on the created image's
         id (a fallback attempt's id differs from ``image_id``): name ->
         ``f(image_id) -> str``; :meth:`properties_for` applies them.
+    :ivar tags: Glance tags, one per volume snapshot the mappings name
+        (:func:`~.tags.tags_of`), sorted; the rotation finds the images
+        naming a volume snapshot by them.
     """
 
     image_id: str
@@ -386,6 +390,7 @@ class ImageRecord:
     notes: list[str] = dataclasses.field(default_factory=list)
     id_bound: dict[str, ty.Callable[[str], str]] = dataclasses.field(
         default_factory=dict)
+    tags: list[str] = dataclasses.field(default_factory=list)
 
     def properties_for(self, image_id: str) -> dict[str, str]:
         """The properties of the image created with id ``image_id``."""
@@ -418,7 +423,8 @@ class ImageRecord:
         :param container_format: Glance container_format of this attempt.
         :param image_id: override the id (a fallback attempt uses a fresh
             one, since Glance never lets an id be reused).
-        :returns: base attributes plus the flattened properties.
+        :returns: base attributes (``tags`` when the record has any) plus
+            the flattened properties.
         """
         kwargs: dict[str, ty.Any] = self.properties_for(
             image_id or self.image_id)
@@ -426,6 +432,8 @@ class ImageRecord:
                       visibility=self.visibility, min_ram=self.min_ram,
                       min_disk=self.min_disk, disk_format=disk_format,
                       container_format=container_format)
+        if self.tags:
+            kwargs['tags'] = list(self.tags)
         return kwargs
 
 
@@ -734,4 +742,6 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
         member=member,
         mappings=mappings,
         optional=optional,
-        notes=notes)
+        notes=notes,
+        tags=tags_mod.tags_of(str(m['snapshot_id']) for m in mappings
+                              if m.get('snapshot_id')))

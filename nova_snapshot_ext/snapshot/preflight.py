@@ -29,6 +29,10 @@ every image record the target Glance would refuse.  Rules and sources
   keys not counted) is refused (413); the record's optional properties
   (its self-description, the driver's stamped keys) are left out first,
   with a warning, so a record is never refused for what the plugin added;
+* more tags than ``image_tag_quota`` (default 128; Glance answers 413):
+  the record carries one tag per volume snapshot (:mod:`.tags`), which
+  cannot be left out, so a server with more volumes than the quota is
+  refused, naming the option;
 * names in the schema's ``required`` list must be present (Glance >= 32);
 * every value must satisfy its definition in this Glance's image schema,
   with every JSON-schema keyword Glance's schema uses (``type``, ``enum``,
@@ -263,7 +267,8 @@ class RecordChanges:
 
 def check_image_record(record: metadata_mod.ImageRecord,
                        capabilities: caps_mod.GlanceCapabilities,
-                       property_quota: int = 128) -> RecordChanges:
+                       property_quota: int = 128,
+                       tag_quota: int = 128) -> RecordChanges:
     """Refuse ``record`` if this Glance would refuse to create it.
 
     The record is not changed: optional properties that must give way
@@ -273,6 +278,7 @@ def check_image_record(record: metadata_mod.ImageRecord,
     :param capabilities: this Glance's capabilities.
     :param property_quota: ``[snapshot_ext] image_property_quota``; -1 is
         unlimited.
+    :param tag_quota: ``[snapshot_ext] image_tag_quota``; -1 is unlimited.
     :returns: the :class:`RecordChanges` (apply them before creating).
     :raises PreflightError: one of its subclasses, naming the property.
     """
@@ -280,6 +286,9 @@ def check_image_record(record: metadata_mod.ImageRecord,
         raise exception.PropertyValueTooLong(
             property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
     _check_bmp('attribute', 'name', record.name)
+    if 0 <= tag_quota < len(record.tags):
+        raise exception.TagQuotaExceeded(count=len(record.tags),
+                                         quota=tag_quota)
     properties = dict(record.properties)
     optional = list(record.optional)
     marked = [key for key in metadata_mod.BOOKKEEPING_KEYS

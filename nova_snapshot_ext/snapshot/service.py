@@ -312,8 +312,8 @@ class SnapshotService:
         glance = glance or self.glance
         caps = self.capabilities.get(glance)
         preflight_mod.check_image_record(
-            record, caps, self.conf.snapshot_ext.image_property_quota
-        ).apply(record)
+            record, caps, self.conf.snapshot_ext.image_property_quota,
+            self.conf.snapshot_ext.image_tag_quota).apply(record)
         decision = self.decide_plan(caps, glance)
         for note in decision.notes:
             LOG.warning('Snapshot %(name)s: %(note)s; planning uploads only',

@@ -21,11 +21,17 @@ times, in the cells layout.
 """
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 
 from oslotest import base as oslotest_base
 
+from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext.embedded.cloud import launcher
 from nova_snapshot_ext.image import payloads
 from tests.cloud import base
 
@@ -236,10 +242,18 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
                     lambda: {'s': self.demo.snapshot(snapshot_id,
                                                      ok=(200, 404))},
                     lambda v: v['s'] is None, timeout=60)
+        project = self.demo.session.get_project_id()
         for image_id in made[2:]:
             for snapshot_id in snapshots_of[image_id]:
-                self.assertEqual('available',
-                                 self.demo.snapshot(snapshot_id)['status'])
+                snap = self.demo.snapshot(snapshot_id)
+                self.assertEqual('available', snap['status'])
+                # The plugin's createBackup route recorded it (the proof
+                # audit --fix needs should the backup be deleted by hand).
+                self.assertEqual(
+                    leaks.record_of(snapshot_id, image_id, project),
+                    {k: snap['metadata'].get(k) for k in (
+                        leaks.IMAGE_KEY, leaks.PROJECT_KEY,
+                        leaks.RECORD_KEY)})
         booted = self.demo.boot('from-backup', image=made[-1])
         new_volumes = [self.demo.volume(v['id']) for v in
                        booted['os-extended-volumes:volumes_attached']]
@@ -248,6 +262,121 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
         self.addCleanup(self.demo.delete_server, booted['id'])
         self.assertEqual(snapshots_of[made[-1]],
                          sorted(v['snapshot_id'] for v in new_volumes))
+
+
+class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
+    """``audit --fix --yes`` deletes the volume snapshots of a deleted image.
+
+    Only those the plugin recorded taking (Cinder snapshot metadata,
+    written by nova-api once the image is active) for an image that is
+    gone; a snapshot a visible image names, a hand-made one with Nova's
+    description, a forged record, a record copied from another snapshot and
+    one naming another project all survive.
+    """
+
+    profile = 'default'
+
+    def _conf_file(self):
+        keystone = self.cloud.keystone_url
+        auth = ('auth_type = password\nauth_url = %s\nusername = demo\n'
+                'password = %s\nproject_name = demo\n'
+                'user_domain_id = default\nproject_domain_id = default\n'
+                % (keystone, launcher.PASSWORD))
+        fd, path = tempfile.mkstemp(suffix='.conf')
+        with os.fdopen(fd, 'w') as fh:
+            fh.write('[snapshot_ext_glance]\n%s\n[snapshot_ext_cinder]\n%s'
+                     % (auth, auth))
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def _audit(self, conf_file, *extra):
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'audit',
+             '--config-file', conf_file, '--format', 'json'] + list(extra),
+            capture_output=True, text=True, timeout=300, check=False)
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        return json.loads(proc.stdout)
+
+    def _hand_snapshot(self, volume_id, name, metadata=None):
+        snap = self.demo.json('cinder', 'POST', self.demo.project_path(
+            '/snapshots'), json={'snapshot': {
+                'volume_id': volume_id, 'name': name, 'force': True,
+                'metadata': metadata or {}}})['snapshot']
+        self.addCleanup(self._delete_snapshot, snap['id'])
+        self.demo.wait('snapshot %s' % snap['id'],
+                       lambda: self.demo.snapshot(snap['id']),
+                       lambda v: v['status'] == 'available',
+                       failed=('error',))
+        return snap['id']
+
+    def _active_image(self, server_id):
+        image_id, _ = self._create_image(server_id)
+        image = self.demo.wait(
+            'image %s' % image_id, lambda: self.demo.image(image_id),
+            lambda i: i['status'] == 'active', failed=('killed', 'deleted'))
+        snapshots = self._snapshot_ids(image)
+        for snapshot_id in snapshots:
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        return image_id, snapshots
+
+    def test_audit_fix_deletes_only_provable_leaks(self):
+        server, volumes = self._volume_server()
+        gone_image, leaked = self._active_image(server['id'])
+        kept_image, named = self._active_image(server['id'])
+        self.assertEqual(2, len(leaked))
+        project = self.demo.session.get_project_id()
+        # nova-api wrote the record on the volume snapshots it took.
+        for snapshot_id in leaked:
+            meta = self.demo.snapshot(snapshot_id)['metadata']
+            self.assertEqual(
+                leaks.record_of(snapshot_id, gone_image, project),
+                {k: meta.get(k) for k in (leaks.IMAGE_KEY, leaks.PROJECT_KEY,
+                                          leaks.RECORD_KEY)})
+        data = volumes[1]
+        survivors = {
+            'nova-style': self._hand_snapshot(data, 'snapshot for %s'
+                                              % gone_image),
+            'forged': self._hand_snapshot(
+                data, 'snapshot for forged', dict(
+                    leaks.record_of(leaked[0], gone_image, project))),
+            'another project': self._hand_snapshot(
+                data, 'snapshot for other', None),
+        }
+        other = survivors['another project']
+        self.demo.call('cinder', 'POST', self.demo.project_path(
+            '/snapshots/%s/metadata' % other), json={'metadata': (
+                leaks.record_of(other, gone_image, 'another-project'))})
+        # The image is deleted with Glance directly (not the rotation).
+        self.demo.call('glance', 'DELETE', '/v2/images/%s' % gone_image)
+        conf_file = self._conf_file()
+        report = self._audit(conf_file)
+        by_snapshot = {f['image_id']: f for f in report['findings']
+                       if 'volume_snapshot' in f['evidence']}
+        for snapshot_id in leaked:
+            finding = by_snapshot[snapshot_id]
+            self.assertEqual(leaks.LEAKED, finding['kind'], finding)
+            self.assertTrue(finding['fixable'], finding)
+        for name, snapshot_id in survivors.items():
+            finding = by_snapshot[snapshot_id]
+            self.assertEqual(leaks.UNNAMED, finding['kind'], name)
+            self.assertFalse(finding['fixable'], name)
+        for snapshot_id in named:
+            self.assertNotIn(snapshot_id, by_snapshot)
+        fixed = self._audit(conf_file, '--fix', '--yes')
+        done = {a['image_id'] for a in fixed['actions']
+                if a['outcome'] == 'done'}
+        self.assertTrue(set(leaked) <= done, fixed['actions'])
+        self.assertTrue(done.isdisjoint(set(survivors.values()) |
+                                        set(named)))
+        for snapshot_id in leaked:
+            self.demo.wait('leaked snapshot %s deleted' % snapshot_id,
+                           lambda: {'s': self.demo.snapshot(
+                               snapshot_id, ok=(200, 404))},
+                           lambda v: v['s'] is None, timeout=60)
+        for snapshot_id in list(survivors.values()) + named:
+            self.assertEqual('available',
+                             self.demo.snapshot(snapshot_id)['status'])
+        self.assertEqual('active', self.demo.image(kept_image)['status'])
 
 
 class NoRawGlanceTest(_Scenario, oslotest_base.BaseTestCase):

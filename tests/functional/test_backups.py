@@ -19,11 +19,15 @@ import subprocess
 import sys
 import time
 
+import testtools.content
+
 from oslo_utils import uuidutils
 
 from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
 from nova_snapshot_ext.image import glance as glance_mod
+from nova_snapshot_ext.snapshot import tags
 from tests import base
 from tests.functional import base as fbase
 from tests.functional import test_faultproxy_glance
@@ -204,6 +208,137 @@ class TestRotationFaults(BackupMixin, test_snapshot.SnapshotTestBase,
         self.assertTrue(result.rotation.not_deleted)
         # Volume snapshots of an image not deleted are never deleted.
         self.assertNotIn(new, result.rotation.deleted)
+
+
+class TestRotationCost(BackupMixin, test_snapshot.SnapshotTestBase,
+                       test_faultproxy_glance.FaultGlanceTestCase):
+    """A rotation's Glance requests do not grow with unrelated images.
+
+    Every request of the rotation goes through the (rule-less) fault
+    proxy, which records it: the count is Glance's, not the client's.
+    """
+
+    def proxied_glance(self):
+        return glance_mod.GlanceClient(self.proxied_session(),
+                                       endpoint_override=self.proxy.endpoint)
+
+    def add_unrelated(self, count):
+        glance = self.client_for(roles=fbase.MEMBER_ROLES)
+        for n in range(count):
+            image = glance.images.create(
+                name='unrelated-%d' % n, os_hidden=bool(n % 2),
+                tags=['unrelated'],
+                block_device_mapping=json.dumps(
+                    [{'snapshot_id': uuidutils.generate_uuid()}]))
+            self.addCleanup(glance.images.delete, image['id'])
+
+    def counting_glance(self):
+        """The plugin's client through the proxy, counting image records.
+
+        :returns: (client, list of record counts, one per listing).
+        """
+        proxied = self.proxied_glance()
+        records = []
+        real_list = proxied.list_images
+
+        def list_images(**filters):
+            images = real_list(**filters)
+            records.append(len(images))
+            return images
+
+        proxied.list_images = list_images
+        return proxied, records
+
+    def rotation_cost(self, service, client):
+        """Two backups of a new server, then one rotation, counted.
+
+        :returns: ((requests, listing requests, image records read) of
+            the rotation, image records a full scan reads).
+        """
+        self.server_id = uuidutils.generate_uuid()
+        old, old_snaps = self.run_backup(service, client, rotation=5)
+        new, _ = self.run_backup(service, client, rotation=5)
+        self.assertEqual(tags.tags_of(old_snaps),
+                         sorted(client.get(old.snapshot.image_id)['tags']))
+        self.proxy.clear()
+        proxied, records = self.counting_glance()
+        result = rotation_mod.rotate(
+            proxied, proxied.get(new.snapshot.image_id), 1, 'daily',
+            self.cinder)
+        self.assertTrue(result.complete, result.describe())
+        self.assertEqual([old.snapshot.image_id], result.deleted)
+        self.assertEqual(old_snaps, sorted(result.snapshots_deleted))
+        self.assertEqual(rotation_mod.CHECK_TAGS, result.snapshot_check)
+        cost = (self.proxy.count(), self.proxy.count('GET', r'^/v2/images'),
+                sum(records))
+        self.addDetail('rotation-requests-%d' % len(self.proxy.seen),
+                       testtools.content.text_content('\n'.join(
+                           '%s %s' % (r.method, r.path)
+                           for r in self.proxy.seen)))
+        del records[:]
+        rotation_mod.named_snapshot_ids(proxied)
+        return cost, sum(records)
+
+    def test_request_count_does_not_depend_on_unrelated_images(self):
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        self.add_unrelated(5)
+        few, scan_few = self.rotation_cost(service, client)
+        self.add_unrelated(195)
+        many, scan_many = self.rotation_cost(service, client)
+        # The same requests, and the same image records read, with 5 and
+        # with 200 unrelated images ...
+        self.assertEqual(few, many)
+        # ... where the full scan the rotation no longer makes reads
+        # every one of them.
+        self.assertGreaterEqual(scan_many - scan_few, 195)
+        # 1 read of the new backup, glanceclient's one read of the image
+        # schema (its first listing), 2 backup listings, 1 re-read and 1
+        # delete of the old one, 2 fingerprint listings, 2 tag listings
+        # per volume snapshot (the sample request has two).
+        self.assertEqual(1 + 1 + 2 + 2 + 2 + 2 * 2, few[0])
+        self.assertEqual(2 + 2 + 2 * 2, few[1] - 2)
+        # The two backup listings read the two backups; nothing else.
+        self.assertEqual(2, few[2])
+
+    def test_hidden_tagged_image_keeps_the_snapshot(self):
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        old, old_snaps = self.run_backup(service, client, rotation=5)
+        glance = self.client_for(roles=fbase.MEMBER_ROLES)
+        keeper = glance.images.create(
+            name='keeper', os_hidden=True,
+            tags=[tags.tag_of(old_snaps[0].upper())])
+        self.addCleanup(glance.images.delete, keeper['id'])
+        new, _ = self.run_backup(service, client, rotation=1)
+        self.assertEqual([old.snapshot.image_id], new.rotation.deleted)
+        self.assertEqual(rotation_mod.CHECK_TAGS,
+                         new.rotation.snapshot_check)
+        self.assertIn(keeper['id'],
+                      new.rotation.snapshots_left[old_snaps[0]])
+        self.assertEqual(old_snaps[1:], self.cinder.deleted)
+
+    def test_untagged_backup_rotates_with_a_full_scan(self):
+        # A backup made before the plugin tagged its images: its tags
+        # removed by hand.  An image naming its snapshot without tag or
+        # fingerprint (Nova-style) is found by the full scan.
+        service = backup_mod.BackupService(self.make_service())
+        client = self.plugin_client()
+        old, old_snaps = self.run_backup(service, client, rotation=5)
+        glance = self.client_for(roles=fbase.MEMBER_ROLES)
+        for tag in client.get(old.snapshot.image_id)['tags']:
+            glance.image_tags.delete(old.snapshot.image_id, tag)
+        nova_style = glance.images.create(
+            name='nova-style', block_device_mapping=json.dumps(
+                [{'snapshot_id': old_snaps[1]}]))
+        self.addCleanup(glance.images.delete, nova_style['id'])
+        new, _ = self.run_backup(service, client, rotation=1)
+        self.assertEqual([old.snapshot.image_id], new.rotation.deleted)
+        self.assertEqual(rotation_mod.CHECK_LEGACY_SCAN,
+                         new.rotation.snapshot_check)
+        self.assertEqual('another image names it',
+                         new.rotation.snapshots_left[old_snaps[1]])
+        self.assertEqual(old_snaps[:1], self.cinder.deleted)
 
 
 class TestBackupCLI(fbase.FunctionalTestCase):

@@ -266,8 +266,11 @@ class _Images:
         self.g._maybe_fail('list')
         wanted = dict(filters or {})
         hidden = wanted.pop('os_hidden', False)
+        # Glance: each ``tag`` is one more exact-match AND condition.
+        tags = wanted.pop('tag', [])
         return iter(dict(i) for i in self.g.images.values()
                     if bool(i.get('os_hidden', False)) == bool(hidden)
+                    and all(t in (i.get('tags') or []) for t in tags)
                     and all(i.get(k) == v for k, v in wanted.items()))
 
     def get_stores_info(self):

@@ -448,7 +448,9 @@ class TestRepair(base.TestCase):
                           'min-disk-above-root', 'borrowed-property',
                           'malformed-mapping', 'unsafe-mapping',
                           'deletion-hazard', 'backup-snapshot-gone',
-                          'unnamed-volume-snapshot'}, set(audit.KINDS))
+                          'unnamed-volume-snapshot',
+                          'leaked-volume-snapshot',
+                          'untagged-snapshot-reference'}, set(audit.KINDS))
 
 
 class TestImageLeftInPlace(test_service.ServiceTestBase):

@@ -36,7 +36,8 @@ class TestOpts(base.TestCase):
         groups = self._entry_point_groups()
         self.assertEqual(
             ['driver', 'non_inheritable_image_properties',
-             'image_property_quota', 'capabilities_cache_ttl',
+             'image_property_quota', 'image_tag_quota',
+             'rotation_full_scan', 'capabilities_cache_ttl',
              'activation_timeout', 'request_timeout', 'snapshot_timeout',
              'activation_poll_interval',
              'disk_formats', 'driver_formats_only', 'activation_method',
@@ -69,6 +70,8 @@ class TestOpts(base.TestCase):
         conf([])
         self.assertEqual('image', conf.snapshot_ext_glance.service_type)
         self.assertEqual(128, conf.snapshot_ext.image_property_quota)
+        self.assertEqual(128, conf.snapshot_ext.image_tag_quota)
+        self.assertFalse(conf.snapshot_ext.rotation_full_scan)
 
     def test_set_defaults(self):
         opts.set_defaults(self.conf, image_property_quota=64)

@@ -111,6 +111,21 @@ class TestMetadataBuilder(base.TestCase):
         kwargs = rec.create_kwargs('raw', 'bare')
         self.assertIsInstance(kwargs['min_ram'], int)
 
+    def test_one_tag_per_volume_snapshot(self):
+        canonical = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'
+        rec = self.build(bdms=(dict(ROOT, snapshot_id=canonical.upper()),
+                               DATA, SWAP))
+        self.assertEqual(['snapshot-ext:volume-snapshot:' + canonical,
+                          'snapshot-ext:volume-snapshot:s2'], rec.tags)
+        self.assertEqual(rec.tags, rec.create_kwargs('raw', 'bare')['tags'])
+        self.assertNotIn('tags', rec.properties)
+
+    def test_no_tags_no_tags_attribute(self):
+        rec = metadata.ImageRecord(image_id='i', name='n',
+                                   visibility='private', min_ram=0,
+                                   min_disk=0, properties={})
+        self.assertNotIn('tags', rec.create_kwargs('raw', 'bare'))
+
     def test_min_ram_defaults_to_zero(self):
         rec = self.build()
         self.assertEqual((0, 0), (rec.min_ram, rec.min_disk))

@@ -97,6 +97,21 @@ class TestPreflight(base.TestCase):
         self.assertIn('image_property_quota', err.format_message())
         preflight.check_image_record(record(**props), caps(), -1)
 
+    def test_tag_quota_refused_before_anything_naming_the_option(self):
+        rec = record()
+        rec.tags = ['snapshot-ext:volume-snapshot:%03d' % i
+                    for i in range(129)]
+        err = self.assertRaises(exception.TagQuotaExceeded,
+                                preflight.check_image_record, rec, caps(),
+                                128, 128)
+        self.assertIn('[snapshot_ext] image_tag_quota', err.format_message())
+        self.assertEqual((129, 128), (err.kwargs['count'],
+                                      err.kwargs['quota']))
+        preflight.check_image_record(rec, caps(), 128, 129)
+        preflight.check_image_record(rec, caps(), 128, -1)
+        rec.tags = rec.tags[:128]
+        preflight.check_image_record(rec, caps(), 128, 128)
+
     def test_quota_ignores_os_glance_keys(self):
         # Counted like Glance: os_glance keys are not counted (but are
         # refused as reserved anyway), so 128 plain keys pass.

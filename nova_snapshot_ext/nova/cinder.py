@@ -1,0 +1,103 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Nova's own Cinder API for the plugin inside nova-api (one context)."""
+
+from __future__ import annotations
+
+import typing as ty
+
+from oslo_log import log as logging
+
+from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class NovaCinder:
+    """Nova's own Cinder API (``nova.volume.cinder.API``) for one context.
+
+    What the rotation uses to delete a rotated backup's volume snapshots,
+    and the plugin to record the volume snapshots of an image it made
+    (:mod:`~..backup.leaks`), inside Nova: the user's token, Nova's
+    ``[cinder]`` settings.
+    """
+
+    def __init__(self, context: ty.Any):
+        from nova.volume import cinder
+
+        self.context = context
+        self.api = cinder.API()
+
+    def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
+        """See :meth:`.cinder.CinderClient.delete_snapshot`."""
+        from nova import exception as nova_exc
+
+        try:
+            snap = self.api.get_snapshot(self.context, snapshot_id)
+            if not snap or snap.get('status') == 'deleting':
+                return cinder_mod.GONE
+            project = snap.get('project_id')
+            if project and project != owner:
+                raise exception.CinderForbidden(
+                    operation='delete', snapshot_id=snapshot_id,
+                    reason='it belongs to project %s, not to the backup\'s '
+                    'owner %s' % (project, owner))
+            self.api.delete_snapshot(self.context, snapshot_id)
+        except nova_exc.SnapshotNotFound:
+            return cinder_mod.GONE
+        except nova_exc.NovaException as err:
+            raise exception.CinderError(
+                operation='delete', snapshot_id=snapshot_id,
+                reason=err.format_message()) from err
+        return cinder_mod.DELETED
+
+    def set_snapshot_metadata(self, snapshot_id: str,
+                              metadata: ty.Mapping[str, str]) -> None:
+        """See :meth:`.cinder.CinderClient.set_snapshot_metadata`.
+
+        Through Nova's ``nova.volume.cinder.cinderclient`` (Nova's own
+        ``API`` has no snapshot metadata call): python-cinderclient's
+        ``volume_snapshots.set_metadata``.
+        """
+        from nova.volume import cinder
+
+        try:
+            cinder.cinderclient(self.context).volume_snapshots.set_metadata(
+                snapshot_id, dict(metadata))
+        except Exception as err:  # cinderclient and keystoneauth errors
+            raise exception.CinderError(
+                operation='set metadata', snapshot_id=snapshot_id,
+                reason=' '.join(str(err).split())[:500] or
+                err.__class__.__name__) from err
+
+
+def record_image_snapshots(context: ty.Any, image_id: str,
+                           snapshot_ids: ty.Iterable[str]) -> None:
+    """Record, in Cinder, the volume snapshots of an active plugin image.
+
+    :func:`~..backup.leaks.record_taken` with the request's token; the
+    image's owner is the request's project (Glance makes the creating
+    project the owner).  Never raises: the image is active and Nova's
+    answer must not change (design rule 9); a failure is logged.
+    """
+    ids = [snap_id for snap_id in snapshot_ids if snap_id]
+    if not ids:
+        return
+    try:
+        leaks.record_taken(NovaCinder(context), image_id,
+                           str(context.project_id), ids)
+    except Exception:
+        LOG.exception('nova-snapshot-ext: image %s is active; recording its '
+                      'volume snapshots in Cinder failed', image_id)

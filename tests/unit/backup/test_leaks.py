@@ -1,0 +1,238 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Leaked volume snapshots: the record, the decision table, the fix."""
+
+from nova_snapshot_ext import audit
+from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.snapshot import tags
+from tests import base
+
+SNAP = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'
+IMAGE = '0c1d2e3f-4a5b-4c6d-8e7f-901234567890'
+PROJECT = 'project-a'
+OTHER = 'project-b'
+
+
+def snapshot(snap_id=SNAP, image_id=IMAGE, project=PROJECT, owner=PROJECT,
+             status='available', name='snapshot for img', **meta_changes):
+    meta = leaks.record_of(snap_id, image_id, project)
+    meta.update(meta_changes)
+    snap = {'id': snap_id, 'status': status, 'name': name,
+            'volume_id': 'vol-1', 'metadata': meta}
+    if owner is not None:
+        snap[cinder_mod.PROJECT_ATTRIBUTE] = owner
+    return snap
+
+
+OWNER_SCOPE = leaks.Scope(PROJECT)
+ADMIN_SCOPE = leaks.Scope('admin-project', admin=True)
+OTHER_SCOPE = leaks.Scope(OTHER)
+
+
+class TestRecord(base.TestCase):
+
+    def test_record_binds_snapshot_image_and_project(self):
+        rec = leaks.record_of(SNAP, IMAGE, PROJECT)
+        self.assertEqual({leaks.IMAGE_KEY, leaks.PROJECT_KEY,
+                          leaks.RECORD_KEY}, set(rec))
+        self.assertEqual(rec, leaks.record_of(SNAP.upper(), IMAGE, PROJECT))
+        for other in (leaks.record_of(SNAP[:-1] + '2', IMAGE, PROJECT),
+                      leaks.record_of(SNAP, IMAGE[:-1] + '1', PROJECT),
+                      leaks.record_of(SNAP, IMAGE, OTHER)):
+            self.assertNotEqual(rec[leaks.RECORD_KEY],
+                                other[leaks.RECORD_KEY])
+        self.assertIsNone(leaks.record_refusal(snapshot()))
+
+    def test_refusals(self):
+        copied = snapshot()
+        copied['id'] = SNAP[:-1] + '2'  # metadata copied onto another
+        cases = {
+            'no record': dict(snapshot(), metadata={}),
+            'copied': copied,
+            'edited image id': snapshot(**{leaks.IMAGE_KEY: 'x'}),
+            'edited project': snapshot(**{leaks.PROJECT_KEY: OTHER}),
+            'forged proof': snapshot(**{leaks.RECORD_KEY: 'forged'}),
+            'another project': snapshot(owner=OTHER),
+            'project not shown': snapshot(owner=None),
+        }
+        for name, snap in cases.items():
+            self.assertIsNotNone(leaks.record_refusal(snap), name)
+
+
+class TestJudge(base.TestCase):
+    """The decision table (doc/source/backups.rst)."""
+
+    def test_table(self):
+        nf, vis, unread = (leaks.IMAGE_NOT_FOUND, leaks.IMAGE_VISIBLE,
+                           leaks.IMAGE_UNREAD)
+        leaked, unnamed = leaks.LEAKED, leaks.UNNAMED
+        rows = [
+            # snapshot, named, image state, scope -> kind, fixable
+            (snapshot(), False, nf, OWNER_SCOPE, leaked, True),
+            (snapshot(), False, nf, ADMIN_SCOPE, leaked, True),
+            (snapshot(), False, nf, OTHER_SCOPE, unnamed, False),
+            (snapshot(), False, nf, leaks.Scope(None), unnamed, False),
+            (snapshot(), True, nf, OWNER_SCOPE, None, False),
+            (snapshot(), False, vis, OWNER_SCOPE, unnamed, False),
+            (snapshot(), False, unread, ADMIN_SCOPE, unnamed, False),
+            (snapshot(status='creating'), False, nf, OWNER_SCOPE, leaked,
+             False),
+            (snapshot(status='deleting'), False, nf, OWNER_SCOPE, leaked,
+             False),
+            (snapshot(status='error'), False, nf, OWNER_SCOPE, leaked, True),
+            # Nova's name, no record: reported, never deleted.
+            (dict(snapshot(), metadata={}), False, unread, ADMIN_SCOPE,
+             unnamed, False),
+            # Neither Nova's name nor a record: not the audit's business.
+            (dict(snapshot(name='mine'), metadata={}), False, unread,
+             ADMIN_SCOPE, None, False),
+            # A forged or foreign record, whatever the name.
+            (snapshot(name='mine', **{leaks.RECORD_KEY: 'x'}), False, nf,
+             ADMIN_SCOPE, unnamed, False),
+            (snapshot(owner=OTHER), False, nf, ADMIN_SCOPE, unnamed, False),
+            (snapshot(project=OTHER), False, nf, ADMIN_SCOPE, unnamed,
+             False),
+        ]
+        for i, (snap, named, state, scope, kind, fixable) in enumerate(rows):
+            verdict = leaks.judge(snap, named, state, scope)
+            self.assertEqual((kind, fixable),
+                             (verdict.kind, verdict.fixable),
+                             'row %d: %s' % (i, verdict.why))
+            self.assertTrue(verdict.why)
+
+
+class FakeCinder:
+    def __init__(self, snapshots):
+        self.snapshots = {s['id']: s for s in snapshots}
+        self.deleted = []
+
+    def get_snapshot(self, snapshot_id):
+        return self.snapshots.get(snapshot_id)
+
+    def list_snapshots(self):
+        return iter(list(self.snapshots.values()))
+
+    def delete_snapshot(self, snapshot_id, owner):
+        self.deleted.append((snapshot_id, owner))
+        del self.snapshots[snapshot_id]
+        return cinder_mod.DELETED
+
+
+class FakeGlance:
+    def __init__(self, images):
+        self.images = images
+
+    def list_images(self, **filters):
+        wanted = filters.get('tag', [])
+        return [i for i in self.images
+                if bool(i.get('os_hidden')) == filters['os_hidden']
+                and all(t in i.get('tags', []) for t in wanted)]
+
+
+class FakeAuditor:
+    def __init__(self, images=()):
+        self.glance = FakeGlance(list(images))
+
+    def get(self, image_id):
+        for image in self.glance.images:
+            if image['id'] == image_id:
+                return image
+        raise exception.GlanceNotFound(operation='get', reason='gone')
+
+
+class TestScanAndRepair(base.TestCase):
+
+    def findings(self, auditor, cinder, named=()):
+        return leaks.judge_snapshots(auditor, cinder.list_snapshots(),
+                                     set(named), OWNER_SCOPE)
+
+    def test_fix_deletes_only_the_proven_leak(self):
+        kept_by_image = snapshot(SNAP[:-1] + '3', image_id='img-live')
+        cinder = FakeCinder([snapshot(), kept_by_image,
+                             dict(snapshot(SNAP[:-1] + '4'), metadata={}),
+                             snapshot(SNAP[:-1] + '5', owner=OTHER)])
+        auditor = FakeAuditor([{'id': 'img-live'}])
+        report = audit.Report(findings=self.findings(auditor, cinder))
+        by_id = {f.image_id: f for f in report.findings}
+        self.assertTrue(by_id[SNAP].fixable)
+        self.assertEqual({'op': 'delete-volume-snapshot'}, by_id[SNAP].fix)
+        self.assertEqual(IMAGE, by_id[SNAP].evidence['recorded_image'])
+        self.assertEqual([SNAP], [f.image_id for f in report.findings
+                                  if f.fixable])
+        dry = leaks.repair(cinder, auditor, report, False, OWNER_SCOPE)
+        self.assertEqual(['dry-run'], [a.outcome for a in dry])
+        self.assertEqual([], cinder.deleted)
+        done = leaks.repair(cinder, auditor, report, True, OWNER_SCOPE)
+        self.assertEqual(['done'], [a.outcome for a in done])
+        self.assertEqual([(SNAP, PROJECT)], cinder.deleted)
+        self.assertEqual(3, len(cinder.snapshots))
+
+    def test_fix_re_reads_before_the_delete(self):
+        cinder = FakeCinder([snapshot()])
+        auditor = FakeAuditor()
+        report = audit.Report(findings=self.findings(auditor, cinder))
+        # Between the scan and the fix, an image tagged with it appears.
+        auditor.glance.images.append({'id': 'copy', 'os_hidden': True,
+                                      'tags': [tags.tag_of(SNAP)]})
+        actions = leaks.repair(cinder, auditor, report, True, OWNER_SCOPE)
+        self.assertEqual(['skipped'], [a.outcome for a in actions])
+        self.assertIn('no longer applies', actions[0].reason)
+        self.assertEqual([], cinder.deleted)
+
+    def test_fix_skips_an_edited_record_or_a_gone_snapshot(self):
+        cinder = FakeCinder([snapshot(), snapshot(SNAP[:-1] + '6')])
+        auditor = FakeAuditor()
+        report = audit.Report(findings=self.findings(auditor, cinder))
+        cinder.snapshots[SNAP]['metadata'][leaks.PROJECT_KEY] = OTHER
+        del cinder.snapshots[SNAP[:-1] + '6']
+        actions = leaks.repair(cinder, auditor, report, True, OWNER_SCOPE)
+        self.assertEqual(['skipped', 'skipped'],
+                         [a.outcome for a in actions])
+        self.assertEqual([], cinder.deleted)
+
+    def test_named_snapshot_is_no_finding(self):
+        cinder = FakeCinder([snapshot()])
+        self.assertEqual([], self.findings(FakeAuditor(), cinder,
+                                           named=[SNAP]))
+
+
+class Recorder:
+    def __init__(self, fail=()):
+        self.fail = fail
+        self.written = {}
+
+    def set_snapshot_metadata(self, snapshot_id, metadata):
+        if snapshot_id in self.fail:
+            raise exception.CinderError(operation='set metadata',
+                                        snapshot_id=snapshot_id,
+                                        reason='refused')
+        self.written[snapshot_id] = dict(metadata)
+
+
+class TestRecordTaken(base.TestCase):
+
+    def test_writes_each_record_and_names_failures(self):
+        other = SNAP[:-1] + '7'
+        recorder = Recorder(fail=(other,))
+        failed = leaks.record_taken(recorder, IMAGE, PROJECT,
+                                    [SNAP, other, SNAP])
+        self.assertEqual({SNAP: leaks.record_of(SNAP, IMAGE, PROJECT)},
+                         recorder.written)
+        self.assertEqual([other], list(failed))
+        self.assertIn('refused', failed[other])
+        # What was written is what the audit accepts as the record.
+        snap = {'id': SNAP, 'metadata': recorder.written[SNAP],
+                cinder_mod.PROJECT_ATTRIBUTE: PROJECT}
+        self.assertIsNone(leaks.record_refusal(snap))
