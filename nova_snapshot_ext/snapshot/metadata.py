@@ -372,9 +372,6 @@ class ImageRecord:
     :ivar id_bound: properties whose value depends on the created image's
         id (a fallback attempt's id differs from ``image_id``): name ->
         ``f(image_id) -> str``; :meth:`properties_for` applies them.
-    :ivar tags: Glance tags, one per volume snapshot the mappings name
-        (:func:`~.tags.tags_of`), sorted; the rotation finds the images
-        naming a volume snapshot by them.
     """
 
     image_id: str
@@ -390,7 +387,18 @@ class ImageRecord:
     notes: list[str] = dataclasses.field(default_factory=list)
     id_bound: dict[str, ty.Callable[[str], str]] = dataclasses.field(
         default_factory=dict)
-    tags: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def tags(self) -> list[str]:
+        """Glance tags, one per volume snapshot the mappings name, sorted.
+
+        :func:`~.tags.tags_of` of :attr:`mappings`, whichever path built
+        the record; the rotation finds the images naming a volume
+        snapshot by them.
+        """
+        return tags_mod.tags_of(
+            str(m['snapshot_id']) for m in self.mappings
+            if isinstance(m, dict) and m.get('snapshot_id'))
 
     def properties_for(self, image_id: str) -> dict[str, str]:
         """The properties of the image created with id ``image_id``."""
@@ -742,6 +750,4 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
         member=member,
         mappings=mappings,
         optional=optional,
-        notes=notes,
-        tags=tags_mod.tags_of(str(m['snapshot_id']) for m in mappings
-                              if m.get('snapshot_id')))
+        notes=notes)

@@ -17,9 +17,11 @@ its ``block_device_mapping`` names: ``snapshot-ext:volume-snapshot:<id>``
 with the snapshot id in the one spelling :func:`snapshot_key` gives
 (lower case UUID with dashes), 65 characters.  Glance filters on tags
 server-side, exact match (``GET /v2/images?tag=...``; each ``tag``
-parameter is one more AND condition on ``image_tags.value``:
-openstack/glance ``glance/db/sqlalchemy/api.py`` ``_make_conditions_from_
-filters``, the same on Glance 28 to 33), so a rotation asks Glance only
+parameter is one more AND condition on ``image_tags.value`` with
+``deleted = false``: openstack/glance ``glance/db/sqlalchemy/api.py``
+``_make_conditions_from_filters``, the same code in every stored version
+of that file read, master included; proven against the embedded Glance 33
+by ``tests/functional/test_backups.py``), so a rotation asks Glance only
 about the volume snapshots it is about to delete, whatever the number of
 other images (:mod:`nova_snapshot_ext.backup.rotation`).
 

@@ -135,7 +135,10 @@ class NovaServerTestCase(NovaGlanceTestCase):
     """Adds Nova's CinderFixture and a volume-backed server in the DB.
 
     Stubbed: only Cinder (``nova.tests.fixtures.CinderFixture`` patches
-    ``nova.volume.cinder.API``).  RPC is Nova's ``RPCFixture`` (the server
+    ``nova.volume.cinder.API``; the snapshot metadata the plugin writes
+    through ``nova.volume.cinder.cinderclient``, which the fixture does not
+    cover, goes to :attr:`snapshot_metadata`; the cloud in a box writes
+    it to a real Cinder).  RPC is Nova's ``RPCFixture`` (the server
     is ``stopped``, so no quiesce call is made).  Database: Nova's sqlite
     API and cell databases (``nova.test.TestCase``).
     """
@@ -145,6 +148,16 @@ class NovaServerTestCase(NovaGlanceTestCase):
         from nova.tests import fixtures as nova_fixtures
 
         self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
+        #: snapshot id -> the metadata the plugin wrote on it.
+        self.snapshot_metadata = {}
+
+        def set_snapshot_metadata(_cinder, snapshot_id, metadata):
+            self.snapshot_metadata.setdefault(snapshot_id, {}).update(
+                metadata)
+
+        self.useFixture(fixtures.MockPatch(
+            'nova_snapshot_ext.nova.cinder.NovaCinder.set_snapshot_metadata',
+            set_snapshot_metadata))
 
     def create_server(self, volume_backed=True, vm_state='stopped',
                       system_metadata=None, extra_bdms=()):

@@ -227,6 +227,29 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
                              [e.event for e in events])
             self.assertEqual(['Success'], [e.result for e in events])
 
+    def test_active_images_record_their_volume_snapshots(self):
+        # createBackup (the plugin's route) and createImage (the hook)
+        # write the record audit --fix needs (nova_snapshot_ext/backup/
+        # leaks.py) on each volume snapshot of the active image.
+        from nova_snapshot_ext.backup import leaks
+
+        self.flags_on()
+        server = self.create_server()
+        for resp in (
+                self.create_backup(server.uuid, 'b-%s' % uuid.uuid4().hex),
+                self.create_image(server.uuid, 'i-%s' % uuid.uuid4().hex)):
+            self.assertEqual(202, resp.status_int, resp.text)
+            image_id = (jsonutils.loads(resp.body).get('image_id') if
+                        resp.body else resp.headers['Location'].rsplit(
+                            '/', 1)[-1])
+            image = self.admin_glance().images.get(image_id)
+            snapshots = [m['snapshot_id'] for m in jsonutils.loads(
+                image['block_device_mapping']) if m.get('snapshot_id')]
+            self.assertEqual(1, len(snapshots))
+            self.assertEqual(
+                leaks.record_of(snapshots[0], image_id, image['owner']),
+                self.snapshot_metadata[snapshots[0]])
+
     def test_pending_request_is_per_context_and_name(self):
         from nova_snapshot_ext.nova import hook
 

@@ -120,6 +120,18 @@ class TestMetadataBuilder(base.TestCase):
         self.assertEqual(rec.tags, rec.create_kwargs('raw', 'bare')['tags'])
         self.assertNotIn('tags', rec.properties)
 
+    def test_tags_follow_the_mappings_whoever_built_the_record(self):
+        # The record Nova's translated metadata makes (nova/adapter.py)
+        # holds Nova's mapping dicts as written: same tags.
+        canonical = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'
+        rec = metadata.ImageRecord(
+            image_id='i', name='n', visibility='private', min_ram=0,
+            min_disk=0, properties={},
+            mappings=[{'snapshot_id': canonical.upper()},
+                      {'source_type': 'blank', 'snapshot_id': None}])
+        self.assertEqual(['snapshot-ext:volume-snapshot:' + canonical],
+                         rec.tags)
+
     def test_no_tags_no_tags_attribute(self):
         rec = metadata.ImageRecord(image_id='i', name='n',
                                    visibility='private', min_ram=0,

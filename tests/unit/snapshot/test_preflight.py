@@ -99,8 +99,7 @@ class TestPreflight(base.TestCase):
 
     def test_tag_quota_refused_before_anything_naming_the_option(self):
         rec = record()
-        rec.tags = ['snapshot-ext:volume-snapshot:%03d' % i
-                    for i in range(129)]
+        rec.mappings = [{'snapshot_id': 'snap-%03d' % i} for i in range(129)]
         err = self.assertRaises(exception.TagQuotaExceeded,
                                 preflight.check_image_record, rec, caps(),
                                 128, 128)
@@ -109,7 +108,8 @@ class TestPreflight(base.TestCase):
                                       err.kwargs['quota']))
         preflight.check_image_record(rec, caps(), 128, 129)
         preflight.check_image_record(rec, caps(), 128, -1)
-        rec.tags = rec.tags[:128]
+        rec.mappings = rec.mappings[:128]
+        self.assertEqual(128, len(rec.tags))
         preflight.check_image_record(rec, caps(), 128, 128)
 
     def test_quota_ignores_os_glance_keys(self):
