@@ -46,6 +46,13 @@ opts = [
     cfg.BoolOpt('backup', default=True,
                 help='Whether the plugin serves createBackup for '
                 'volume-backed servers (Nova alone refuses it).'),
+    cfg.StrOpt('location_url',
+               help='The plugin\'s [snapshot_ext] location_url when nova-api '
+               'activates through a location (activation_method '
+               'location-first or location-fallback). Set: the location test '
+               'runs and expects a snapshot image activated through exactly '
+               'this location (Glance\'s direct_url, where Glance shows it, '
+               'and its size). Unset: that test is skipped.'),
     cfg.IntOpt('backup_spacing', default=1,
                help='Seconds between two createBackup calls of the '
                'rotation test, so that each backup\'s created_at (one-'

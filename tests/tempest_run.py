@@ -203,6 +203,10 @@ def _parser():
     p.add_argument('--stock-nova', action='store_true',
                    help='the box without the plugin in nova-api\'s '
                    'pipeline (for comparisons)')
+    p.add_argument('--activation', default='upload',
+                   choices=('upload', 'location-first', 'location-fallback'),
+                   help='the plugin\'s [snapshot_ext] activation_method in '
+                   'the box (default: upload)')
     p.add_argument('--tempest-conf', default=os.environ.get(CONF_ENV),
                    help='the tempest.conf of a running cloud (default: '
                    '$%s); no box is started' % CONF_ENV)
@@ -226,10 +230,11 @@ def _start_cloud(args):
         raise SystemExit('error: the cloud launcher is not available here '
                          '(%s); pass --tempest-conf of a running cloud'
                          % exc)
-    cloud = launcher.Cloud(profile=args.profile, plugin=not args.stock_nova)
-    print('== bringing the cloud up (profile %s, %s)' % (
+    cloud = launcher.Cloud(profile=args.profile, plugin=not args.stock_nova,
+                           activation=args.activation)
+    print('== bringing the cloud up (profile %s, %s, activation %s)' % (
         args.profile, 'stock Nova' if args.stock_nova else 'plugin in '
-        'nova-api'), flush=True)
+        'nova-api', args.activation), flush=True)
     cloud.start()
     print('== cloud up in %s s: %s' % (
         cloud.timings.get('start'), cloud.base_dir), flush=True)
@@ -260,8 +265,10 @@ def main(argv=None):
 
     tempest_dir = os.path.dirname(os.path.abspath(tempest.__file__))
     label = args.label or ('running-cloud' if args.tempest_conf else
-                           '%s-%s' % (args.profile, 'stock-nova'
-                                      if args.stock_nova else 'plugin'))
+                           '%s-%s%s' % (args.profile, 'stock-nova'
+                                        if args.stock_nova else 'plugin',
+                                        '' if args.activation == 'upload'
+                                        else '-' + args.activation))
     run_dir = os.path.join(os.path.abspath(args.work_dir), label)
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(os.path.join(run_dir, 'etc'))

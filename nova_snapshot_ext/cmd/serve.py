@@ -120,6 +120,12 @@ def add_parser(subparsers: ty.Any) -> None:
     p.add_argument('--stock-nova', action='store_true',
                    help='with --cloud: nova-api without the plugin (to '
                    'compare)')
+    p.add_argument('--activation', metavar='METHOD',
+                   help='with --cloud: the plugin\'s [snapshot_ext] '
+                   'activation_method in nova-api: upload (default), '
+                   'location-first or location-fallback (the cloud then '
+                   'serves the plugin\'s empty qcow2 image on 127.0.0.1 as '
+                   'location_url and gives Glance its http store)')
     p.add_argument('--config-out', metavar='FILE',
                    help='where to write the configuration file (must not '
                    'exist; removed at stop; default: in the temporary '
@@ -145,6 +151,9 @@ def _check_args(args: ty.Any) -> tuple[str, list[str]]:
     if not roles or any(not re.match(r'^[\w-]+$', r) for r in roles):
         raise checks.CLIError('--roles must be role names separated by '
                               'commas, got %r' % args.roles)
+    if args.activation is not None:
+        raise checks.CLIError('--activation is an option of --cloud (the '
+                              'embedded Glance alone has no nova-api)')
     project = args.project_id or _sample_project()
     if not re.match(r'^[\w-]+$', project):
         raise checks.CLIError('--project-id must be a project id (letters, '
@@ -389,6 +398,14 @@ def run_cloud(conf: cfg.ConfigOpts,
         raise checks.CLIError('--cloud runs its own MariaDB and writes no '
                               'plugin configuration: drop --database and '
                               '--config-out')
+    activation = args.activation or 'upload'
+    if activation not in launcher.ACTIVATIONS:
+        raise checks.CLIError('--activation %s is not an activation method; '
+                              'known: %s' % (activation,
+                                             ', '.join(launcher.ACTIVATIONS)))
+    if activation != 'upload' and args.stock_nova:
+        raise checks.CLIError('--activation %s is the plugin\'s: it has no '
+                              'meaning with --stock-nova' % activation)
     log = sys.stderr
     with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -398,7 +415,7 @@ def run_cloud(conf: cfg.ConfigOpts,
               args.profile, 'stock' if args.stock_nova else
               'with nova-snapshot-ext'), file=log, flush=True)
     cloud = launcher.Cloud(profile=args.profile,
-                           plugin=not args.stock_nova)
+                           plugin=not args.stock_nova, activation=activation)
     try:
         try:
             cloud.start()

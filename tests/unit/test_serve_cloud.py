@@ -79,3 +79,29 @@ class TestInterruptedStart(base.TestCase):
         self.assertIn(cloud.base_dir, str(err))
         cloud.stop()
         self.assertTrue(os.path.isdir(cloud.base_dir))
+
+
+class TestActivationRefusals(base.TestCase):
+    """Kind: an --activation serve cannot run, refused before any start."""
+
+    def serve(self, *args):
+        import shlex
+
+        argv = shlex.split(serve.console_command(*serve.MAIN_SCRIPT))
+        return subprocess.run(argv + ['serve'] + list(args),
+                              capture_output=True, text=True, timeout=120,
+                              check=False)
+
+    def test_refused_with_exit_2_naming_the_option(self):
+        for args, words in (
+                (('--cloud', '--activation', 'bogus'),
+                 ('--activation bogus', 'location-first')),
+                (('--activation', 'location-first'),
+                 ('--activation', '--cloud')),
+                (('--cloud', '--stock-nova', '--activation',
+                  'location-first'), ('--activation', '--stock-nova'))):
+            proc = self.serve(*args)
+            self.assertEqual(2, proc.returncode, (args, proc.stderr))
+            for word in words:
+                self.assertIn(word, proc.stderr, args)
+            self.assertNotIn('Starting the cloud', proc.stderr, args)

@@ -179,12 +179,13 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
 
 
 def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
-                 flavor_ref, flavor_ref_alt, lock_path, log_file=None):
+                 flavor_ref, flavor_ref_alt, lock_path, log_file=None,
+                 location_url=None):
     """A tempest.conf for this cloud.
 
     No Neutron (``[service_available] neutron = False``) and no guest
     (``[validation] run_validation = False``); the image and flavor ids of
-    this start.
+    this start; ``[nova_snapshot_ext] location_url`` in location mode.
     """
     return render_ini(collections.OrderedDict([
         ('DEFAULT', collections.OrderedDict(
@@ -240,4 +241,6 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
             ('nova', True), ('swift', False), ('horizon', False),
         ])),
         ('validation', {'run_validation': False}),
+        ('nova_snapshot_ext', collections.OrderedDict(
+            [('location_url', location_url)] if location_url else [])),
     ]))

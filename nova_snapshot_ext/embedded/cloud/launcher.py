@@ -867,7 +867,8 @@ class Cloud(object):
                 self.ids['images']['image_alt'],
                 self.ids['flavors']['cloud.tiny'],
                 self.ids['flavors']['cloud.small'],
-                self._dir(os.path.join('tempest', 'locks'))))
+                self._dir(os.path.join('tempest', 'locks')),
+                location_url=self.location_url))
         return path
 
     def credentials(self):

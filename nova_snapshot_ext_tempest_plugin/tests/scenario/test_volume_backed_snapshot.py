@@ -247,6 +247,32 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
         self._assert_honest(image, volumes)
         self._assert_boots(image, volumes)
 
+    @decorators.idempotent_id('c3e1a7b4-52d9-4f0e-9b6a-81d4e2f7a903')
+    @decorators.attr(type='slow')
+    def test_location_activated_image_boots(self):
+        """Location mode: the image is the location, honest, and it boots.
+
+        With ``[nova_snapshot_ext] location_url`` set (nova-api activates
+        through that location): createImage gives an active image whose
+        data Glance reads from that URL (``direct_url`` where Glance shows
+        it) and whose size is that object's; the payload is honest, and a
+        new server boots from the image on its volume snapshots.
+        """
+        location = CONF.nova_snapshot_ext.location_url
+        if not location:
+            raise self.skipException('[nova_snapshot_ext] location_url is '
+                                     'not set (no location mode)')
+        server, volumes = self._boot_volume_backed(data_volume=False)
+        resp = self.compute_images_client.create_image(
+            server['id'], name=self._name('location'))
+        image = self._active_image(self._image_id(resp))
+        self._assert_honest(image, volumes)
+        if 'direct_url' in image:
+            self.assertEqual(location, image['direct_url'],
+                             'image %s was not activated through %s' % (
+                                 image['id'], location))
+        self._assert_boots(image, volumes)
+
     @decorators.idempotent_id('5a0c2d8e-3f61-47d9-b1c4-7e9f0a6b2c35')
     @decorators.attr(type='slow')
     def test_create_backup_rotation_keeps_the_newest(self):
