@@ -85,8 +85,13 @@ def pid_files(directory: str) -> list[int]:
 
 
 def epmd_pids(port: int) -> list[int]:
-    """Pids of the ``epmd`` processes started for this port."""
+    """Pids of the ``epmd`` processes serving this port.
+
+    Those whose environment has ``ERL_EPMD_PORT=<port>`` (started by an
+    Erlang node) or whose arguments name the port.
+    """
     wanted = ('ERL_EPMD_PORT=%d' % port).encode()
+    port_arg = ('%d' % port).encode()
     found = []
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
@@ -98,7 +103,8 @@ def epmd_pids(port: int) -> list[int]:
                 environ = fh.read().split(b'\0')
         except OSError:
             continue
-        if argv and argv[0].endswith(b'epmd') and wanted in environ:
+        if argv and argv[0].endswith(b'epmd') and (
+                wanted in environ or port_arg in argv):
             found.append(int(entry))
     return found
 

@@ -26,6 +26,7 @@ import socket
 import subprocess
 
 from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded import watchdog
 
 MARIADBD = '/usr/sbin/mariadbd'
 MARIADB_INSTALL_DB = 'mariadb-install-db'
@@ -206,23 +207,7 @@ class RabbitMQ(object):
 
     def _epmd_pids(self):
         """The pids of the epmd that serves this node's port."""
-        pids = []
-        for entry in os.listdir('/proc'):
-            if not entry.isdigit():
-                continue
-            try:
-                with open('/proc/%s/cmdline' % entry, 'rb') as fh:
-                    argv = fh.read().split(b'\0')
-                with open('/proc/%s/environ' % entry, 'rb') as fh:
-                    environ = fh.read().split(b'\0')
-            except OSError:
-                continue
-            if not argv or not argv[0].endswith(b'epmd'):
-                continue
-            if ('ERL_EPMD_PORT=%d' % self.epmd_port).encode() in environ \
-                    or ('%d' % self.epmd_port).encode() in argv:
-                pids.append(int(entry))
-        return pids
+        return watchdog.epmd_pids(self.epmd_port)
 
     def _stop(self):
         pid = self._pid()
