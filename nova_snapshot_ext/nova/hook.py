@@ -303,31 +303,25 @@ def _activate(image_service: ty.Any, context: ty.Any,
     the log and in the message Nova answers with.
     """
     pending = _pending_for(context, sent.get('name'))
-    loaded = None
-    if pending is not None:
-        loaded = adapter.load_server(context, pending[0])
     taken = adapter.snapshot_ids_from_glance_meta(sent) or []
-    volume_ids = _volume_ids(loaded)
+    volume_ids = None
     try:
+        loaded = None
+        if pending is not None:
+            loaded = adapter.load_server(context, pending[0])
+        volume_ids = _volume_ids(loaded)
         record = _record(context, sent, member, service, conf, pending,
                          loaded)
         glance = client_for_context(context, conf)
         prepared = service.check_record(record, glance)
-    except exception.SnapshotExtException as err:
-        # Refused before any image was created.
-        raise _failed(context, sent, err, taken, None, volume_ids) from err
+    except Exception as err:
+        # Before any image was created: no image can name them.
+        raise _failed(context, sent, err, taken, None, volume_ids)
     try:
         result = register_prepared(prepared, glance, service)
-    except exception.SnapshotExtException as err:
-        raise _failed(context, sent, err, taken,
-                      volumes_mod.why_kept(err), volume_ids) from err
     except Exception as err:
-        settled = volumes_mod.settle(context, taken,
-                                     volumes_mod.why_kept(err), volume_ids)
-        LOG.warning('nova-snapshot-ext: snapshot image %(name)s failed '
-                    'unexpectedly%(notes)s',
-                    {'name': sent.get('name'), 'notes': settled.suffix()})
-        raise
+        raise _failed(context, sent, err, taken, volumes_mod.why_kept(err),
+                      volume_ids)
     nova_cinder.record_image_snapshots(
         context, str(result.image_id),
         [str(m['snapshot_id']) for m in getattr(record, 'mappings', ())
@@ -344,16 +338,30 @@ def _volume_ids(loaded: tuple[ty.Any, ty.Any] | None) -> set[str] | None:
 
 
 def _failed(context: ty.Any, sent: dict[str, ty.Any],
-            err: exception.SnapshotExtException, taken: list[str | None],
+            err: Exception, taken: list[str | None],
             why_left: str | None, volume_ids: set[str] | None
             ) -> Exception:
-    """Settle the volume snapshots; the Nova exception to raise, logged."""
+    """Settle the volume snapshots, log it; the exception to raise.
+
+    :returns: the Nova exception matching a plugin error (its message
+        ending with what became of the snapshots, its cause ``err``), or
+        ``err`` itself for any other failure (Nova answers it as its own).
+    """
     settled = volumes_mod.settle(context, taken, why_left, volume_ids)
-    LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused '
-                'or failed: %(reason)s%(notes)s',
-                {'name': sent.get('name'), 'reason': err.format_message(),
+    plugin = isinstance(err, exception.SnapshotExtException)
+    LOG.warning('nova-snapshot-ext: snapshot image %(name)s %(what)s: '
+                '%(reason)s%(notes)s',
+                {'name': sent.get('name'),
+                 'what': 'refused or failed' if plugin else
+                 'failed unexpectedly',
+                 'reason': err.format_message() if plugin else
+                 '%s: %s' % (type(err).__name__, err),
                  'notes': settled.suffix()})
-    return adapter.to_nova_exception(err, settled.suffix())
+    if not plugin:
+        return err
+    nova_err = adapter.to_nova_exception(err, settled.suffix())
+    nova_err.__cause__ = err
+    return nova_err
 
 
 def register_prepared(prepared: ty.Any, glance: glance_mod.GlanceClient,
