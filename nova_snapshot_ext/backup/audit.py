@@ -67,21 +67,34 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
          ) -> list[audit.Finding]:
     """The Cinder findings over every image and volume snapshot seen.
 
-    Reads every image again (one page at a time); what it keeps grows with
-    the volume snapshots the images name, not with the images.
+    Reads every image the identity can list again (one page at a time),
+    whatever ``filters`` say: a volume snapshot is judged against every
+    image that may name it, never against the filtered ones only.  What
+    it keeps grows with the volume snapshots the images name, not with
+    the images.
 
+    :param filters: ``{'owner': project}`` (``audit --owner``) limits the
+        *findings* to that project's backups and volume snapshots; other
+        keys are refused.
     :param progress: called after every page of images with the images
         and pages read so far (``GET /v2/images`` requests).
+    :raises ValueError: a filter other than ``owner``.
     :raises GlanceError: an image page could not be listed.
     :raises CinderError: Cinder could not be read.
     """
+    filters = dict(filters or {})
+    owner = filters.pop('owner', None)
+    if filters:
+        raise ValueError('the Cinder checks filter by owner only, not %s'
+                         % ', '.join(sorted(filters)))
     findings: list[audit.Finding] = []
     named: set[str] = set()
-    for image in _images(auditor, page_size, filters, progress):
+    for image in _images(auditor, page_size, None, progress):
         ids = mark.mapped_snapshot_ids(image)
         named.update(map(mark.snapshot_key, ids))
         named.update(tags.tagged_keys(image))
-        if image.get('image_type') != 'backup':
+        if image.get('image_type') != 'backup' or (
+                owner is not None and image.get('owner') != owner):
             continue
         gone = [snap_id for snap_id in ids
                 if cinder.get_snapshot(snap_id) is None]
@@ -93,8 +106,11 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
                           'backup_type': image.get('backup_type')},
                 owner=image.get('owner'), name=image.get('name')))
     scope = leaks.scope_of(getattr(auditor, 'glance', None))
-    findings += leaks.judge_snapshots(auditor, cinder.list_snapshots(),
-                                      named, scope)
+    snapshots = cinder.list_snapshots()
+    if owner is not None:
+        snapshots = (snap for snap in snapshots
+                     if snap.get(cinder_mod.PROJECT_ATTRIBUTE) == owner)
+    findings += leaks.judge_snapshots(auditor, snapshots, named, scope)
     return findings
 
 

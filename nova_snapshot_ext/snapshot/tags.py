@@ -84,6 +84,8 @@ def untagged(image: ty.Mapping[str, ty.Any],
     :param image: a Glance image (``tags`` a list of strings).
     :returns: the ids, in the order given.
     """
+    # Exactly the plugin's tag: the one a rotation's tag query finds on
+    # every database (PostgreSQL and SQLite compare tags case-sensitively).
     held = image.get('tags')
     held = set(held) if isinstance(held, list) else set()
     return [snap_id for snap_id in snapshot_ids
@@ -91,9 +93,17 @@ def untagged(image: ty.Mapping[str, ty.Any],
 
 
 def tagged_keys(image: ty.Mapping[str, ty.Any]) -> set[str]:
-    """The snapshot keys ``image``'s volume snapshot tags name."""
+    """The snapshot keys ``image``'s volume snapshot tags name.
+
+    Read as a volume snapshot id is read (:func:`snapshot_key`): a tag in
+    another case or spelling (a user's look-alike; MySQL's tag filter
+    matches it case-insensitively) names the same snapshot, so it
+    protects it wherever tags are read from the images themselves.
+    """
     held = image.get('tags')
     if not isinstance(held, list):
         return set()
-    return {tag[len(PREFIX):] for tag in held
-            if isinstance(tag, str) and tag.startswith(PREFIX)}
+    keys = {snapshot_key(tag[len(PREFIX):]) for tag in held
+            if isinstance(tag, str) and tag.lower().startswith(PREFIX)}
+    keys.discard('')
+    return keys

@@ -12,6 +12,8 @@
 
 """Leaked volume snapshots: the record, the decision table, the fix."""
 
+import json
+
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import leaks
@@ -236,3 +238,61 @@ class TestRecordTaken(base.TestCase):
         snap = {'id': SNAP, 'metadata': recorder.written[SNAP],
                 cinder_mod.PROJECT_ATTRIBUTE: PROJECT}
         self.assertIsNone(leaks.record_refusal(snap))
+
+
+class _Session:
+    auth = None
+
+    def get_project_id(self):
+        return PROJECT
+
+
+class _OwnerGlance(FakeGlance):
+    """Lists with Glance's ``owner`` filter; a project-scoped session."""
+
+    session = _Session()
+
+    def list_images(self, **filters):
+        owner = filters.pop('owner', None)
+        return [i for i in super().list_images(**filters)
+                if owner is None or i.get('owner') == owner]
+
+
+class _PagedAuditor(FakeAuditor):
+    """One page per listing, as :func:`audit.listed_pages` reads them."""
+
+    def __init__(self, images=()):
+        self.glance = _OwnerGlance(list(images))
+
+    def pages(self, page_size, **filters):
+        yield self.glance.list_images(**filters)
+
+
+class TestOwnerFilter(base.TestCase):
+    """``audit --owner``: it narrows the findings, never the proof."""
+
+    def test_snapshot_named_outside_the_owner_filter_is_kept(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        # Kind: an image the filter leaves out (another project's, or the
+        # snapshot's own project when --owner names another) still names
+        # the volume snapshot: no finding, nothing deleted.
+        naming = {'id': 'copy', 'owner': PROJECT,
+                  'block_device_mapping': json.dumps(
+                      [{'snapshot_id': SNAP, 'source_type': 'snapshot'}])}
+        cinder = FakeCinder([snapshot()])
+        auditor = _PagedAuditor([naming])
+        for owner in (None, PROJECT, 'another-project'):
+            findings = backup_audit.scan(
+                auditor, cinder,
+                filters={'owner': owner} if owner else None)
+            report = audit.Report(findings=findings)
+            backup_audit.repair(cinder, auditor, report, act=True)
+            self.assertEqual([], cinder.deleted, owner)
+            self.assertEqual([], [f.kind for f in findings], owner)
+
+    def test_other_filters_refused(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        self.assertRaises(ValueError, backup_audit.scan, _PagedAuditor(),
+                          FakeCinder([]), filters={'visibility': 'public'})

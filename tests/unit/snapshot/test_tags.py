@@ -43,3 +43,19 @@ class TestTags(base.TestCase):
         self.assertEqual([SNAP.upper()], tags.untagged({}, [SNAP.upper()]))
         self.assertEqual({SNAP}, tags.tagged_keys(image))
         self.assertEqual(set(), tags.tagged_keys({'tags': 'x'}))
+
+    def test_look_alike_tags_name_the_same_snapshot(self):
+        # Kind: a tag in another spelling of the same id (upper case, no
+        # dashes, blanks) or of the prefix names that snapshot where tags
+        # are read from the images (full scan, audit) ...
+        snap = '9a8b7c6d-1111-2222-3333-444455556666'
+        for tag in (tags.PREFIX + snap.upper(),
+                    tags.PREFIX.upper() + snap,
+                    tags.PREFIX + snap.replace('-', ''),
+                    tags.PREFIX + ' %s ' % snap):
+            image = {'tags': [tag]}
+            self.assertEqual({snap}, tags.tagged_keys(image), tag)
+            # ... but only the plugin's exact tag is found by a rotation's
+            # tag query on every database: anything else is untagged.
+            self.assertEqual([snap], tags.untagged(image, [snap]), tag)
+        self.assertEqual(set(), tags.tagged_keys({'tags': [tags.PREFIX]}))
