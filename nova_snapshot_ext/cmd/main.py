@@ -549,6 +549,13 @@ def setup_logging(conf: cfg.ConfigOpts) -> None:
             'cannot open the log file %s (--log-file/[DEFAULT] log_file, '
             '--log-dir/[DEFAULT] log_dir): %s'
             % (err.filename, err.strerror or err), checks.EXIT_INPUT)
+    for handler in std_logging.getLogger().handlers:
+        # stdout is the command's output (its report, --format json):
+        # oslo.log writes there with use_stderr = false and no log file.
+        if (isinstance(handler, std_logging.StreamHandler) and
+                not isinstance(handler, std_logging.FileHandler) and
+                handler.stream is sys.stdout):
+            handler.setStream(sys.stderr)
     if not conf.debug:
         # The command reports every failure itself, as one ``error:``
         # line: the product's own ERROR records would say it twice on the
