@@ -347,11 +347,13 @@ class TestLayouts(PasteCommandCase):
         # PasteDeploy strips), are the same section.
         for header in ('[composite:openstack_compute_api_v21]  # v2.1',
                        '[composite:openstack_compute_api_v21] ; v2.1',
-                       '[composite: openstack_compute_api_v21 ]',
-                       '  [composite:openstack_compute_api_v21]'):
+                       '[composite: openstack_compute_api_v21 ]'):
             text = stock_text().replace(V21, header)
             added = self.round_trip(text)
             self.assertIn(header, added)
+            self.assertIn('openstack_compute_api_v21',
+                          [paste.Paste.name(section) for section in
+                           paste_edit.add_filter(text).composites])
 
     def test_remove_keeps_a_section_after_the_filter_whatever_its_header(self):
         for header in ('[app:extra]  # keep me', '[app:extra];x',
