@@ -18,7 +18,9 @@ and writes it with the plugin's filter in every compute API pipeline
 (:func:`nova_snapshot_ext.nova.paste_edit.add_filter`), or without it
 (``--remove``).  ``--output`` may be the ``--from`` file (an edit in
 place).  The file is written whole (a temporary file in the same
-directory, then renamed), so a failure leaves the old file as it was.
+directory, then renamed), so a failure leaves the old file as it was;
+its owner, group and mode are kept, and a symlink ``--output`` is
+written through to the file it points to.
 
 Exit status: 0 written (or already right: ``changed`` false, same
 bytes); 2 a path that cannot be read or written, or a layout the edit
@@ -33,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 import tempfile
 import typing as ty
@@ -124,7 +127,7 @@ def _check_output(path: str) -> str:
         raise checks.CLIError('--output %s is a directory: name the file '
                               '(e.g. %s)' % (path, os.path.join(
                                   path, 'api-paste.ini')))
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(directory):
         raise checks.CLIError('--output %s: directory %s does not exist'
                               % (path, directory))
@@ -140,21 +143,39 @@ def _check_output(path: str) -> str:
 def write_atomically(path: str, text: str) -> None:
     """Write ``text`` to ``path`` whole, or not at all.
 
-    A temporary file in the same directory renamed over ``path``; an
-    existing file's permission bits are kept.
+    A symlink is written through: the file it resolves to is replaced
+    and the link stays.  A temporary file in that file's directory gets
+    the existing file's owner, group and permission bits (0644 and this
+    user's for a new file), then is renamed over it.
 
-    :raises OSError: the write failed (the old file is untouched).
+    :raises OSError: the write failed, or the existing file's owner or
+        group cannot be given to the new one (not root, not its owner):
+        the old file is untouched.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = None
-    with contextlib.suppress(OSError):
-        mode = os.stat(path).st_mode & 0o7777
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    old = None
+    with contextlib.suppress(FileNotFoundError):
+        old = os.stat(target)
     fd, tmp = tempfile.mkstemp(prefix='.api-paste.', dir=directory)
     try:
         with os.fdopen(fd, 'w', encoding='utf-8', newline='') as f:
             f.write(text)
-        os.chmod(tmp, mode if mode is not None else 0o644)
-        os.replace(tmp, path)
+            f.flush()
+            os.fsync(f.fileno())
+        if old is not None:
+            new = os.stat(tmp)
+            if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+                try:
+                    os.chown(tmp, old.st_uid, old.st_gid)
+                except PermissionError as err:
+                    raise PermissionError(
+                        err.errno, 'cannot keep its owner and group '
+                        '%d:%d (run as root or as its owner)'
+                        % (old.st_uid, old.st_gid)) from err
+        os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None
+                 else 0o644)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

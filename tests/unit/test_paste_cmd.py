@@ -24,6 +24,7 @@ import configparser
 import json
 import os
 import stat
+from unittest import mock
 
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import paste as paste_cmd
@@ -193,17 +194,6 @@ class TestRefusals(PasteCommandCase):
         self.assert_refused(text, '[composite:openstack_compute_api_v21] '
                             'has no keystone pipeline')
 
-    def test_multi_line_pipeline(self):
-        text = self.stock().replace(
-            'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap '
-            'request_log sizelimit osprofiler authtoken keystonecontext '
-            'osapi_compute_app_v21',
-            'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap\n'
-            '    request_log sizelimit osprofiler authtoken keystonecontext\n'
-            '    osapi_compute_app_v21')
-        self.assert_refused(text, 'composite:openstack_compute_api_v21]',
-                            'several lines')
-
     def test_misplaced_filter_is_not_guessed_at(self):
         text = paste_edit.add_filter(self.stock()).text.replace(
             'authtoken keystonecontext snapshot_ext osapi_compute_app_v21',
@@ -311,3 +301,244 @@ class TestPaths(PasteCommandCase):
                 read(out).decode()))
             self.assertTrue(paste_cmd.shipped_paste().endswith(
                 paste_cmd.SHIPPED))
+
+
+def stock_text(version='34.0.0'):
+    return read(release_file(version)).decode()
+
+
+V21 = '[composite:openstack_compute_api_v21]'
+PIPELINE = ('keystone = cors http_proxy_to_wsgi compute_req_id faultwrap '
+            'request_log sizelimit osprofiler authtoken keystonecontext '
+            'osapi_compute_app_v21')
+
+
+def pipelines(text):
+    """``{(section, key): words}`` of every pipeline paste would read."""
+    parsed = paste.Paste(text)
+    found = {}
+    for section in parsed.parser.sections():
+        kind = section.split(':', 1)[0]
+        if kind in paste.COMPOSITE_PREFIXES + ('pipeline',):
+            for key, value in parsed.local(section).items():
+                if key != 'use':
+                    found[(section, key)] = value.split()
+    return found
+
+
+class TestLayouts(PasteCommandCase):
+    """Layouts configparser and PasteDeploy read, through add and remove.
+
+    Each is added (the upgrade check's rule must then hold), removed
+    (the file must come back byte for byte), or refused naming what is
+    not supported, with nothing written.
+    """
+
+    def round_trip(self, text):
+        added = paste_edit.add_filter(text)
+        self.assertTrue(added.changed)
+        self.assertEqual([], paste.filter_problems(added.text))
+        self.assertEqual(text, paste_edit.remove_filter(added.text).text)
+        return added.text
+
+    def test_section_headers_as_configparser_reads_them(self):
+        # RawConfigParser matches "[...]" at the start of the stripped
+        # line: a comment after it, and spaces around the name (which
+        # PasteDeploy strips), are the same section.
+        for header in ('[composite:openstack_compute_api_v21]  # v2.1',
+                       '[composite:openstack_compute_api_v21] ; v2.1',
+                       '[composite: openstack_compute_api_v21 ]'):
+            text = stock_text().replace(V21, header)
+            added = self.round_trip(text)
+            self.assertIn(header, added)
+            self.assertIn('openstack_compute_api_v21',
+                          [paste.Paste.name(section) for section in
+                           paste_edit.add_filter(text).composites])
+
+    def test_remove_keeps_a_section_after_the_filter_whatever_its_header(self):
+        for header in ('[app:extra]  # keep me', '[app:extra];x',
+                       '[ app:extra ]', '[filter:other] # snapshot_ext'):
+            extra = '\n%s\npaste.app_factory = x:y\n' % header
+            text = paste_edit.add_filter(stock_text()).text + extra
+            self.assertEqual(stock_text() + extra,
+                             paste_edit.remove_filter(text).text, header)
+
+    def test_crlf_file_stays_crlf(self):
+        for version in RELEASES:
+            text = stock_text(version).replace('\n', '\r\n')
+            added = self.round_trip(text)
+            self.assertEqual(added.count('\n'), added.count('\r\n'))
+
+    def test_file_without_final_newline(self):
+        for version in RELEASES:
+            for newline in ('\n', '\r\n'):
+                text = stock_text(version).replace(
+                    '\n', newline).rstrip('\r\n')
+                added = self.round_trip(text)
+                self.assertFalse(added.endswith('\n'))
+
+    def test_pipeline_over_several_lines(self):
+        # configparser continues a value over deeper-indented lines, with
+        # comment and blank lines between them.
+        for continued in (
+                'keystone = cors http_proxy_to_wsgi compute_req_id\n'
+                '    faultwrap request_log sizelimit osprofiler authtoken\n'
+                '    keystonecontext\n    osapi_compute_app_v21',
+                'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap'
+                ' request_log sizelimit osprofiler authtoken keystonecontext'
+                '\n# the application\n\n  osapi_compute_app_v21',
+                'keystone =\n  cors http_proxy_to_wsgi compute_req_id '
+                'faultwrap request_log sizelimit osprofiler authtoken\n'
+                '; comment\n  keystonecontext osapi_compute_app_v21'):
+            text = stock_text().replace(PIPELINE, continued)
+            self.round_trip(text)
+
+    def test_composites_inheriting_their_pipeline_through_use(self):
+        base = ('[composite:base]\nuse = call:nova.api.auth:'
+                'pipeline_factory_v21\n%s\n\n' % PIPELINE)
+        text = stock_text().replace(
+            V21 + '\nuse = call:nova.api.auth:pipeline_factory_v21\n'
+            + PIPELINE + '\n', base + V21 + '\nuse = base\n'
+            'noauth2 = cors osapi_compute_app_v21\n')
+        self.assertNotEqual(stock_text(), text)
+        added = self.round_trip(text)
+        # Written once, where it is defined.
+        self.assertEqual(1, added.count('keystonecontext snapshot_ext '
+                                        'osapi_compute_app_v21'))
+
+    def test_composite_without_a_pipeline_anywhere_says_so(self):
+        text = stock_text().replace(PIPELINE, 'noauth2 = cors x')
+        err = self.assertRaises(paste_edit.LayoutError,
+                                paste_edit.add_filter, text)
+        self.assertIn('[composite:openstack_compute_api_v21] has no keystone'
+                      ' pipeline, neither its own nor through use = NAME',
+                      str(err))
+
+
+class TestRemoveEverywhere(PasteCommandCase):
+    """--remove takes out every name of the plugin's filter, or refuses."""
+
+    def assert_removed(self, text):
+        out = self.write('p.ini', text)
+        self.assertEqual(0, self.paste('--from', out, '--output', out,
+                                       '--remove'))
+        removed = read(out).decode()
+        for where, words in pipelines(removed).items():
+            self.assertNotIn('snapshot_ext', words, where)
+        self.assertEqual({where: [word for word in words
+                                  if word != 'snapshot_ext']
+                          for where, words in pipelines(text).items()},
+                         pipelines(removed))
+        self.assertNotIn('[filter:snapshot_ext]', removed)
+        return removed
+
+    def added(self):
+        return paste_edit.add_filter(stock_text()).text
+
+    def test_in_every_pipeline_that_names_it(self):
+        for old, new in (
+                # keystone continued after a comment and a blank line
+                ('keystonecontext osapi_compute_app_v21\n',
+                 'keystonecontext\n# the plugin\n\n'
+                 '    snapshot_ext osapi_compute_app_v21\n'),
+                # noauth2 too
+                (PIPELINE + '\n', PIPELINE + '\n'
+                 'noauth2 = cors snapshot_ext osapi_compute_app_v21\n'),
+                # a [pipeline:...] section
+                ('pipeline = cors faultwrap request_log http_proxy_to_wsgi '
+                 'oscomputeversionapp',
+                 'pipeline = cors faultwrap snapshot_ext request_log '
+                 'http_proxy_to_wsgi oscomputeversionapp'),
+                # a composite header with a comment
+                (V21, V21 + '  # v2.1')):
+            self.assertIn(old, stock_text())
+            text = stock_text().replace(old, new) + (
+                '\n' + paste_edit.FILTER_SECTION)
+            removed = self.assert_removed(text)
+            if old == V21:
+                self.assertIn(V21 + '  # v2.1', removed)
+
+    def test_pipeline_continuation_line_left_empty_goes(self):
+        text = stock_text().replace(
+            'keystonecontext osapi_compute_app_v21\n',
+            'keystonecontext\n    snapshot_ext\n'
+            '    osapi_compute_app_v21\n') + '\n' + paste_edit.FILTER_SECTION
+        removed = self.assert_removed(text)
+        self.assertIn('keystonecontext\n    osapi_compute_app_v21\n',
+                      removed)
+
+    def test_a_name_it_cannot_take_out_is_refused(self):
+        for extra in ('[app:other]\npaste.app_factory = x:y\n'
+                      'filter-with = snapshot_ext\n',
+                      '[composite:more]\nuse = egg:Paste#urlmap\n'
+                      '/x: snapshot_ext\n'):
+            text = self.added() + '\n' + extra
+            out = self.write('p.ini', text)
+            self.assertEqual(checks.EXIT_INPUT, self.paste(
+                '--from', out, '--output', out, '--remove'))
+            self.assertEqual(text.encode(), read(out))
+            self.assertIn('still names snapshot_ext', self.stderr.getvalue())
+            self.assertIn('nothing is written', self.stderr.getvalue())
+
+    def test_an_operators_own_filter_of_that_name_is_refused(self):
+        text = stock_text().replace(
+            'keystonecontext osapi', 'keystonecontext snapshot_ext osapi'
+        ) + ('\n[filter:snapshot_ext]\n'
+             'paste.filter_factory = mycorp.snapshots:Audit.factory\n')
+        out = self.write('p.ini', text)
+        for argv in ((), ('--remove',)):
+            self.assertEqual(checks.EXIT_INPUT, self.paste(
+                '--from', out, '--output', out, *argv))
+            self.assertEqual(text.encode(), read(out))
+            self.assertIn("[filter:snapshot_ext] is not the plugin's filter",
+                          self.stderr.getvalue())
+
+
+class TestWrite(PasteCommandCase):
+    """The written file keeps owner, group and mode; links are followed."""
+
+    def test_owner_group_and_mode_are_kept(self):
+        out = self.write('p.ini', stock_text())
+        os.chmod(out, 0o640)
+        if os.geteuid() == 0:
+            os.chown(out, 4242, 4343)
+        before = os.stat(out)
+        for argv in ((), ('--remove',)):
+            self.assertEqual(0, self.paste('--from', out, '--output', out,
+                                           *argv))
+            after = os.stat(out)
+            self.assertNotEqual(before.st_ino, after.st_ino)  # replaced
+            self.assertEqual((before.st_uid, before.st_gid, 0o640),
+                             (after.st_uid, after.st_gid,
+                              stat.S_IMODE(after.st_mode)))
+            before = after
+
+    def test_symlink_output_is_written_through(self):
+        real_dir = os.path.join(self.tmp, 'real')
+        os.mkdir(real_dir)
+        target = os.path.join(real_dir, 'api-paste.ini')
+        with open(target, 'w') as f:
+            f.write(stock_text())
+        os.chmod(target, 0o640)
+        link = os.path.join(self.tmp, 'api-paste.ini')
+        os.symlink(target, link)
+        self.assertEqual(0, self.paste('--from', link, '--output', link))
+        self.assertTrue(os.path.islink(link))
+        self.assertEqual(target, os.readlink(link))
+        self.assertEqual(paste_edit.add_filter(stock_text()).text.encode(),
+                         read(target))
+        self.assertEqual(0o640, stat.S_IMODE(os.stat(target).st_mode))
+        self.assertEqual(['api-paste.ini'], os.listdir(real_dir))
+
+    def test_owner_that_cannot_be_kept_leaves_the_file(self):
+        if os.geteuid() != 0:
+            self.skipTest('only root can give the file another owner')
+        out = self.write('p.ini', stock_text())
+        os.chown(out, 4242, 4343)
+        with mock.patch.object(paste_cmd.os, 'chown',
+                               side_effect=PermissionError(1, 'no')):
+            self.assertEqual(2, self.paste('--from', out, '--output', out))
+        self.assertEqual(stock_text().encode(), read(out))
+        self.assertEqual(['p.ini'], os.listdir(self.tmp))
+        self.assertIn('cannot keep its owner and group 4242:4343',
+                      self.stderr.getvalue())
