@@ -348,17 +348,16 @@ def _failed(context: ty.Any, sent: dict[str, ty.Any],
         ``err`` itself for any other failure (Nova answers it as its own).
     """
     settled = volumes_mod.settle(context, taken, why_left, volume_ids)
-    plugin = isinstance(err, exception.SnapshotExtException)
-    LOG.warning('nova-snapshot-ext: snapshot image %(name)s %(what)s: '
-                '%(reason)s%(notes)s',
-                {'name': sent.get('name'),
-                 'what': 'refused or failed' if plugin else
-                 'failed unexpectedly',
-                 'reason': err.format_message() if plugin else
-                 '%s: %s' % (type(err).__name__, err),
-                 'notes': settled.suffix()})
-    if not plugin:
+    if not isinstance(err, exception.SnapshotExtException):
+        LOG.warning('nova-snapshot-ext: snapshot image %(name)s failed '
+                    'unexpectedly: %(type)s: %(err)s%(notes)s',
+                    {'name': sent.get('name'), 'type': type(err).__name__,
+                     'err': err, 'notes': settled.suffix()})
         return err
+    LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused or '
+                'failed: %(reason)s%(notes)s',
+                {'name': sent.get('name'), 'reason': err.format_message(),
+                 'notes': settled.suffix()})
     nova_err = adapter.to_nova_exception(err, settled.suffix())
     nova_err.__cause__ = err
     return nova_err
