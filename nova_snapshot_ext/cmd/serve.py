@@ -151,9 +151,11 @@ def _check_args(args: ty.Any) -> tuple[str, list[str]]:
     if not roles or any(not re.match(r'^[\w-]+$', r) for r in roles):
         raise checks.CLIError('--roles must be role names separated by '
                               'commas, got %r' % args.roles)
-    if args.activation is not None:
-        raise checks.CLIError('--activation is an option of --cloud (the '
-                              'embedded Glance alone has no nova-api)')
+    for name in ('activation', 'stock_nova'):
+        if getattr(args, name):
+            raise checks.CLIError(
+                '--%s is an option of --cloud (the embedded Glance alone '
+                'has no nova-api)' % name.replace('_', '-'))
     project = args.project_id or _sample_project()
     if not re.match(r'^[\w-]+$', project):
         raise checks.CLIError('--project-id must be a project id (letters, '
@@ -435,6 +437,8 @@ def run_cloud(conf: cfg.ConfigOpts,
                   '(user demo, project demo):\n%s\n\n'
                   'Flavors: %s; images: %s\n'
                   'Tempest: a ready tempest.conf is %s\n'
+                  'This plugin\'s CLI as the admin (probe, audit with '
+                  'Cinder checks): --config-file %s\n'
                   'Ctrl-C stops every service and removes the directory.'
                   % (info['seconds'], 'warm' if info['warm'] else 'cold',
                      args.profile,
@@ -445,7 +449,7 @@ def run_cloud(conf: cfg.ConfigOpts,
                                sorted(info['flavors'].items())),
                      ', '.join('%s=%s' % i for i in
                                sorted(info['images'].items())),
-                     info['tempest_conf']), flush=True)
+                     info['tempest_conf'], info['plugin_conf']), flush=True)
         try:
             (wait or _sleep_forever)()
         except KeyboardInterrupt:

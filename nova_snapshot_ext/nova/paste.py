@@ -64,6 +64,21 @@ _ABSOLUTE = re.compile(r'^[a-zA-Z]+:')
 _MAX_USE_HOPS = 10
 
 
+def _unreadable(err: configparser.Error) -> str:
+    """Why configparser cannot read the file, without quoting its lines.
+
+    configparser's own messages quote the offending lines; a path given by
+    mistake (a credentials file) would put them in a log.  Line numbers,
+    section and option names only.
+    """
+    if isinstance(err, configparser.MissingSectionHeaderError):
+        return 'line %d comes before any [section] header' % err.lineno
+    if isinstance(err, configparser.ParsingError):
+        return 'line(s) %s cannot be parsed' % ', '.join(
+            str(lineno) for lineno, _line in err.errors)
+    return ' '.join(str(err).split())
+
+
 class Paste:
     """An ``api-paste.ini`` as PasteDeploy's loader reads it."""
 
@@ -75,7 +90,7 @@ class Paste:
         try:
             parser.read_string(text)
         except configparser.Error as err:
-            raise ValueError(' '.join(str(err).split())) from err
+            raise ValueError(_unreadable(err)) from err
         self.parser = parser
         self.problems: list[str] = []
 

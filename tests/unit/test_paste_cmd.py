@@ -26,6 +26,8 @@ import os
 import stat
 from unittest import mock
 
+import testtools
+
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import paste as paste_cmd
 from nova_snapshot_ext.cmd import status
@@ -542,3 +544,16 @@ class TestWrite(PasteCommandCase):
         self.assertEqual(['p.ini'], os.listdir(self.tmp))
         self.assertIn('cannot keep its owner and group 4242:4343',
                       self.stderr.getvalue())
+
+
+class TestUnreadableQuotesNothing(testtools.TestCase):
+    """Kind: a file given by mistake; its content never reaches the error."""
+
+    def test_error_names_lines_not_their_text(self):
+        for text, words in (
+                ('root:x:0:0:secret-token\n', 'line 1 comes before'),
+                ('[a]\nkey = v\n  bad\n!!secret-token!!\n', 'cannot be '
+                 'parsed')):
+            err = self.assertRaises(ValueError, paste.Paste, text)
+            self.assertIn(words, str(err))
+            self.assertNotIn('secret-token', str(err))

@@ -98,6 +98,7 @@ class TestActivationRefusals(base.TestCase):
                  ('--activation bogus', 'location-first')),
                 (('--activation', 'location-first'),
                  ('--activation', '--cloud')),
+                (('--stock-nova',), ('--stock-nova', '--cloud')),
                 (('--cloud', '--stock-nova', '--activation',
                   'location-first'), ('--activation', '--stock-nova'))):
             proc = self.serve(*args)

@@ -50,6 +50,23 @@ def _auth(keystone_url, username, password, project='service'):
     ])
 
 
+def plugin_cli_conf(keystone_url, password):
+    """The plugin's own config file for its CLI against this cloud.
+
+    ``probe``, ``audit`` (with Cinder checks and ``--fix``) and the others
+    as the cloud's admin: ``[snapshot_ext_glance]`` and
+    ``[snapshot_ext_cinder]`` with password auth through the catalog;
+    ``[snapshot_ext] driver = fake`` (the cloud's nova-compute runs Nova's
+    fake virt driver).
+    """
+    admin = _auth(keystone_url, 'admin', password, project='admin')
+    return render_ini(collections.OrderedDict([
+        ('snapshot_ext', {'driver': 'fake'}),
+        ('snapshot_ext_glance', admin),
+        ('snapshot_ext_cinder', admin),
+    ]))
+
+
 def _authtoken(keystone_url, username, password):
     section = _auth(keystone_url, username, password)
     section['www_authenticate_uri'] = keystone_url

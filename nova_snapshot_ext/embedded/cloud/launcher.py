@@ -57,6 +57,8 @@ TEMPLATE_VERSION = 1
 PASSWORD = keystone_mod.PASSWORD
 REGION = 'RegionOne'
 START_TIMEOUT = 180.0
+#: Seconds gunicorn keeps an idle client connection open.
+KEEP_ALIVE = 30
 COMPUTE_TIMEOUT = 180.0
 #: Service users: admin and service on the ``service`` project.
 SERVICE_USERS = ('nova', 'cinder', 'glance', 'placement')
@@ -180,6 +182,7 @@ class Cloud(object):
         self.timings = {}
         self.warm = False
         self.tempest_conf = None
+        self.plugin_conf = None
         self._watchdog = None
 
     # ------------------------------------------------------------------
@@ -325,6 +328,7 @@ class Cloud(object):
         self._step('discover', self._discover_compute)
         self._step('resources', self._make_resources)
         self.tempest_conf = self.write_tempest_conf()
+        self.plugin_conf = self.write_plugin_conf()
 
     # ------------------------------------------------------------------
     # pieces
@@ -373,6 +377,10 @@ class Cloud(object):
                '--workers', '1', '--worker-class', 'gthread',
                '--threads', str(threads), '--timeout', '300',
                '--graceful-timeout', '5', '--no-control-socket',
+               # gunicorn closes an idle kept-alive connection after 2 s
+               # by default: a client polling every 2 s reuses it as it
+               # closes and gets a reset.  Longer than any poll here.
+               '--keep-alive', str(KEEP_ALIVE),
                '--worker-tmp-dir', directory, '--chdir', directory,
                '--name', 'cloud-%s-%d' % (name, port)]
         if pythonpath:
@@ -871,6 +879,16 @@ class Cloud(object):
                 location_url=self.location_url))
         return path
 
+    def write_plugin_conf(self):
+        """Write ``<dir>/nova-snapshot-ext.conf`` for the plugin's CLI.
+
+        :returns: its path (``--config-file`` of ``probe``, ``audit``...).
+        """
+        path = os.path.join(self.base_dir, 'nova-snapshot-ext.conf')
+        with open(path, 'w') as fh:
+            fh.write(config.plugin_cli_conf(self.keystone_url, PASSWORD))
+        return path
+
     def credentials(self):
         """OS_* variables for the admin and the member (demo) user.
 
@@ -904,6 +922,7 @@ class Cloud(object):
                 'network')},
             'credentials': self.credentials(),
             'tempest_conf': self.tempest_conf,
+            'plugin_conf': self.plugin_conf,
             'flavors': self.ids.get('flavors', {}),
             'images': self.ids.get('images', {}),
             'pids': {s.name: s.pid for s in self.procs.services

@@ -129,3 +129,30 @@ class VenvTest(testtools.TestCase):
         rel = venv.release()
         self.assertTrue(rel.dirname.startswith('cloud-'))
         self.assertEqual('nova==34.0.0', rel.requirements()[0])
+
+
+class PluginCliConfTest(testtools.TestCase):
+    """The cloud's nova-snapshot-ext.conf loads as the CLI loads it."""
+
+    def test_glance_and_cinder_auth_load(self):
+        import tempfile
+
+        from keystoneauth1 import loading as ks_loading
+        from oslo_config import cfg
+
+        from nova_snapshot_ext import opts
+
+        text = config.plugin_cli_conf('http://127.0.0.1:20001/v3', 's3cret')
+        with tempfile.NamedTemporaryFile('w', suffix='.conf') as fh:
+            fh.write(text)
+            fh.flush()
+            conf = cfg.ConfigOpts()
+            opts.register_opts(conf)
+            opts.register_cinder_opts(conf)
+            conf([], default_config_files=[fh.name])
+        self.assertEqual('fake', conf.snapshot_ext.driver)
+        for group in (opts.GLANCE_GROUP, opts.CINDER_GROUP):
+            auth = ks_loading.load_auth_from_conf_options(conf, group)
+            self.assertEqual('http://127.0.0.1:20001/v3', auth.auth_url)
+            self.assertEqual('admin', getattr(conf, group).username)
+            self.assertEqual('admin', getattr(conf, group).project_name)
