@@ -262,6 +262,14 @@ class TestDevstackLayoutActivationFailure(DevstackCellsMixin,
     def setUp(self):
         super().setUp()
         self.flags(volume_backed_backups=True, group='snapshot_ext')
+        # Glance's server closes the connection of a failed upload; the
+        # plugin's next read may pick that connection from the pool and
+        # meet the reset.  With no retry (keystoneauth's default) that
+        # read's outcome is unknown and the image is rightly left in
+        # place (and with it the volume snapshots): a deployment sets
+        # [glance] connect_retries, which the plugin honours.  Set here so
+        # that the tests judge the "every image deleted" path every time.
+        self.flags(connect_retries=2, group='glance')
 
     def _break_glance_store(self):
         # The shared Glance's file store can no longer write: its images
