@@ -57,8 +57,6 @@ TEMPLATE_VERSION = 1
 PASSWORD = keystone_mod.PASSWORD
 REGION = 'RegionOne'
 START_TIMEOUT = 180.0
-#: Seconds gunicorn keeps an idle client connection open.
-KEEP_ALIVE = 30
 COMPUTE_TIMEOUT = 180.0
 #: Service users: admin and service on the ``service`` project.
 SERVICE_USERS = ('nova', 'cinder', 'glance', 'placement')
@@ -377,10 +375,6 @@ class Cloud(object):
                '--workers', '1', '--worker-class', 'gthread',
                '--threads', str(threads), '--timeout', '300',
                '--graceful-timeout', '5', '--no-control-socket',
-               # gunicorn closes an idle kept-alive connection after 2 s
-               # by default: a client polling every 2 s reuses it as it
-               # closes and gets a reset.  Longer than any poll here.
-               '--keep-alive', str(KEEP_ALIVE),
                '--worker-tmp-dir', directory, '--chdir', directory,
                '--name', 'cloud-%s-%d' % (name, port)]
         if pythonpath:
