@@ -333,8 +333,7 @@ def _volume_ids(loaded: tuple[ty.Any, ty.Any] | None) -> set[str] | None:
     """The volume ids of a loaded server's mappings, or None."""
     if loaded is None:
         return None
-    return {bdm.volume_id for bdm in loaded[1]
-            if not bdm.no_device and bdm.is_volume}
+    return {bdm.volume_id for bdm in volumes_mod.volume_mappings(loaded[1])}
 
 
 def _failed(context: ty.Any, sent: dict[str, ty.Any],

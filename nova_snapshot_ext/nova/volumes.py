@@ -86,7 +86,7 @@ class VolumeSnapshots:
         self.action = action
         self.rpc = api.compute_rpcapi
         self.cinder = api.volume_api
-        self.volumes = [b for b in bdms if not b.no_device and b.is_volume]
+        self.volumes = volume_mappings(bdms)
         #: Ids of the volume snapshots taken, in the order of
         #: :attr:`volumes`.
         self.snapshot_ids: list[str] = []
@@ -204,6 +204,14 @@ class VolumeSnapshots:
     def volume_ids(self) -> set[str]:
         """The ids of the server's volumes."""
         return {bdm.volume_id for bdm in self.volumes}
+
+
+def volume_mappings(bdms: ty.Iterable[ty.Any]) -> list[ty.Any]:
+    """The volume mappings of a ``BlockDeviceMappingList``.
+
+    Nova snapshots each of these, in this order.
+    """
+    return [bdm for bdm in bdms if not bdm.no_device and bdm.is_volume]
 
 
 def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
