@@ -254,6 +254,18 @@ def _tee(cmd, cwd, env, log_path):
         return proc.wait()
 
 
+def _print_box_errors(errors):
+    """The box's ERROR lines written while the tests ran (a failed run)."""
+    print("== errors in the box's logs while the tests ran (the last "
+          "lines of each)")
+    for name, text in sorted(errors.items()):
+        print('%s:' % name)
+        for line in text.splitlines():
+            print('    ' + line[:300])
+    if not errors:
+        print('(none)')
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
@@ -309,8 +321,11 @@ def main(argv=None):
         cmd += regexes
         print('== %s (in %s)' % (' '.join(cmd), run_dir), flush=True)
         tests_started = time.monotonic()
+        marks = cloud.procs.log_marks() if cloud is not None else None
         rc = _tee(cmd, run_dir, env, os.path.join(run_dir, 'stestr.log'))
         seconds = round(time.monotonic() - tests_started, 1)
+        if rc != 0 and marks is not None:
+            _print_box_errors(cloud.procs.errors_since(marks, lines=5))
     finally:
         if cloud is not None:
             cloud.stop()

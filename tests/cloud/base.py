@@ -29,6 +29,7 @@ import tempfile
 import threading
 
 import fixtures
+from testtools import content as testtools_content
 
 from nova_snapshot_ext.embedded.cloud import client
 from nova_snapshot_ext.embedded.cloud import launcher
@@ -82,6 +83,26 @@ def _stop_all():
 
 
 atexit.register(_stop_all)
+
+
+def attach_errors_on_failure(test, cloud):
+    """When ``test`` fails, attach its cloud's error lines as details.
+
+    One detail per service log (``errors in <name>.log``): the ERROR and
+    CRITICAL lines written from now until the failure.  A running cloud
+    given by its JSON has no logs here: nothing is attached.
+    """
+    procs = getattr(cloud, 'procs', None)
+    if procs is None:
+        return
+    marks = procs.log_marks()
+
+    def attach(exc_info):
+        for name, text in sorted(procs.errors_since(marks).items()):
+            test.addDetail('errors in ' + name,
+                           testtools_content.text_content(text))
+
+    test.addOnException(attach)
 
 
 def skip_unless_cloud(test, profile, plugin=True, activation='upload',

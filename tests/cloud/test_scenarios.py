@@ -56,6 +56,7 @@ class _Cloud(object):
         self.cloud = self.useFixture(base.CloudFixture(
             self.profile, self.plugin, self.activation,
             self.glance_proxy)).cloud
+        base.attach_errors_on_failure(self, self.cloud)
         self.demo = base.Api(self.cloud, 'demo')
         self.admin = base.Api(self.cloud, 'admin')
 

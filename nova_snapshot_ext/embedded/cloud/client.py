@@ -50,8 +50,15 @@ class Api(object):
     def project_path(self, path):
         return '/%s%s' % (self.session.get_project_id(), path)
 
-    def wait(self, what, fetch, done, failed=(), timeout=WAIT):
-        """Poll ``fetch()`` until ``done(value)``; fail on ``failed``."""
+    def wait(self, what, fetch, done, failed=(), timeout=WAIT, why=None):
+        """Poll ``fetch()`` until ``done(value)``; fail on ``failed``.
+
+        :param why: called with the value when its status is in
+            ``failed``; what it returns (text) ends the message.
+        :returns: the value ``done`` accepted.
+        :raises AssertionError: on a ``failed`` status, or after
+            ``timeout`` seconds.
+        """
         deadline = time.monotonic() + timeout
         value = None
         while time.monotonic() < deadline:
@@ -60,7 +67,8 @@ class Api(object):
                 return value
             status = value.get('status') if isinstance(value, dict) else None
             if status in failed:
-                raise AssertionError('%s is %s: %s' % (what, status, value))
+                raise AssertionError('%s is %s: %s%s' % (
+                    what, status, value, why(value) if why else ''))
             time.sleep(0.5)
         raise AssertionError('%s not done after %.0f s: %s' % (
             what, timeout, value))
@@ -79,7 +87,22 @@ class Api(object):
         return self.wait('volume %s' % vol['id'],
                          lambda: self.volume(vol['id']),
                          lambda v: v['status'] == 'available',
-                         failed=('error',))
+                         failed=('error',), why=self._cinder_says)
+
+    def _cinder_says(self, resource):
+        """Cinder's user messages about a resource, as text ('' if none).
+
+        ``GET /v3/{project_id}/messages`` (volume API 3.3): where Cinder
+        says why a volume or snapshot went to ``error``.
+        """
+        resp = self.call('cinder', 'GET', self.project_path('/messages'),
+                         microversion='volume 3.3', ok=None)
+        if resp.status_code != 200:
+            return '; Cinder messages: HTTP %s' % resp.status_code
+        said = ['%s (%s)' % (m.get('user_message'), m.get('event_id'))
+                for m in resp.json().get('messages', ())
+                if m.get('resource_uuid') == resource.get('id')]
+        return '; Cinder messages: %s' % ('; '.join(said) or 'none')
 
     def snapshot(self, snapshot_id, ok=(200,)):
         resp = self.call('cinder', 'GET', self.project_path(

@@ -698,6 +698,7 @@ class Cloud(object):
             os.path.join(self.base_dir, 'glance'), **kwargs)
         self.glance.profile_name = self.profile
         self.glance.start()
+        self.procs.other_logs.append(self.glance.log_file)
 
     def _start_cinder(self):
         cdir = os.path.join(self.base_dir, 'cinder')

@@ -17,8 +17,10 @@ a log file of the cloud's directory; :meth:`Processes.stop_all` ends them
 in reverse start order, SIGTERM then SIGKILL to the whole group.
 """
 
+import collections
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -33,6 +35,10 @@ from nova_snapshot_ext.embedded import watchdog
 #: Linux): a listener there can collide with a client socket.
 PORT_RANGE = (20000, 32000)
 STOP_TIMEOUT = 15.0
+#: At most this many error lines per log in :meth:`Processes.errors_since`.
+ERROR_LINES = 20
+#: An oslo.log line at ERROR or CRITICAL (``<time> <pid> ERROR <logger>``).
+_ERROR_LINE = re.compile(rb' \d+ (ERROR|CRITICAL) ')
 
 
 #: The file of process group ids a watchdog ends if the launcher dies.
@@ -192,6 +198,9 @@ class Processes(object):
         self.log_dir = os.path.join(base_dir, 'logs')
         os.makedirs(self.log_dir, exist_ok=True)
         self.services = []
+        #: Logs kept outside :attr:`log_dir` (a service started by its
+        #: own launcher, e.g. Glance) that :meth:`log_marks` reads too.
+        self.other_logs = []
 
     def log_path(self, name):
         return os.path.join(self.log_dir, name + '.log')
@@ -311,3 +320,40 @@ class Processes(object):
 
     def pids(self):
         return [s.pid for s in self.services if s.running()]
+
+    def log_marks(self):
+        """Where every log ends now: ``{log path: size in bytes}``."""
+        marks = {}
+        paths = [os.path.join(self.log_dir, name)
+                 for name in sorted(os.listdir(self.log_dir))]
+        for path in paths + self.other_logs:
+            try:
+                marks[path] = os.path.getsize(path)
+            except OSError:
+                pass
+        return marks
+
+    def errors_since(self, marks, lines=ERROR_LINES):
+        """The ERROR and CRITICAL lines the logs gained since ``marks``.
+
+        :param marks: a :meth:`log_marks` result (a log not in it is read
+            from its start).
+        :param lines: at most this many lines per log, the last ones.
+        :returns: ``{log file name: text}``, only logs with such lines;
+            oslo.log writes a logged traceback as such lines too.
+        """
+        found = {}
+        for path in self.log_marks():
+            start = marks.get(path, 0)
+            kept = collections.deque(maxlen=lines)
+            try:
+                with open(path, 'rb') as fh:
+                    fh.seek(start)
+                    for raw in fh:
+                        if _ERROR_LINE.search(raw):
+                            kept.append(raw.decode('utf-8', 'replace'))
+            except OSError:
+                continue
+            if kept:
+                found[os.path.basename(path)] = ''.join(kept)
+        return found

@@ -14,8 +14,10 @@
 stand-in's answers (no service runs)."""
 
 import configparser
+import os
 import random
 
+import fixtures
 import testtools
 
 from nova_snapshot_ext.embedded.cloud import config
@@ -156,3 +158,53 @@ class PluginCliConfTest(testtools.TestCase):
             self.assertEqual('http://127.0.0.1:20001/v3', auth.auth_url)
             self.assertEqual('admin', getattr(conf, group).username)
             self.assertEqual('admin', getattr(conf, group).project_name)
+
+
+class ErrorLinesTest(testtools.TestCase):
+    """What a failed cloud test attaches: error lines since a mark."""
+
+    LINE = '2026-12-03 05:33:40.123 %d %s cinder.volume.manager [-] %s\n'
+
+    def setUp(self):
+        super().setUp()
+        self.base = self.useFixture(fixtures.TempDir()).path
+        self.procs = process.Processes(self.base)
+        self.other = os.path.join(self.base, 'glance.log')
+        self.procs.other_logs.append(self.other)
+
+    def _write(self, path, *lines):
+        with open(path, 'a') as fh:
+            fh.writelines(lines)
+
+    def test_only_errors_written_after_the_mark(self):
+        volume = self.procs.log_path('cinder-volume')
+        self._write(volume, self.LINE % (7, 'ERROR', 'before the mark'))
+        self._write(self.other, self.LINE % (8, 'ERROR', 'glance before'))
+        marks = self.procs.log_marks()
+        self._write(volume,
+                    self.LINE % (7, 'INFO', 'an info line'),
+                    self.LINE % (7, 'ERROR', 'Traceback (most recent)'),
+                    self.LINE % (7, 'CRITICAL', 'the cause'),
+                    'a line with ERROR in its text only\n')
+        self._write(self.procs.log_path('nova-api'),
+                    self.LINE % (9, 'WARNING', 'a warning'))
+        self._write(self.other, self.LINE % (8, 'ERROR', 'glance after'))
+        self.assertEqual({
+            'cinder-volume.log': (
+                self.LINE % (7, 'ERROR', 'Traceback (most recent)') +
+                self.LINE % (7, 'CRITICAL', 'the cause')),
+            'glance.log': self.LINE % (8, 'ERROR', 'glance after'),
+        }, self.procs.errors_since(marks))
+
+    def test_a_log_new_since_the_mark_is_read_whole_and_capped(self):
+        marks = self.procs.log_marks()
+        lines = [self.LINE % (3, 'ERROR', 'line %d' % n) for n in range(30)]
+        self._write(self.procs.log_path('nova-compute'), *lines)
+        self.assertEqual({'nova-compute.log': ''.join(lines[-5:])},
+                         self.procs.errors_since(marks, lines=5))
+
+    def test_nothing_when_no_error(self):
+        marks = self.procs.log_marks()
+        self._write(self.procs.log_path('nova-api'),
+                    self.LINE % (9, 'INFO', 'fine'))
+        self.assertEqual({}, self.procs.errors_since(marks))

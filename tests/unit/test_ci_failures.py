@@ -1,0 +1,102 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``.ci/failures.py``: why each test failed, from stestr's output."""
+
+import importlib.util
+import os
+
+import testtools
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location(
+    'ci_failures', os.path.join(ROOT, '.ci', 'failures.py'))
+failures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(failures)
+
+LOG = """\
+{0} tests.a.TestA.test_ok [0.1s] ... ok
+{1} tests.cloud.T.test_volume [43.2s] ... FAILED
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    Traceback (most recent call last):
+
+      File "x.py", line 1, in test_volume
+    raise AssertionError('volume v is error: ...')
+
+    AssertionError: volume v is error: {'id': 'v'}; Cinder messages: none
+
+
+Captured errors in cinder-volume.log:
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    2026-12-03 04:01:02.000 7 ERROR cinder.volume.manager [-] one
+    2026-12-03 04:01:02.000 7 ERROR cinder.volume.manager [-] two
+
+Captured pythonlogging:
+~~~~~~~~~~~~~~~~~~~~~~~
+    DEBUG [keystoneauth.session] RESP: [200]
+
+{0} tests.b.TestB.test_match [0.2s] ... FAILED
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    Traceback (most recent call last):
+    testtools.matchers._impl.MismatchError: !=:
+    reference = ['a']
+    actual    = ['b']
+    extra line
+
+
+{0} tests.b.TestB.test_next [0.2s] ... ok
+
+==============================
+Failed 2 tests - output below:
+==============================
+
+tests.cloud.T.test_volume
+-------------------------
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    AssertionError: printed again in the summary
+"""
+
+
+class FailuresTest(testtools.TestCase):
+
+    def test_each_failure_with_its_exception_and_service_errors(self):
+        found = failures.failures(LOG.splitlines(True))
+        self.assertEqual(['tests.cloud.T.test_volume',
+                          'tests.b.TestB.test_match'],
+                         [test_id for test_id, _ in found])
+        self.assertEqual([
+            'tests.cloud.T.test_volume',
+            "    AssertionError: volume v is error: {'id': 'v'}; "
+            "Cinder messages: none",
+            '    errors in cinder-volume.log:',
+            '      2026-12-03 04:01:02.000 7 ERROR cinder.volume.manager '
+            '[-] one',
+            '      2026-12-03 04:01:02.000 7 ERROR cinder.volume.manager '
+            '[-] two',
+            'tests.b.TestB.test_match',
+            "    testtools.matchers._impl.MismatchError: !=: | "
+            "reference = ['a'] | actual    = ['b']",
+        ], failures.summary(found))
+
+    def test_a_failure_without_traceback_is_still_named(self):
+        found = failures.failures(
+            ['{0} tests.c.T.test_x [1.0s] ... FAILED\n', '\n'])
+        self.assertEqual(['tests.c.T.test_x',
+                          '    (no traceback captured)'],
+                         failures.summary(found))
