@@ -22,6 +22,7 @@ says) and dumps every option value (``[DEFAULT] log_options``, with
 ``debug = true`` so the dump reaches the log).  Only 127.0.0.1 is used.
 """
 
+import atexit
 import os
 import shutil
 import socket
@@ -80,6 +81,8 @@ class TestNovaApiUnderGunicorn(testtools.TestCase):
         if 'dir' not in _db_template:
             # nova-manage api_db sync + db sync once (about 30 s).
             where = tempfile.mkdtemp(prefix='nova-db-template-')
+            # Shared by this process's tests: removed when it exits.
+            atexit.register(shutil.rmtree, where, True)
             with open(os.path.join(where, 'nova.conf'), 'w') as f:
                 f.write(NOVA_CONF.format(dir=where, extra=''))
             manage = os.path.join(os.path.dirname(sys.executable),
