@@ -104,6 +104,28 @@ STATUS_OPTS = [
 ]
 
 
+#: The Glance check when ``[snapshot_ext_glance]`` names no way to Glance.
+_NO_OWN_ACCESS = (
+    'not checked: [%(group)s] sets neither auth_type nor endpoint_override, '
+    'so this command cannot reach Glance. nova-api does not need them with '
+    '[%(nova)s] glance_connection = nova (now: %(connection)s): it reaches '
+    "Glance through Nova's [glance] with each user's token. To check "
+    "Glance's formats, quotas and location API from here (and for probe, "
+    'snapshot and audit), set [%(group)s] auth_type and its options, e.g. '
+    'password with auth_url, username, password, project_name')
+
+
+def _nova_uses_own_access(conf: cfg.ConfigOpts) -> bool:
+    """nova-api reads ``[snapshot_ext_glance]``'s auth at start-up.
+
+    With ``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``
+    the filter loads that session when nova-api starts; an unusable one
+    makes the plugin step aside.
+    """
+    return (conf[nova_conf.GROUP].glance_connection ==
+            nova_conf.CONNECTION_PLUGIN)
+
+
 def _nova_importable() -> bool:
     try:
         import nova  # noqa: F401
@@ -153,11 +175,19 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
     # --- configuration ----------------------------------------------------
 
     def _check_options(self) -> Result:
+        # Every group's values, [snapshot_ext_nova] too, as the paste
+        # filter judges them: all the bad ones at once.
+        bad = nova_conf.invalid_values(self.conf)
+        if bad:
+            return Result(Code.FAILURE, '; '.join(bad))
         try:
             service_mod.check_options(self.conf)
             checks.check_option_values(self.conf)
-            checks.check_auth_configuration(self.conf)
-            checks.check_option_values(self.conf)
+            # The auth plugin when one is set, or when nova-api reads it
+            # at start-up; else the Glance check says what it could not do.
+            if glance_mod.own_access(self.conf) or _nova_uses_own_access(
+                    self.conf):
+                checks.check_auth_configuration(self.conf)
         except (exception.SnapshotExtException, checks.CLIError,
                 cfg.Error) as err:
             # A misspelled section is often why an option is missing: the
@@ -165,11 +195,6 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
             hints = checks.section_hints(self.conf)
             return Result(Code.FAILURE, _message(err) + (
                 '; %s' % '; '.join(hints) if hints else ''))
-        # Every group's values, [snapshot_ext_nova] too (registered only
-        # inside nova-api), as the paste filter judges them.
-        bad = nova_conf.invalid_values(self.conf)
-        if bad:
-            return Result(Code.FAILURE, '; '.join(bad))
         found = checks.config_files(self.conf)
         valid = 'every option valid (read from %s)' % (
             ', '.join(found) if found else 'defaults only: no file')
@@ -238,6 +263,8 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
     # --- Glance -------------------------------------------------------------
 
     def _connect(self) -> glance_mod.GlanceClient | None:
+        if not glance_mod.own_access(self.conf):
+            return None
         if self._glance is None and self._glance_error is None:
             try:
                 self._glance = checks.connect(self.conf)
@@ -261,6 +288,9 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         return self._info
 
     def _unchecked(self) -> Result:
+        if not glance_mod.own_access(self.conf):
+            return Result(Code.WARNING, 'not checked: this command has no '
+                          'way to Glance (see the Glance check)')
         if self._plan_error:
             return Result(Code.FAILURE, 'not checked: no activation plan '
                           'can be made: %s' % self._plan_error)
@@ -268,6 +298,10 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                       'the Glance check)')
 
     def _check_glance(self) -> Result:
+        if not glance_mod.own_access(self.conf):
+            return Result(Code.WARNING, _NO_OWN_ACCESS % {
+                'group': opts.GLANCE_GROUP, 'nova': nova_conf.GROUP,
+                'connection': self.conf[nova_conf.GROUP].glance_connection})
         glance = self._connect()
         if glance is None:
             return Result(Code.FAILURE, self._glance_error)
@@ -499,6 +533,8 @@ def new_conf() -> cfg.ConfigOpts:
     """The console script's options plus this command's own."""
     conf = cmd_main.new_conf(cli=False)
     conf.register_cli_opts(STATUS_OPTS)
+    # nova-api's options too: nova.conf is this command's usual file.
+    nova_conf.register_opts(conf)
     return conf
 
 

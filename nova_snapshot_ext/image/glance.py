@@ -358,6 +358,21 @@ def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
             auth_type, _reason(err)))
 
 
+def own_access(conf: cfg.ConfigOpts) -> bool:
+    """Whether ``[snapshot_ext_glance]`` names a way to Glance of its own.
+
+    An auth plugin (``auth_type``, or ``auth_section``) or
+    ``endpoint_override`` is set.  Without any, :func:`load_session`
+    refuses, and so do the standalone commands and nova-api with
+    ``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``;
+    nova-api with the default ``glance_connection = nova`` reaches Glance
+    through Nova's ``[glance]`` and needs neither.
+    """
+    group = conf[opts.GLANCE_GROUP]
+    return bool(group.auth_type or group.auth_section or
+                group.endpoint_override)
+
+
 def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     """One keystoneauth1 session from ``[snapshot_ext_glance]``.
 

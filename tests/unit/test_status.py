@@ -242,9 +242,19 @@ class TestOptionsCheck(StatusCase):
         self.assertIn('auth_type', result.details)
 
     def test_misspelled_section_failure_says_did_you_mean(self):
+        # Where nova-api needs [snapshot_ext_glance], its missing auth is
+        # a failure and the misspelled section is named as the likely why.
+        result = self.checks('[snapshot_ext_glace]\nauth_type = password\n'
+                             '[snapshot_ext_nova]\nglance_connection = '
+                             'snapshot_ext_glance\n')._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
+                      '[snapshot_ext_glance]?)', result.details)
+        # Elsewhere nothing requires it (the Glance check says what it
+        # could not check): the misspelling alone is a warning.
         result = self.checks('[snapshot_ext_glace]\nauth_type = password\n'
                              )._check_options()
-        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertEqual(status.Code.WARNING, result.code)
         self.assertIn('unknown section [snapshot_ext_glace] (did you mean '
                       '[snapshot_ext_glance]?)', result.details)
 
@@ -669,3 +679,49 @@ class TestLocationApiCheck(StatusCase):
         new = self.result('new')
         self.assertEqual(status.Code.FAILURE, new.code)
         self.assertIn('Upgrade Glance to 29 or later', new.details)
+
+
+class TestWithoutOwnGlanceAccess(StatusCase):
+    """nova.conf as nova-api reads it: no [snapshot_ext_glance] auth."""
+
+    NOVA_CONF = '[glance]\napi_servers = http://127.0.0.1:9292\n'
+
+    def test_nova_connection_needs_none_and_glance_is_not_checked(self):
+        for extra in ('', '[snapshot_ext_nova]\nglance_connection = nova\n'):
+            with self.subTest(extra=extra):
+                checks = self.checks(self.NOVA_CONF + extra)
+                result = checks._check_options()
+                self.assertEqual(status.Code.SUCCESS, result.code,
+                                 result.details)
+                result = checks._check_glance()
+                self.assertEqual(status.Code.WARNING, result.code)
+                for words in ('not checked', '[snapshot_ext_glance] sets '
+                              'neither auth_type nor endpoint_override',
+                              'glance_connection = nova (now: nova)',
+                              'set [snapshot_ext_glance] auth_type'):
+                    self.assertIn(words, result.details)
+                # The checks that need Glance say so, as warnings.
+                for name, check in checks._upgrade_checks:
+                    if name in ("'raw' allowed",
+                                'Glance API 2.17 (location activation)'):
+                        result = check(checks)
+                        self.assertEqual(status.Code.WARNING, result.code,
+                                         name)
+                        self.assertIn('not checked', result.details)
+
+    def test_plugin_connection_without_access_fails_naming_auth_type(self):
+        # nova-api loads [snapshot_ext_glance] at start-up in this mode and
+        # steps aside when it cannot (tests/nova/test_bad_options.py).
+        result = self.checks(
+            self.NOVA_CONF + '[snapshot_ext_nova]\n'
+            'glance_connection = snapshot_ext_glance\n')._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('[snapshot_ext_glance] auth_type', result.details)
+        self.assertIn('no auth plugin and no endpoint_override',
+                      result.details)
+
+    def test_an_auth_plugin_set_is_judged_in_either_mode(self):
+        result = self.checks(self.NOVA_CONF + '[snapshot_ext_glance]\n'
+                             'auth_type = nosuchplugin\n')._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn('auth_type', result.details)
