@@ -544,6 +544,26 @@ def new_conf() -> cfg.ConfigOpts:
 EXIT_ERROR = 255
 
 
+def refuse_unknown_action(argv: list[str]) -> None:
+    """Refuse ``upgrade <word>`` unless the word is ``check``.
+
+    oslo.upgradecheck takes any word in that place (its ``check`` is a
+    positional argument, not a choice): ``upgrade chek`` would run the
+    checks as if nothing were wrong.
+
+    :raises CLIError: naming the word and the one action.
+    """
+    if 'upgrade' not in argv:
+        return
+    rest = argv[argv.index('upgrade') + 1:]
+    words = [arg for arg in rest if not arg.startswith('-')]
+    if words and words[0] != 'check':
+        raise checks.CLIError(
+            "unknown action %r after 'upgrade' (the one action is "
+            "'check': %s upgrade check [--json])" % (words[0], PROG),
+            checks.EXIT_INPUT)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``nova-snapshot-ext-status [--version] upgrade check [--json]``.
 
@@ -560,6 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     upgradecheck.register_cli_options(conf, UpgradeChecks(conf))
     try:
         cmd_main.refuse_unknown_globals(conf, argv, ('upgrade',), PROG)
+        refuse_unknown_action(argv)
         cmd_main.refuse_blank_globals(conf, argv)
         cmd_main.check_config_args(argv)
         conf(args=argv, project=cmd_main.PROJECT, prog=PROG,

@@ -523,6 +523,20 @@ class TestMain(base.TestCase):
                                            'check']))
         self.assertIn('--logfile must not be empty', stderr.getvalue())
 
+    def test_an_action_other_than_check_is_refused(self):
+        # oslo.upgradecheck takes any word after 'upgrade' as its check.
+        stderr = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        for argv in (['upgrade', 'chek'], ['upgrade', '--json', 'checks'],
+                     ['upgrade', 'status', 'check']):
+            self.assertEqual(255, status.main(argv), argv)
+        self.assertIn("unknown action 'chek' after 'upgrade'",
+                      stderr.getvalue())
+        self.assertIn("'checks'", stderr.getvalue())
+        self.assertEqual('', stdout.getvalue())
+
     def test_version_and_help(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
             'sys.stdout', io.StringIO())).new_value
