@@ -140,6 +140,23 @@ def exit_code_text() -> str:
         '%d %s' % (code, text) for code, text in checks.EXIT_CODES)
 
 
+def _project_id(value: str) -> str:
+    """argparse type of ``--owner``: a Keystone project id as given.
+
+    A project id holds no white space; one with it (``' abc '`` pasted
+    with its spaces) would match no image and the audit would report a
+    clean cloud.
+
+    :raises argparse.ArgumentTypeError: the value holds white space.
+    """
+    import argparse
+
+    if value.strip() and any(c.isspace() for c in value):
+        raise argparse.ArgumentTypeError(
+            '%r is not a project id: it holds white space' % value)
+    return value
+
+
 def _package_path(path: str) -> str:
     """``path`` relative to the package's parent (no build-machine path).
 
@@ -204,7 +221,7 @@ def add_commands(subparsers: ty.Any) -> None:
                    'inspect (default: 1048576)')
     p.add_argument('--page-size', type=int, metavar='N', default=None,
                    help='images per GET /v2/images page (default: 200)')
-    p.add_argument('--owner', metavar='PROJECT_ID',
+    p.add_argument('--owner', metavar='PROJECT_ID', type=_project_id,
                    help='only images owned by this project')
     shown = p.add_mutually_exclusive_group()
     shown.add_argument('--progress', dest='progress', action='store_true',

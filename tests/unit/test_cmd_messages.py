@@ -89,6 +89,17 @@ class TestBlankValues(base.TestCase):
                     self.assertIn('error: %s must not be empty' % (
                         name or action.metavar), self.stderr.getvalue())
 
+    def test_owner_blank_or_with_white_space_is_refused(self):
+        for value, words in (('', '--owner must not be empty'),
+                             ('  ', '--owner must not be empty'),
+                             (' abc ', "' abc ' is not a project id"),
+                             ('ab c', "'ab c' is not a project id")):
+            self.stderr.seek(0)
+            self.stderr.truncate()
+            self.assertEqual(2, main.main(['audit', '--owner', value]),
+                             value)
+            self.assertIn(words, self.stderr.getvalue())
+
     def test_global_options(self):
         for name in ('--log-file', '--log-dir', '--config-dir',
                      '--config-file'):
