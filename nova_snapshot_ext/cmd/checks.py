@@ -132,10 +132,26 @@ def clean_message(text: str) -> str:
 
 
 def _group_value(conf: cfg.ConfigOpts, name: str) -> ty.Any:
+    """An option of ``[snapshot_ext_glance]``, else of its auth_section.
+
+    keystoneauth1 reads the auth plugin and its options from the group
+    ``auth_section`` names when it is set.
+    """
+    groups = [opts.GLANCE_GROUP]
     try:
-        return conf[opts.GLANCE_GROUP][name]
+        if conf[opts.GLANCE_GROUP].auth_section:
+            groups.append(conf[opts.GLANCE_GROUP].auth_section)
     except (cfg.NoSuchOptError, KeyError, AttributeError):
-        return None
+        pass
+    for group in groups:
+        try:
+            value = conf[group][name]
+        except (cfg.NoSuchOptError, cfg.NoSuchGroupError, KeyError,
+                AttributeError):
+            continue
+        if value is not None:
+            return value
+    return None
 
 
 #: Longest reason quoted from a library's exception (characters).
@@ -871,6 +887,43 @@ def config_files(conf: cfg.ConfigOpts) -> list[str]:
     return files
 
 
+def _parsed_files(conf: cfg.ConfigOpts
+                  ) -> ty.Iterator[tuple[str, configparser.RawConfigParser]]:
+    """Each readable file of :func:`config_files`, parsed as written.
+
+    Sections and keys as the operator wrote them, options this program
+    has not registered (an auth plugin's, a misspelled one) included.
+    """
+    for path in config_files(conf):
+        parser = configparser.RawConfigParser(
+            strict=False, default_section='\x00none')
+        try:
+            parser.read(path, encoding='utf-8')
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        yield path, parser
+
+
+def options_set(conf: cfg.ConfigOpts, group: str) -> list[str]:
+    """The option names given a value for ``group``, however spelled.
+
+    Keys of its section in the files (registered or not: an auth
+    plugin's options while ``auth_type`` is unset, a misspelled name)
+    and ``OS_<GROUP>__<OPTION>`` environment variables, as oslo.config
+    reads them.
+
+    :returns: sorted names, lower case, ``-`` read as ``_``.
+    """
+    names = set()
+    for _path, parser in _parsed_files(conf):
+        if parser.has_section(group):
+            names.update(parser.options(group))
+    prefix = 'OS_%s__' % group.upper()
+    names.update(key[len(prefix):] for key in os.environ
+                 if key.startswith(prefix))
+    return sorted({n.lower().replace('-', '_') for n in names})
+
+
 def known_groups() -> dict[str, set[str]]:
     """Every option group of the plugin, Nova's included -> option names."""
     from nova_snapshot_ext.nova import conf as nova_conf
@@ -892,13 +945,7 @@ def unknown_options(conf: cfg.ConfigOpts,
     """
     known_groups = set(groups)
     found: list[str] = []
-    for path in config_files(conf):
-        parser = configparser.RawConfigParser(
-            strict=False, default_section='\x00none')
-        try:
-            parser.read(path, encoding='utf-8')
-        except (configparser.Error, UnicodeDecodeError):
-            continue
+    for path, parser in _parsed_files(conf):
         for section in parser.sections():
             norm = section.lower()
             close = difflib.get_close_matches(norm, sorted(known_groups),

@@ -143,17 +143,20 @@ def exit_code_text() -> str:
 def _project_id(value: str) -> str:
     """argparse type of ``--owner``: a Keystone project id as given.
 
-    A project id holds no white space; one with it (``' abc '`` pasted
-    with its spaces) would match no image and the audit would report a
-    clean cloud.
+    A project id holds no white space and nothing invisible; one with
+    them (``' abc '`` pasted with its spaces, a zero-width space) would
+    match no image and the audit would report a clean cloud.
 
-    :raises argparse.ArgumentTypeError: the value holds white space.
+    :raises argparse.ArgumentTypeError: the value holds white space or a
+        character that does not print.
     """
     import argparse
 
-    if value.strip() and any(c.isspace() for c in value):
+    if value.strip() and not (value.isprintable() and
+                              not any(c.isspace() for c in value)):
         raise argparse.ArgumentTypeError(
-            '%r is not a project id: it holds white space' % value)
+            '%r is not a project id: it holds white space or an invisible '
+            'character' % value)
     return value
 
 
@@ -322,21 +325,25 @@ def _unknown_global_option(arg: str, known: set[str],
 
 def refuse_unknown_globals(conf: cfg.ConfigOpts, argv: list[str],
                            commands: ty.Collection[str],
-                           prog: str = PROG) -> None:
+                           prog: str = PROG) -> int | None:
     """Refuse an unknown or abbreviated option before the command.
 
     argparse reads ``--config-f`` as ``--config-file`` (and ``--api-p`` as
     ``--api-paste``), past the checks made on the full name (an empty
     value, a missing file).
 
+    :returns: the index in ``argv`` of the command (an option's value
+        that spells a command is not one), or None.
     :raises CLIError: exit 2, naming the option and the closest known one.
     """
     valued, flags = _global_option_names(conf)
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == '--' or arg in commands:
-            return
+        if arg == '--':
+            return None
+        if arg in commands:
+            return i
         if arg in valued:
             i += 2
             continue
@@ -344,6 +351,7 @@ def refuse_unknown_globals(conf: cfg.ConfigOpts, argv: list[str],
                 valued | flags):
             _unknown_global_option(arg, valued | flags, prog)
         i += 1
+    return None
 
 
 def hoist_global_options(conf: cfg.ConfigOpts,

@@ -18,17 +18,20 @@ Built on oslo.upgradecheck like ``nova-status`` and ``glance-status``: one
 result per check (Success, Warning, Failure), a table or ``--json``
 (``{"name", "checks": [{"check", "result": 0|1|2, "details"}]}``), and the
 highest result as the exit status: 0 every check passed, 1 at least one
-warning, 2 at least one failure (255: a check crashed, oslo.upgradecheck's
-own code).  Configuration is read as the ``nova-snapshot-ext`` command
-reads it (``--config-file``, ``--config-dir``, the default files; on a
-nova-api host, point ``--config-file`` at ``nova.conf``).
+warning, 2 at least one failure (255, oslo.upgradecheck's own code: no
+check result, e.g. a usage error, an unreadable file, a crash).
+Configuration is read as the ``nova-snapshot-ext`` command reads it
+(``--config-file``, ``--config-dir``, the default files; on a nova-api
+host, point ``--config-file`` at ``nova.conf``).
 
 The checks, in order (each decision has one home elsewhere; this module
 only asks and words the answer):
 
-* **Plugin options**: every option's value and the auth plugin
-  (:func:`nova_snapshot_ext.cmd.checks.check_configuration` without the
-  driver).
+* **Plugin options**: every option's value, and the
+  ``[snapshot_ext_glance]`` auth plugin where something needs it
+  (:func:`_own_access_needed`: not in a nova.conf that leaves that group
+  alone with ``glance_connection = nova``, where the Glance checks are
+  Warnings saying what was not checked).
 * **Snapshot driver**: configured (``[snapshot_ext] driver``), inferred from
   Nova's ``[DEFAULT] compute_driver``, or only guessed
   (:func:`nova_snapshot_ext.driver.choose_driver`; a guessed driver stamps
@@ -104,25 +107,33 @@ STATUS_OPTS = [
 ]
 
 
-#: The Glance check when ``[snapshot_ext_glance]`` names no way to Glance.
+#: The Glance check when ``[snapshot_ext_glance]`` is not configured and
+#: nothing needs it (:func:`_own_access_needed`).
 _NO_OWN_ACCESS = (
-    'not checked: [%(group)s] sets neither auth_type nor endpoint_override, '
-    'so this command cannot reach Glance. nova-api does not need them with '
-    '[%(nova)s] glance_connection = nova (now: %(connection)s): it reaches '
-    "Glance through Nova's [glance] with each user's token. To check "
-    "Glance's formats, quotas and location API from here (and for probe, "
-    'snapshot and audit), set [%(group)s] auth_type and its options, e.g. '
-    'password with auth_url, username, password, project_name')
+    'not checked: [%(group)s] is not configured (no auth_type, auth_section '
+    'or endpoint_override, no option at all), so this command cannot reach '
+    'Glance. nova-api does not need it with [%(nova)s] glance_connection = '
+    "nova, as here: it reaches Glance through Nova's [glance] with each "
+    "user's token. To check Glance's formats, quotas and location API from "
+    'here (as probe, snapshot and audit need), set [%(group)s] auth_type and '
+    'its options, e.g. password with auth_url, username, password, '
+    'project_name')
 
 
-def _nova_uses_own_access(conf: cfg.ConfigOpts) -> bool:
-    """nova-api reads ``[snapshot_ext_glance]``'s auth at start-up.
+def _own_access_needed(conf: cfg.ConfigOpts) -> bool:
+    """Whether ``[snapshot_ext_glance]`` must be a usable way to Glance.
 
-    With ``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``
-    the filter loads that session when nova-api starts; an unusable one
-    makes the plugin step aside.
+    The one rule of this command for it: yes when the group names an auth
+    plugin or endpoint (:func:`glance_mod.own_access`), when any option of
+    it is set at all (the standalone commands' configuration, perhaps
+    without ``auth_type``), or when nova-api loads it at start-up
+    (``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``).
+    No only for nova.conf that leaves the group alone with the default
+    ``glance_connection = nova``: nova-api never reads it then.
     """
-    return (conf[nova_conf.GROUP].glance_connection ==
+    return (glance_mod.own_access(conf) or
+            bool(checks.options_set(conf, opts.GLANCE_GROUP)) or
+            conf[nova_conf.GROUP].glance_connection ==
             nova_conf.CONNECTION_PLUGIN)
 
 
@@ -178,23 +189,22 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         # Every group's values, [snapshot_ext_nova] too, as the paste
         # filter judges them: all the bad ones at once.
         bad = nova_conf.invalid_values(self.conf)
-        if bad:
-            return Result(Code.FAILURE, '; '.join(bad))
         try:
-            service_mod.check_options(self.conf)
-            checks.check_option_values(self.conf)
-            # The auth plugin when one is set, or when nova-api reads it
-            # at start-up; else the Glance check says what it could not do.
-            if glance_mod.own_access(self.conf) or _nova_uses_own_access(
-                    self.conf):
-                checks.check_auth_configuration(self.conf)
+            if not bad:
+                service_mod.check_options(self.conf)
+                checks.check_option_values(self.conf)
+                # The auth plugin where something needs it; else the
+                # Glance check says what it could not check.
+                if _own_access_needed(self.conf):
+                    checks.check_auth_configuration(self.conf)
         except (exception.SnapshotExtException, checks.CLIError,
                 cfg.Error) as err:
+            bad = [_message(err)]
+        if bad:
             # A misspelled section is often why an option is missing: the
             # same "did you mean" probe prints.
-            hints = checks.section_hints(self.conf)
-            return Result(Code.FAILURE, _message(err) + (
-                '; %s' % '; '.join(hints) if hints else ''))
+            return Result(Code.FAILURE, '; '.join(
+                bad + checks.section_hints(self.conf)))
         found = checks.config_files(self.conf)
         valid = 'every option valid (read from %s)' % (
             ', '.join(found) if found else 'defaults only: no file')
@@ -263,7 +273,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
     # --- Glance -------------------------------------------------------------
 
     def _connect(self) -> glance_mod.GlanceClient | None:
-        if not glance_mod.own_access(self.conf):
+        if not _own_access_needed(self.conf):
             return None
         if self._glance is None and self._glance_error is None:
             try:
@@ -288,7 +298,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         return self._info
 
     def _unchecked(self) -> Result:
-        if not glance_mod.own_access(self.conf):
+        if not _own_access_needed(self.conf):
             return Result(Code.WARNING, 'not checked: this command has no '
                           'way to Glance (see the Glance check)')
         if self._plan_error:
@@ -298,10 +308,9 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                       'the Glance check)')
 
     def _check_glance(self) -> Result:
-        if not glance_mod.own_access(self.conf):
+        if not _own_access_needed(self.conf):
             return Result(Code.WARNING, _NO_OWN_ACCESS % {
-                'group': opts.GLANCE_GROUP, 'nova': nova_conf.GROUP,
-                'connection': self.conf[nova_conf.GROUP].glance_connection})
+                'group': opts.GLANCE_GROUP, 'nova': nova_conf.GROUP})
         glance = self._connect()
         if glance is None:
             return Result(Code.FAILURE, self._glance_error)
@@ -544,24 +553,40 @@ def new_conf() -> cfg.ConfigOpts:
 EXIT_ERROR = 255
 
 
-def refuse_unknown_action(argv: list[str]) -> None:
+#: What may follow ``upgrade`` besides the action.
+_ACTION_OPTIONS = ('--json', '-h', '--help')
+
+
+def refuse_unknown_action(argv: list[str], command: int | None) -> None:
     """Refuse ``upgrade <word>`` unless the word is ``check``.
 
     oslo.upgradecheck takes any word in that place (its ``check`` is a
     positional argument, not a choice): ``upgrade chek`` would run the
     checks as if nothing were wrong.
 
-    :raises CLIError: naming the word and the one action.
+    :param command: the index of ``upgrade`` in ``argv`` (None: not
+        given; argparse says so).
+    :raises CLIError: naming the word and the one action, or an option
+        given after ``upgrade`` that belongs before it.
     """
-    if 'upgrade' not in argv:
+    if command is None:
         return
-    rest = argv[argv.index('upgrade') + 1:]
-    words = [arg for arg in rest if not arg.startswith('-')]
-    if words and words[0] != 'check':
-        raise checks.CLIError(
-            "unknown action %r after 'upgrade' (the one action is "
-            "'check': %s upgrade check [--json])" % (words[0], PROG),
-            checks.EXIT_INPUT)
+    usage = '%s [OPTIONS] upgrade check [--json]' % PROG
+    for arg in argv[command + 1:]:
+        if arg == '--':
+            continue
+        if arg.startswith('-'):
+            if arg not in _ACTION_OPTIONS:
+                raise checks.CLIError(
+                    'option %s after \'upgrade\': options other than --json '
+                    'go before it (%s)' % (arg.split('=', 1)[0], usage),
+                    checks.EXIT_INPUT)
+            continue
+        if arg != 'check':
+            raise checks.CLIError(
+                "unknown action %r after 'upgrade' (the one action is "
+                "'check': %s)" % (arg, usage), checks.EXIT_INPUT)
+        return
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -579,8 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     # plus --version, and this program's name in usage lines.
     upgradecheck.register_cli_options(conf, UpgradeChecks(conf))
     try:
-        cmd_main.refuse_unknown_globals(conf, argv, ('upgrade',), PROG)
-        refuse_unknown_action(argv)
+        refuse_unknown_action(argv, cmd_main.refuse_unknown_globals(
+            conf, argv, ('upgrade',), PROG))
         cmd_main.refuse_blank_globals(conf, argv)
         cmd_main.check_config_args(argv)
         conf(args=argv, project=cmd_main.PROJECT, prog=PROG,

@@ -373,6 +373,22 @@ def own_access(conf: cfg.ConfigOpts) -> bool:
                 group.endpoint_override)
 
 
+def _register_auth_section(conf: cfg.ConfigOpts) -> None:
+    """Register ``auth_type`` in the group ``auth_section`` names.
+
+    keystoneauth1 reads the auth plugin from that group but registers
+    nothing there; outside nova-api (where keystonemiddleware registers
+    ``[keystone_authtoken]``) oslo.config would answer "no such option".
+    """
+    section = conf[opts.GLANCE_GROUP].auth_section
+    if not section:
+        return
+    try:
+        ks_loading.register_auth_conf_options(conf, section)
+    except cfg.DuplicateOptError:
+        pass  # registered by its owner with other attributes: theirs
+
+
 def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     """One keystoneauth1 session from ``[snapshot_ext_glance]``.
 
@@ -385,6 +401,7 @@ def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
         ``OptionError``), or neither an auth plugin nor
         ``endpoint_override``.
     """
+    _register_auth_section(conf)
     try:
         auth = ks_loading.load_auth_from_conf_options(conf,
                                                       opts.GLANCE_GROUP)

@@ -93,7 +93,10 @@ class TestBlankValues(base.TestCase):
         for value, words in (('', '--owner must not be empty'),
                              ('  ', '--owner must not be empty'),
                              (' abc ', "' abc ' is not a project id"),
-                             ('ab c', "'ab c' is not a project id")):
+                             ('ab c', "'ab c' is not a project id"),
+                             # shown escaped: the reader sees it
+                             ('\u200babc', "'\\u200babc' is not a project "
+                              'id')):
             self.stderr.seek(0)
             self.stderr.truncate()
             self.assertEqual(2, main.main(['audit', '--owner', value]),

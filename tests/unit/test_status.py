@@ -537,6 +537,28 @@ class TestMain(base.TestCase):
         self.assertIn("'checks'", stderr.getvalue())
         self.assertEqual('', stdout.getvalue())
 
+    def test_the_action_is_read_where_the_command_is(self):
+        conf = status.new_conf()
+        from nova_snapshot_ext.cmd import main as cmd_main
+
+        def judged(argv):
+            status.refuse_unknown_action(argv, cmd_main.refuse_unknown_globals(
+                conf, argv, ('upgrade',), status.PROG))
+
+        # An option's value that spells the command is not the command.
+        judged(['--log-file', 'upgrade', 'upgrade', 'check'])
+        judged(['--config-dir', 'upgrade', '--config-file', 'p.conf',
+                'upgrade', '--json', 'check'])
+        judged(['upgrade', '--', 'check'])
+        err = self.assertRaises(status.checks.CLIError, judged,
+                                ['upgrade', '--api-paste', '/dev/null',
+                                 'check'])
+        self.assertIn("option --api-paste after 'upgrade': options other "
+                      'than --json go before it', err.message)
+        err = self.assertRaises(status.checks.CLIError, judged,
+                                ['--log-file', 'upgrade', 'upgrade', 'chek'])
+        self.assertIn("unknown action 'chek'", err.message)
+
     def test_version_and_help(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
             'sys.stdout', io.StringIO())).new_value
@@ -709,10 +731,10 @@ class TestWithoutOwnGlanceAccess(StatusCase):
                                  result.details)
                 result = checks._check_glance()
                 self.assertEqual(status.Code.WARNING, result.code)
-                for words in ('not checked', '[snapshot_ext_glance] sets '
-                              'neither auth_type nor endpoint_override',
-                              'glance_connection = nova (now: nova)',
-                              'set [snapshot_ext_glance] auth_type'):
+                for words in ('not checked', '[snapshot_ext_glance] is '
+                              'not configured', 'glance_connection = nova, '
+                              'as here', 'set [snapshot_ext_glance] '
+                              'auth_type'):
                     self.assertIn(words, result.details)
                 # The checks that need Glance say so, as warnings.
                 for name, check in checks._upgrade_checks:
@@ -723,16 +745,66 @@ class TestWithoutOwnGlanceAccess(StatusCase):
                                          name)
                         self.assertIn('not checked', result.details)
 
-    def test_plugin_connection_without_access_fails_naming_auth_type(self):
-        # nova-api loads [snapshot_ext_glance] at start-up in this mode and
-        # steps aside when it cannot (tests/nova/test_bad_options.py).
+    def test_where_the_group_is_needed_its_missing_auth_fails(self):
+        # nova-api loads [snapshot_ext_glance] at start-up with
+        # glance_connection = snapshot_ext_glance and steps aside when it
+        # cannot (tests/nova/test_bad_options.py); a group with options
+        # but no auth_type is the standalone commands' configuration
+        # (probe exits 2 on it); an auth option set in the environment.
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_SNAPSHOT_EXT_GLANCE__USERNAME'))
+        cases = [
+            (self.NOVA_CONF + '[snapshot_ext_nova]\n'
+             'glance_connection = snapshot_ext_glance\n', None),
+            ('[snapshot_ext_glance]\nauth_url = http://k:5000/v3\n'
+             'username = snap\npassword = x\nproject_name = p\n', None),
+            ('[snapshot_ext_glance]\nauth_tpye = password\n',
+             'unknown option [snapshot_ext_glance] auth_tpye (did you mean '
+             'auth_type?)'),
+            (self.NOVA_CONF, 'env'),
+        ]
+        for text, hint in cases:
+            with self.subTest(text=text):
+                if hint == 'env':
+                    self.useFixture(fixtures.EnvironmentVariable(
+                        'OS_SNAPSHOT_EXT_GLANCE__USERNAME', 'snap'))
+                checks = self.checks(text)
+                for check in (checks._check_options, checks._check_glance):
+                    result = check()
+                    self.assertEqual(status.Code.FAILURE, result.code)
+                    self.assertIn('[snapshot_ext_glance] auth_type: no auth '
+                                  'plugin and no endpoint_override',
+                                  result.details)
+                if hint and hint != 'env':
+                    self.assertIn(hint, checks._check_options().details)
+                for name, check in checks._upgrade_checks:
+                    if name == "'raw' allowed":
+                        self.assertEqual(status.Code.FAILURE,
+                                         check(checks).code)
+
+    def test_auth_section_is_followed(self):
+        # keystoneauth1 reads the plugin from the group auth_section names
+        # (registered here: outside nova-api nobody else does).
         result = self.checks(
-            self.NOVA_CONF + '[snapshot_ext_nova]\n'
-            'glance_connection = snapshot_ext_glance\n')._check_options()
+            '[snapshot_ext_glance]\nauth_section = ks\n'
+            'endpoint_override = http://127.0.0.1:9\n'
+            '[ks]\nauth_type = nosuchplugin\n')._check_options()
         self.assertEqual(status.Code.FAILURE, result.code)
-        self.assertIn('[snapshot_ext_glance] auth_type', result.details)
-        self.assertIn('no auth plugin and no endpoint_override',
-                      result.details)
+        self.assertIn('nosuchplugin', result.details)
+        result = self.checks(
+            '[snapshot_ext_glance]\nauth_section = ks\n'
+            'endpoint_override = http://127.0.0.1:9\n'
+            '[ks]\nauth_type = admin_token\ntoken = t\n')._check_options()
+        self.assertEqual(status.Code.SUCCESS, result.code, result.details)
+
+    def test_a_bad_value_keeps_the_did_you_mean(self):
+        result = self.checks('[snapshot_ext]\nactivation_method = bogus\n'
+                             '[snapshot_ext_glanc]\nauth_type = password\n'
+                             )._check_options()
+        self.assertEqual(status.Code.FAILURE, result.code)
+        self.assertIn("found 'bogus'", result.details)
+        self.assertIn('[snapshot_ext_glanc] (did you mean '
+                      '[snapshot_ext_glance]?)', result.details)
 
     def test_an_auth_plugin_set_is_judged_in_either_mode(self):
         result = self.checks(self.NOVA_CONF + '[snapshot_ext_glance]\n'
