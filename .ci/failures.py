@@ -15,7 +15,7 @@
 
 Reads the stestr (subunit-trace) output of a CI run and prints, for
 each ``... FAILED`` test: its id, the first lines of the last exception
-in its captured traceback, and the first lines of each ``errors in
+in its captured traceback, and the last lines of each ``errors in
 <log>`` detail that the cloud tests attach (tests/cloud/base.py).  Where
 only the tail of CI's output is kept, this is the part that says why.
 
@@ -26,17 +26,31 @@ import re
 import sys
 
 WIDTH = 300
+#: Lines shown of each ``errors in <log>`` detail: its last ones (where
+#: oslo.log's traceback ends with the exception).
 ERROR_LINES = 4
 #: Lines of the exception shown (a MismatchError's values follow it).
 RAISED_LINES = 3
-_RESULT = re.compile(r'^\{\d+\} (\S+) \[[0-9.]+s\] \.\.\. (\w+)')
+#: ``{worker} <test id> [<seconds>s] ... <status>``; a class fixture's id
+#: has a space (``setUpClass (tests.x.T)``); a skip has no time.
+_RESULT = re.compile(r'^\{\d+\} (.+?)(?: \[[^\]]*\])? \.\.\. ([A-Z]+)\b')
 _CAPTURED = re.compile(r'^Captured (.+):$')
-#: The first line of a raised exception (``AssertionError: ...``).
-_EXCEPTION = re.compile(r'^[A-Za-z_][\w.]*(Error|Exception|Failure|Exit)\b')
+#: Lines that end a test's block: stestr's totals, tox's own lines, the
+#: CI's section headers.  (Not every unindented line: subunit-trace leaves
+#: the second line of an exception's message unindented.)
+_END = re.compile(r'^(=====|Totals$|== | {0,2}[\w.-]+: '
+                  r'(exit|commands|OK|FAIL)\b)')
+_TRACEBACK = 'Traceback (most recent call last):'
+#: The first line of a raised exception: ``[module.]Name: message``.
+_EXCEPTION = re.compile(r'^[A-Za-z_][\w.]*:(\s|$)')
 
 
 def failures(lines):
-    """``[(test id, {detail name: [lines]})]`` for each failed test."""
+    """``[(test id, {detail name: [lines]})]`` for each failed test.
+
+    A test's block ends at the next result line or at a line of stestr's
+    totals, of tox or of the CI (:data:`_END`).
+    """
     found = []
     current = None
     detail = None
@@ -44,7 +58,7 @@ def failures(lines):
         line = line.rstrip('\n')
         result = _RESULT.match(line)
         if result:
-            current = None
+            current = detail = None
             if result.group(2) == 'FAILED':
                 current = (result.group(1), {})
                 found.append(current)
@@ -54,30 +68,51 @@ def failures(lines):
         captured = _CAPTURED.match(line)
         if captured:
             detail = current[1].setdefault(captured.group(1), [])
-        elif line.startswith('=====') or line.startswith('Totals'):
-            current = None
-        elif detail is not None and line.strip() and \
-                not line.startswith('~~~'):
-            detail.append(line.strip())
+        elif _END.match(line):
+            current = detail = None
+        elif detail is not None and not line.startswith('~~~'):
+            detail.append(line)
     return found
 
 
+def raised(traceback):
+    """The first lines of the last exception of a traceback's text.
+
+    After the last ``Traceback (most recent call last):`` (a chained
+    exception's is the last), the first ``name: message`` line; subunit-
+    trace indents code lines as much as it, so the shape decides.
+    """
+    lines = [line.strip() for line in traceback if line.strip()]
+    if not lines:
+        return ['(no traceback captured)']
+    starts = [n for n, line in enumerate(lines) if line == _TRACEBACK]
+    for n in range(starts[-1] + 1 if starts else 0, len(lines)):
+        if _EXCEPTION.match(lines[n]):
+            return lines[n:n + RAISED_LINES]
+    return lines[-RAISED_LINES:]
+
+
 def summary(found):
-    """The printed lines: per test, its exception and its error lines."""
+    """The printed lines: per test, its exception and its error lines.
+
+    A test that failed the same way in several runs is shown once.
+    """
     out = []
+    seen = set()
     for test_id, details in found:
-        out.append(test_id)
-        traceback = details.get('traceback') or ['(no traceback captured)']
-        raised = [n for n, line in enumerate(traceback)
-                  if _EXCEPTION.match(line)]
-        start = raised[-1] if raised else len(traceback) - 1
-        out.append('    ' + ' | '.join(
-            traceback[start:start + RAISED_LINES])[:WIDTH])
+        lines = ['    ' + ' | '.join(
+            line.strip() for line in raised(details.get('traceback', ()))
+        )[:WIDTH]]
         for name in sorted(details):
             if name.startswith('errors in '):
-                out.append('    %s:' % name)
-                out.extend('      ' + line[:WIDTH]
-                           for line in details[name][:ERROR_LINES])
+                lines.append('    %s:' % name)
+                shown = [line.strip() for line in details[name]
+                         if line.strip()][-ERROR_LINES:]
+                lines.extend('      ' + line[:WIDTH] for line in shown)
+        key = (test_id, tuple(lines))
+        if key not in seen:
+            seen.add(key)
+            out += [test_id] + lines
     return out
 
 

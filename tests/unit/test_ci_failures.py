@@ -94,6 +94,67 @@ class FailuresTest(testtools.TestCase):
             "reference = ['a'] | actual    = ['b']",
         ], failures.summary(found))
 
+    def test_the_kinds_of_output_seen(self):
+        # A chained exception whose class ends in no Error word, its
+        # message's second line unindented (subunit-trace does that); a
+        # skip right after; a class fixture's id with a space; the same
+        # failure in two runs; tox's lines after the last one; an errors
+        # detail longer than what is shown (its last lines are).
+        chained = """\
+{0} tests.x.T.test_chain [0.5s] ... FAILED
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    Traceback (most recent call last):
+      File "x.py", line 3, in test_chain
+    raise ConnectionError('refused')
+    ConnectionError: refused
+
+    During handling of the above exception, another exception occurred:
+
+    Traceback (most recent call last):
+      File "x.py", line 5, in test_chain
+    raise exception.GlanceUnavailable(reason)
+    nova_snapshot_ext.exception.GlanceUnavailable: Glance is unavailable
+Details: the second line
+third line
+
+Captured errors in nova-api.log:
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    2026-12-03 04:01:02.000 7 ERROR nova [-] a
+    2026-12-03 04:01:02.000 7 ERROR nova [-] Traceback
+    2026-12-03 04:01:02.000 7 ERROR nova [-]   File "y.py"
+    2026-12-03 04:01:02.000 7 ERROR nova [-]     raise x
+    2026-12-03 04:01:02.000 7 ERROR nova [-] ValueError: why
+
+{0} tests.x.T.test_skip ... SKIPPED: needs a cloud
+{1} setUpClass (tests.x.U) [0.000000s] ... FAILED
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    Traceback (most recent call last):
+    tempest.lib.exceptions.BadRequest: Bad request
+Details: {'message': 'no'}
+
+  py3: commands[0]> stestr run
+py3: exit 1 (3.00 seconds)
+"""
+        found = failures.failures((chained + chained).splitlines(True))
+        self.assertEqual(4, len(found))
+        self.assertEqual([
+            'tests.x.T.test_chain',
+            '    nova_snapshot_ext.exception.GlanceUnavailable: Glance is '
+            'unavailable | Details: the second line | third line',
+            '    errors in nova-api.log:',
+            '      2026-12-03 04:01:02.000 7 ERROR nova [-] Traceback',
+            '      2026-12-03 04:01:02.000 7 ERROR nova [-]   File "y.py"',
+            '      2026-12-03 04:01:02.000 7 ERROR nova [-]     raise x',
+            '      2026-12-03 04:01:02.000 7 ERROR nova [-] ValueError: why',
+            'setUpClass (tests.x.U)',
+            "    tempest.lib.exceptions.BadRequest: Bad request | Details: "
+            "{'message': 'no'}",
+        ], failures.summary(found))
+
     def test_a_failure_without_traceback_is_still_named(self):
         found = failures.failures(
             ['{0} tests.c.T.test_x [1.0s] ... FAILED\n', '\n'])

@@ -93,15 +93,19 @@ class Api(object):
         """Cinder's user messages about a resource, as text ('' if none).
 
         ``GET /v3/{project_id}/messages`` (volume API 3.3): where Cinder
-        says why a volume or snapshot went to ``error``.
+        says why a volume or snapshot went to ``error``.  Whatever fails
+        in asking is said instead: the failure being reported stays.
         """
-        resp = self.call('cinder', 'GET', self.project_path('/messages'),
-                         microversion='volume 3.3', ok=None)
-        if resp.status_code != 200:
-            return '; Cinder messages: HTTP %s' % resp.status_code
-        said = ['%s (%s)' % (m.get('user_message'), m.get('event_id'))
-                for m in resp.json().get('messages', ())
-                if m.get('resource_uuid') == resource.get('id')]
+        try:
+            resp = self.call('cinder', 'GET', self.project_path('/messages'),
+                             microversion='volume 3.3', ok=None)
+            if resp.status_code != 200:
+                return '; Cinder messages: HTTP %s' % resp.status_code
+            said = ['%s (%s)' % (m.get('user_message'), m.get('event_id'))
+                    for m in resp.json().get('messages', ())
+                    if m.get('resource_uuid') == resource.get('id')]
+        except Exception as exc:  # noqa: B902 - never hide the failure
+            return '; Cinder messages not read: %r' % exc
         return '; Cinder messages: %s' % ('; '.join(said) or 'none')
 
     def snapshot(self, snapshot_id, ok=(200,)):

@@ -37,8 +37,13 @@ PORT_RANGE = (20000, 32000)
 STOP_TIMEOUT = 15.0
 #: At most this many error lines per log in :meth:`Processes.errors_since`.
 ERROR_LINES = 20
-#: An oslo.log line at ERROR or CRITICAL (``<time> <pid> ERROR <logger>``).
-_ERROR_LINE = re.compile(rb' \d+ (ERROR|CRITICAL) ')
+#: A line at ERROR or CRITICAL in the formats the cloud's logs use:
+#: oslo.log's ``<date> <time> <pid> ERROR <logger>``, gunicorn's
+#: ``[<time>] [<pid>] [ERROR]`` and MariaDB's ``<date> <time> <n> [ERROR]``.
+_ERROR_LINE = re.compile(
+    rb'^(\S+ \S+ \d+ (ERROR|CRITICAL) |'
+    rb'\[[^\]]*\] \[\d+\] \[(ERROR|CRITICAL)\] |'
+    rb'\S+ +\S+ \d+ \[ERROR\] )')
 
 
 #: The file of process group ids a watchdog ends if the launcher dies.
@@ -187,6 +192,20 @@ class Service(object):
             pass
 
 
+def _line_start(fh, offset, back=65536):
+    """Where the line holding byte ``offset`` of ``fh`` begins.
+
+    A line being written when a mark was taken is read whole (looking
+    back at most ``back`` bytes).
+    """
+    if offset <= 0:
+        return 0
+    begin = max(0, offset - back)
+    fh.seek(begin)
+    newline = fh.read(offset - begin).rfind(b'\n')
+    return begin + newline + 1 if newline >= 0 else begin
+
+
 class Processes(object):
     """The processes of one cloud, stopped in reverse order.
 
@@ -324,8 +343,11 @@ class Processes(object):
     def log_marks(self):
         """Where every log ends now: ``{log path: size in bytes}``."""
         marks = {}
-        paths = [os.path.join(self.log_dir, name)
-                 for name in sorted(os.listdir(self.log_dir))]
+        try:
+            names = sorted(os.listdir(self.log_dir))
+        except OSError:  # the cloud's directory removed
+            names = []
+        paths = [os.path.join(self.log_dir, name) for name in names]
         for path in paths + self.other_logs:
             try:
                 marks[path] = os.path.getsize(path)
@@ -343,12 +365,14 @@ class Processes(object):
             oslo.log writes a logged traceback as such lines too.
         """
         found = {}
-        for path in self.log_marks():
+        for path, size in self.log_marks().items():
             start = marks.get(path, 0)
+            if size < start:  # truncated since: all of it is new
+                start = 0
             kept = collections.deque(maxlen=lines)
             try:
                 with open(path, 'rb') as fh:
-                    fh.seek(start)
+                    fh.seek(_line_start(fh, start))
                     for raw in fh:
                         if _ERROR_LINE.search(raw):
                             kept.append(raw.decode('utf-8', 'replace'))

@@ -16,6 +16,7 @@ stand-in's answers (no service runs)."""
 import configparser
 import os
 import random
+import shutil
 
 import fixtures
 import testtools
@@ -202,6 +203,42 @@ class ErrorLinesTest(testtools.TestCase):
         self._write(self.procs.log_path('nova-compute'), *lines)
         self.assertEqual({'nova-compute.log': ''.join(lines[-5:])},
                          self.procs.errors_since(marks, lines=5))
+
+    def test_the_formats_the_logs_use_and_no_look_alike(self):
+        marks = self.procs.log_marks()
+        gunicorn = '[2026-12-03 05:00:00 +0000] [4242] [CRITICAL] WORKER\n'
+        worker = '[2026-12-03 05:00:00 +0000] [4242] [ERROR] Exception\n'
+        mariadb = '2026-12-03  5:00:00 0 [ERROR] InnoDB: no space\n'
+        debug = ('2026-12-03 05:00:00.1 7 DEBUG x [-] RESP: [500] 500 '
+                 'ERROR body\n')
+        self._write(self.procs.log_path('glance-api'), gunicorn, worker,
+                    debug)
+        self._write(self.procs.log_path('mariadb-error'), mariadb)
+        self.assertEqual({'glance-api.log': gunicorn + worker,
+                          'mariadb-error.log': mariadb},
+                         self.procs.errors_since(marks))
+
+    def test_a_log_cut_or_truncated_around_the_mark(self):
+        api = self.procs.log_path('nova-api')
+        first = self.LINE % (9, 'ERROR', 'an old error')
+        self._write(api, first, '2026-12-03 05:33:40.123 9 ERR')
+        marks = self.procs.log_marks()
+        # The line being written at the mark is read whole.
+        self._write(api, 'OR nova [-] the new one\n')
+        self.assertEqual(
+            {'nova-api.log': '2026-12-03 05:33:40.123 9 ERROR nova [-] '
+             'the new one\n'}, self.procs.errors_since(marks))
+        # Truncated below its mark (rotated): all of it is new.
+        with open(api, 'w') as fh:
+            fh.write(self.LINE % (9, 'ERROR', 'after truncation'))
+        self.assertEqual(
+            {'nova-api.log': self.LINE % (9, 'ERROR', 'after truncation')},
+            self.procs.errors_since(marks))
+
+    def test_the_directory_removed_is_no_error(self):
+        marks = self.procs.log_marks()
+        shutil.rmtree(self.procs.log_dir)
+        self.assertEqual({}, self.procs.errors_since(marks))
 
     def test_nothing_when_no_error(self):
         marks = self.procs.log_marks()
