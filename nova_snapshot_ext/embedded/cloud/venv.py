@@ -142,8 +142,9 @@ def _tree_hash(root):
 def ensure_plugin(python, root=None):
     """Install this checkout into the cloud's venv, as nova.rst says.
 
-    ``<venv>/bin/pip install <checkout>``; skipped while the checkout's
-    files are those of the last install.
+    ``<venv>/bin/pip install --no-build-isolation <checkout>`` (else with
+    build isolation); skipped while the checkout's files are those of the
+    last install.
 
     :param python: the venv's interpreter.
     :param root: the checkout (default: this one).
@@ -165,17 +166,27 @@ def ensure_plugin(python, root=None):
     env.pop('PYTHONPATH', None)
     env.pop('VIRTUAL_ENV', None)
     env['PIP_DISABLE_PIP_VERSION_CHECK'] = '1'
-    # pbr needs a version; the checkout's git gives it.
-    try:
-        proc = subprocess.run(
-            [pip, 'install', root],
-            capture_output=True, text=True, env=env,
-            timeout=PLUGIN_INSTALL_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CloudVenvError('pip install %s: %s' % (root, exc))
-    if proc.returncode != 0:
-        raise CloudVenvError('pip install %s exited %d:\n%s' % (
-            root, proc.returncode, (proc.stdout + proc.stderr)[-3000:]))
+    # pbr needs a version; the checkout's git gives it.  First with the
+    # venv's own pbr, setuptools and wheel (requirements.txt): no package
+    # index needed unless a requirement of the plugin is missing.  A venv
+    # without setuptools (Python >= 3.12 makes none) builds in isolation,
+    # fetching its build tools from the index.
+    tails = []
+    for cmd in ([pip, 'install', '--no-build-isolation', root],
+                [pip, 'install', root]):
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True,
+                                  env=env, timeout=PLUGIN_INSTALL_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CloudVenvError('pip install %s: %s' % (root, exc))
+        if proc.returncode == 0:
+            break
+        output = proc.stdout + proc.stderr
+        tails.append('%s exited %d:\n%s' % (
+            ' '.join(cmd[1:]), proc.returncode, output[-1500:]))
+    else:
+        raise CloudVenvError('pip could not install %s:\n%s' % (
+            root, '\n'.join(tails)))
     with open(mark, 'w') as fh:
         fh.write(wanted)
     return True

@@ -17,6 +17,7 @@ import configparser
 import os
 import random
 import shutil
+import subprocess
 
 import fixtures
 import testtools
@@ -132,6 +133,51 @@ class VenvTest(testtools.TestCase):
         rel = venv.release()
         self.assertTrue(rel.dirname.startswith('cloud-'))
         self.assertEqual('nova==34.0.0', rel.requirements()[0])
+
+
+class EnsurePluginTest(testtools.TestCase):
+    """The checkout goes into the cloud's venv without the index first."""
+
+    def setUp(self):
+        super().setUp()
+        self.venv = self.useFixture(fixtures.TempDir()).path
+        self.python = os.path.join(self.venv, 'bin', 'python')
+        self.root = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(self.root, 'setup.cfg'), 'w') as fh:
+            fh.write('[metadata]\nname = x\n')
+        self.calls = []
+        self.codes = []
+
+        def run(cmd, **kwargs):
+            self.calls.append(cmd[1:])
+            return subprocess.CompletedProcess(cmd, self.codes.pop(0),
+                                               'out', 'err')
+        self.useFixture(fixtures.MonkeyPatch('subprocess.run', run))
+
+    def test_without_build_isolation_then_marked_done(self):
+        self.codes = [0]
+        self.assertTrue(venv.ensure_plugin(self.python, self.root))
+        self.assertEqual([['install', '--no-build-isolation', self.root]],
+                         self.calls)
+        self.assertFalse(venv.ensure_plugin(self.python, self.root))
+        self.assertEqual(1, len(self.calls))
+
+    def test_isolated_build_when_the_venv_cannot_build(self):
+        self.codes = [1, 0]
+        self.assertTrue(venv.ensure_plugin(self.python, self.root))
+        self.assertEqual([['install', '--no-build-isolation', self.root],
+                          ['install', self.root]], self.calls)
+
+    def test_both_failing_say_both(self):
+        self.codes = [1, 2]
+        err = self.assertRaises(venv.CloudVenvError, venv.ensure_plugin,
+                                self.python, self.root)
+        self.assertIn('install --no-build-isolation %s exited 1' % self.root,
+                      str(err))
+        self.assertIn('install %s exited 2' % self.root, str(err))
+        # Nothing marked done: the next cloud tries again.
+        self.codes = [0]
+        self.assertTrue(venv.ensure_plugin(self.python, self.root))
 
 
 class PluginCliConfTest(testtools.TestCase):
