@@ -33,7 +33,7 @@ ERROR_LINES = 4
 RAISED_LINES = 3
 #: ``{worker} <test id> [<seconds>s] ... <status>``; a class fixture's id
 #: has a space (``setUpClass (tests.x.T)``); a skip has no time.
-_RESULT = re.compile(r'^\{\d+\} (.+?)(?: \[[^\]]*\])? \.\.\. ([A-Z]+)\b')
+_RESULT = re.compile(r'^\{\d+\} (.+?)(?: \[[^\]]*\])? \.\.\. (\w+)\b')
 _CAPTURED = re.compile(r'^Captured (.+):$')
 #: Lines that end a test's block: stestr's totals, tox's own lines, the
 #: CI's section headers.  (Not every unindented line: subunit-trace leaves
@@ -41,8 +41,9 @@ _CAPTURED = re.compile(r'^Captured (.+):$')
 _END = re.compile(r'^(=====|Totals$|== | {0,2}[\w.-]+: '
                   r'(exit|commands|OK|FAIL)\b)')
 _TRACEBACK = 'Traceback (most recent call last):'
-#: The first line of a raised exception: ``[module.]Name: message``.
-_EXCEPTION = re.compile(r'^[A-Za-z_][\w.]*:(\s|$)')
+#: The first line of a raised exception: ``[module.]Name: message``, the
+#: class name capitalised (not an annotated assignment, ``value: dict``).
+_EXCEPTION = re.compile(r'^([A-Za-z_]\w*\.)*[A-Z]\w*:(\s|$)')
 
 
 def failures(lines):

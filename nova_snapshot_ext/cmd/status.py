@@ -29,9 +29,9 @@ only asks and words the answer):
 
 * **Plugin options**: every option's value, and the
   ``[snapshot_ext_glance]`` auth plugin where something needs it
-  (:func:`_own_access_needed`: not in a nova.conf that leaves that group
-  alone with ``glance_connection = nova``, where the Glance checks are
-  Warnings saying what was not checked).
+  (:func:`_own_access_needed`: not in a nova.conf whose group names no
+  auth plugin, with ``glance_connection = nova``, where the Glance checks
+  are Warnings saying what was not checked).
 * **Snapshot driver**: configured (``[snapshot_ext] driver``), inferred from
   Nova's ``[DEFAULT] compute_driver``, or only guessed
   (:func:`nova_snapshot_ext.driver.choose_driver`; a guessed driver stamps
@@ -107,34 +107,52 @@ STATUS_OPTS = [
 ]
 
 
-#: The Glance check when ``[snapshot_ext_glance]`` is not configured and
-#: nothing needs it (:func:`_own_access_needed`).
+#: The Glance check when nothing needs ``[snapshot_ext_glance]``
+#: (:func:`_own_access_needed`).
 _NO_OWN_ACCESS = (
-    'not checked: [%(group)s] is not configured (no auth_type, auth_section '
-    'or endpoint_override, no option at all), so this command cannot reach '
-    'Glance. nova-api does not need it with [%(nova)s] glance_connection = '
-    "nova, as here: it reaches Glance through Nova's [glance] with each "
-    "user's token. To check Glance's formats, quotas and location API from "
-    'here (as probe, snapshot and audit need), set [%(group)s] auth_type and '
-    'its options, e.g. password with auth_url, username, password, '
-    'project_name')
+    'not checked: [%(group)s] names no way to Glance (no auth_type, '
+    'auth_section, endpoint_override or auth plugin option), so this '
+    'command cannot reach Glance. nova-api does not need it with '
+    '[%(nova)s] glance_connection = nova, as here: it reaches Glance '
+    "through Nova's [glance] with each user's token. To check Glance's "
+    'formats, quotas and location API from here (as probe, snapshot and '
+    'audit need), set [%(group)s] auth_type and its options, e.g. password '
+    'with auth_url, username, password, project_name')
 
 
-def _own_access_needed(conf: cfg.ConfigOpts) -> bool:
-    """Whether ``[snapshot_ext_glance]`` must be a usable way to Glance.
+def _own_access_needed(conf: cfg.ConfigOpts) -> str | None:
+    """Why ``[snapshot_ext_glance]`` must be a usable way to Glance.
 
-    The one rule of this command for it: yes when the group names an auth
-    plugin or endpoint (:func:`glance_mod.own_access`), when any option of
-    it is set at all (the standalone commands' configuration, perhaps
-    without ``auth_type``), or when nova-api loads it at start-up
-    (``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``).
-    No only for nova.conf that leaves the group alone with the default
-    ``glance_connection = nova``: nova-api never reads it then.
+    The one rule of this command for it:
+
+    * the group names an auth plugin or endpoint
+      (:func:`glance_mod.own_access`): it is judged as set;
+    * it sets options that are no session or adapter option of its own
+      (an auth plugin's ``auth_url``, ``username``..., or a misspelled
+      name): the standalone commands' access without ``auth_type``;
+    * nova-api loads it at start-up (``[snapshot_ext_nova]
+      glance_connection = snapshot_ext_glance``).
+
+    TLS, timeout and other session options alone do not make it needed:
+    with the default ``glance_connection = nova`` nova-api never reads
+    the group.
+
+    :returns: the reason, for a message; None when nothing needs it.
     """
-    return (glance_mod.own_access(conf) or
-            bool(checks.options_set(conf, opts.GLANCE_GROUP)) or
-            conf[nova_conf.GROUP].glance_connection ==
-            nova_conf.CONNECTION_PLUGIN)
+    group = opts.GLANCE_GROUP
+    if glance_mod.own_access(conf):
+        return 'it names an auth plugin or endpoint'
+    if (conf[nova_conf.GROUP].glance_connection ==
+            nova_conf.CONNECTION_PLUGIN):
+        return ('nova-api loads it at start-up: [%s] glance_connection = %s'
+                % (nova_conf.GROUP, nova_conf.CONNECTION_PLUGIN))
+    own = set(conf[group])
+    auth = [name for name in checks.options_set(conf, group)
+            if name not in own]
+    if auth:
+        return ('it sets %s, options of an auth plugin for this command '
+                'and probe, without auth_type' % ', '.join(auth))
+    return None
 
 
 def _nova_importable() -> bool:
@@ -195,8 +213,14 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                 checks.check_option_values(self.conf)
                 # The auth plugin where something needs it; else the
                 # Glance check says what it could not check.
-                if _own_access_needed(self.conf):
-                    checks.check_auth_configuration(self.conf)
+                needed = _own_access_needed(self.conf)
+                if needed:
+                    try:
+                        checks.check_auth_configuration(self.conf)
+                    except (exception.SnapshotExtException,
+                            checks.CLIError) as err:
+                        bad = ['%s (checked because [%s] is needed: %s)' % (
+                            _message(err), opts.GLANCE_GROUP, needed)]
         except (exception.SnapshotExtException, checks.CLIError,
                 cfg.Error) as err:
             bad = [_message(err)]
@@ -553,16 +577,14 @@ def new_conf() -> cfg.ConfigOpts:
 EXIT_ERROR = 255
 
 
-#: What may follow ``upgrade`` besides the action.
-_ACTION_OPTIONS = ('--json', '-h', '--help')
-
-
 def refuse_unknown_action(argv: list[str], command: int | None) -> None:
     """Refuse ``upgrade <word>`` unless the word is ``check``.
 
     oslo.upgradecheck takes any word in that place (its ``check`` is a
     positional argument, not a choice): ``upgrade chek`` would run the
-    checks as if nothing were wrong.
+    checks as if nothing were wrong.  After ``upgrade`` only ``--json``
+    (and help) may come besides ``check``, spelled out: argparse would
+    take ``--jso`` for ``--json``.
 
     :param command: the index of ``upgrade`` in ``argv`` (None: not
         given; argparse says so).
@@ -571,22 +593,21 @@ def refuse_unknown_action(argv: list[str], command: int | None) -> None:
     """
     if command is None:
         return
+    rest = [arg for arg in argv[command + 1:] if arg != '--']
+    if any(arg in ('-h', '--help') for arg in rest):
+        return  # argparse prints the help
     usage = '%s [OPTIONS] upgrade check [--json]' % PROG
-    for arg in argv[command + 1:]:
-        if arg == '--':
-            continue
-        if arg.startswith('-'):
-            if arg not in _ACTION_OPTIONS:
-                raise checks.CLIError(
-                    'option %s after \'upgrade\': options other than --json '
-                    'go before it (%s)' % (arg.split('=', 1)[0], usage),
-                    checks.EXIT_INPUT)
-            continue
-        if arg != 'check':
+    for arg in rest:
+        if arg.startswith('-') and arg != '--json':
             raise checks.CLIError(
-                "unknown action %r after 'upgrade' (the one action is "
-                "'check': %s)" % (arg, usage), checks.EXIT_INPUT)
-        return
+                "option %s after 'upgrade': options other than --json go "
+                'before it (%s)' % (arg.split('=', 1)[0], usage),
+                checks.EXIT_INPUT)
+    words = [arg for arg in rest if not arg.startswith('-')]
+    if words and words[0] != 'check':
+        raise checks.CLIError(
+            "unknown action %r after 'upgrade' (the one action is "
+            "'check': %s)" % (words[0], usage), checks.EXIT_INPUT)
 
 
 def main(argv: list[str] | None = None) -> int:

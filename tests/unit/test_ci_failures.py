@@ -155,6 +155,26 @@ py3: exit 1 (3.00 seconds)
             "{'message': 'no'}",
         ], failures.summary(found))
 
+    def test_code_lines_and_passing_tests_are_not_the_failure(self):
+        log = """\
+{0} tests.x.T.test_annotated [0.1s] ... FAILED
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    Traceback (most recent call last):
+      File "x.py", line 3, in test_annotated
+    value: dict = self.compute()
+                  ^^^^^^^^^^^^^^
+    KeyError: 'x'
+
+{0} tests.x.T.test_ok [0.1s] ... ok
+    Traceback (most recent call last):
+    note: printed by a passing test
+"""
+        self.assertEqual(['tests.x.T.test_annotated', "    KeyError: 'x'"],
+                         failures.summary(failures.failures(
+                             log.splitlines(True))))
+
     def test_a_failure_without_traceback_is_still_named(self):
         found = failures.failures(
             ['{0} tests.c.T.test_x [1.0s] ... FAILED\n', '\n'])

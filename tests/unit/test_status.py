@@ -558,6 +558,14 @@ class TestMain(base.TestCase):
         err = self.assertRaises(status.checks.CLIError, judged,
                                 ['--log-file', 'upgrade', 'upgrade', 'chek'])
         self.assertIn("unknown action 'chek'", err.message)
+        # After check too, and no abbreviation of --json.
+        for argv, name in ((['upgrade', 'check', '--jso'], '--jso'),
+                           (['upgrade', 'check', '--config-file', 'x'],
+                            '--config-file')):
+            err = self.assertRaises(status.checks.CLIError, judged, argv)
+            self.assertIn('option %s after ' % name, err.message)
+        # Help wins over a wrong word.
+        judged(['upgrade', '-h', 'chek'])
 
     def test_version_and_help(self):
         stdout = self.useFixture(fixtures.MonkeyPatch(
@@ -731,8 +739,8 @@ class TestWithoutOwnGlanceAccess(StatusCase):
                                  result.details)
                 result = checks._check_glance()
                 self.assertEqual(status.Code.WARNING, result.code)
-                for words in ('not checked', '[snapshot_ext_glance] is '
-                              'not configured', 'glance_connection = nova, '
+                for words in ('not checked', '[snapshot_ext_glance] names '
+                              'no way to Glance', 'glance_connection = nova, '
                               'as here', 'set [snapshot_ext_glance] '
                               'auth_type'):
                     self.assertIn(words, result.details)
@@ -744,6 +752,16 @@ class TestWithoutOwnGlanceAccess(StatusCase):
                         self.assertEqual(status.Code.WARNING, result.code,
                                          name)
                         self.assertIn('not checked', result.details)
+
+    def test_session_options_alone_do_not_make_it_needed(self):
+        # TLS and timeout for the day the CLI is given credentials: nova-api
+        # (glance_connection = nova) never reads the group.
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_SNAPSHOT_EXT_GLANCE__TIMEOUT', '30'))
+        checks = self.checks(self.NOVA_CONF + '[snapshot_ext_glance]\n'
+                             'cafile = /etc/ssl/ca.pem\nregion_name = r1\n')
+        self.assertEqual(status.Code.SUCCESS, checks._check_options().code)
+        self.assertEqual(status.Code.WARNING, checks._check_glance().code)
 
     def test_where_the_group_is_needed_its_missing_auth_fails(self):
         # nova-api loads [snapshot_ext_glance] at start-up with
@@ -775,6 +793,8 @@ class TestWithoutOwnGlanceAccess(StatusCase):
                     self.assertIn('[snapshot_ext_glance] auth_type: no auth '
                                   'plugin and no endpoint_override',
                                   result.details)
+                self.assertIn('checked because [snapshot_ext_glance] is '
+                              'needed: ', checks._check_options().details)
                 if hint and hint != 'env':
                     self.assertIn(hint, checks._check_options().details)
                 for name, check in checks._upgrade_checks:
