@@ -207,6 +207,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
         # Every group's values, [snapshot_ext_nova] too, as the paste
         # filter judges them: all the bad ones at once.
         bad = nova_conf.invalid_values(self.conf)
+        needed = None
         try:
             if not bad:
                 service_mod.check_options(self.conf)
@@ -215,15 +216,13 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
                 # Glance check says what it could not check.
                 needed = _own_access_needed(self.conf)
                 if needed:
-                    try:
-                        checks.check_auth_configuration(self.conf)
-                    except (exception.SnapshotExtException,
-                            checks.CLIError) as err:
-                        bad = ['%s (checked because [%s] is needed: %s)' % (
-                            _message(err), opts.GLANCE_GROUP, needed)]
+                    checks.check_auth_configuration(self.conf)
         except (exception.SnapshotExtException, checks.CLIError,
                 cfg.Error) as err:
-            bad = [_message(err)]
+            # Only the auth check runs once the reason is known.
+            bad = [_message(err) + (' (checked because [%s] is needed: %s)'
+                                    % (opts.GLANCE_GROUP, needed)
+                                    if needed else '')]
         if bad:
             # A misspelled section is often why an option is missing: the
             # same "did you mean" probe prints.
