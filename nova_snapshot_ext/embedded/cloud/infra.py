@@ -32,6 +32,15 @@ MARIADBD = '/usr/sbin/mariadbd'
 MARIADB_INSTALL_DB = 'mariadb-install-db'
 RABBITMQ_BIN = '/usr/lib/rabbitmq/bin'
 START_TIMEOUT = 60.0
+#: The Debian packages of these servers and of the cloud's images:
+#: ``{program or path: package}`` (:mod:`.host`).
+PROGRAMS = {
+    'mariadb-install-db': 'mariadb-server',
+    MARIADBD: 'mariadb-server',
+    'mariadb': 'mariadb-client',
+    os.path.join(RABBITMQ_BIN, 'rabbitmq-server'): 'rabbitmq-server',
+    'qemu-img': 'qemu-utils',
+}
 
 
 def _can_connect(port):

@@ -1,0 +1,107 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The system programs the cloud needs, and the Debian packages behind them.
+
+Each service module declares ``PROGRAMS = {program or absolute path:
+Debian package}``; :func:`require` checks them all before anything
+starts and names what is missing with the one command that installs it.
+"""
+
+import os
+import shutil
+
+from nova_snapshot_ext.embedded.cloud import process as proc_mod
+
+#: Where root's programs are when ``PATH`` lacks the sbin directories.
+_SBIN = ('/usr/sbin', '/sbin')
+
+
+def _found(program):
+    if os.path.isabs(program):
+        return os.path.exists(program)
+    if shutil.which(program) is not None:
+        return True
+    return any(os.access(os.path.join(d, program), os.X_OK) for d in _SBIN)
+
+
+def missing_packages(*program_maps):
+    """The Debian packages whose programs or files are missing.
+
+    :param program_maps: mappings ``{program name or absolute path:
+        package}``.
+    :returns: a sorted list of package names (empty when all are there).
+    """
+    missing = set()
+    for programs in program_maps:
+        for program, package in programs.items():
+            if not _found(program):
+                missing.add(package)
+    return sorted(missing)
+
+
+def install_command(packages):
+    """The command that installs ``packages`` (text)."""
+    return 'apt-get install --no-install-recommends ' + ' '.join(packages)
+
+
+def require(what, *program_maps):
+    """Refuse when a program is missing, naming the install command.
+
+    :param what: what needs them, for the message (e.g. ``'the cloud'``).
+    :param program_maps: as :func:`missing_packages`.
+    :returns: None
+    :raises CloudError: ``<what> needs Debian packages that are not
+        installed: <packages>; install them with: apt-get install ...``.
+    """
+    missing = missing_packages(*program_maps)
+    if missing:
+        raise proc_mod.CloudError(
+            '%s needs Debian packages that are not installed: %s; install '
+            'them with: %s' % (what, ', '.join(missing),
+                               install_command(missing)))
+
+
+def cloud_program_maps(stack='fake'):
+    """Every ``{program: package}`` map of a cloud on ``stack``."""
+    from nova_snapshot_ext.embedded.cloud import infra
+    from nova_snapshot_ext.embedded.cloud import realstack
+
+    maps = [infra.PROGRAMS]
+    if stack == 'real':
+        maps.extend(realstack.PROGRAM_MAPS)
+    return maps
+
+
+def main(argv=None):
+    """Print the Debian packages a cloud still needs, one line, or nothing.
+
+    ``python3 -m nova_snapshot_ext.embedded.cloud.host [fake|real]``
+    (standard library only: ``.ci/run`` calls it before any virtualenv
+    exists, and installs what it prints).
+    """
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    stack = argv[0] if argv else 'fake'
+    if stack not in ('fake', 'real'):
+        print('usage: python3 -m %s [fake|real]' % __name__,
+              file=sys.stderr)
+        return 2
+    missing = missing_packages(*cloud_program_maps(stack))
+    if missing:
+        print(' '.join(missing))
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
