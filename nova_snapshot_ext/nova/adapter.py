@@ -300,7 +300,8 @@ def bdm_dict(bdm: ty.Any, snapshot_id: str | None = None
 def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
                       name: str,
                       metadata: ty.Mapping[str, str] | None = None,
-                      snapshot_ids: ty.Sequence[str | None] | None = None
+                      snapshot_ids: ty.Sequence[str | None] | None = None,
+                      snapshot_sizes: ty.Mapping[str, int] | None = None
                       ) -> request_mod.SnapshotRequest:
     """The snapshot request Nova is about to carry out, before it starts.
 
@@ -315,6 +316,9 @@ def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
         per volume mapping in BDM order (what
         :func:`snapshot_ids_from_glance_meta` reads); ``None`` before
         Nova took them (placeholders, see :func:`bdm_dict`).
+    :param snapshot_sizes: ``{snapshot id: GiB}`` as Cinder gives them
+        (:meth:`~.cinder.NovaCinder.snapshot_sizes`): a mapping records
+        at least its snapshot's size (:func:`volume_size_for`).
     :returns: a validated :class:`~.request.SnapshotRequest`.
     :raises InvalidRequest: the data does not form a valid request, or
         ``snapshot_ids`` does not match the volume mappings.
@@ -334,7 +338,8 @@ def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
     return request_mod.SnapshotRequest.from_dict({
         'name': name,
         'server': server,
-        'block_device_mappings': _bdm_dicts(bdms, snapshot_ids),
+        'block_device_mappings': _bdm_dicts(bdms, snapshot_ids,
+                                            snapshot_sizes or {}),
         'metadata': dict(metadata or {}),
         'requester': {'project_id': context.project_id,
                       'user_id': context.user_id,
@@ -342,7 +347,32 @@ def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
     })
 
 
-def _bdm_dicts(bdms: ty.Any, snapshot_ids: ty.Sequence[str | None] | None
+def volume_size_for(recorded: int | None, snapshot_size: int | None
+                    ) -> int | None:
+    """The ``volume_size`` a mapping records for its volume snapshot.
+
+    Nova's ``BlockDeviceMapping.volume_size`` follows an extended volume
+    only once nova-compute has handled Cinder's ``volume-extended`` event
+    (asynchronously; never when the event is lost), so a ``createImage``
+    right after an extend reads the old size.  Cinder refuses a volume
+    smaller than its snapshot ("Volume size '1'GB cannot be smaller than
+    the snapshot size 2GB"), so such an image could boot nothing: the
+    snapshot's own size wins when it is larger.
+
+    :param recorded: Nova's ``volume_size`` (GiB) or None.
+    :param snapshot_size: the snapshot's size in Cinder (GiB) or None
+        (not read).
+    :returns: GiB, or None when neither is known.
+    """
+    if snapshot_size is None:
+        return recorded
+    if recorded is None or int(recorded) < snapshot_size:
+        return snapshot_size
+    return recorded
+
+
+def _bdm_dicts(bdms: ty.Any, snapshot_ids: ty.Sequence[str | None] | None,
+               snapshot_sizes: ty.Mapping[str, int]
                ) -> list[dict[str, ty.Any]]:
     if snapshot_ids is None:
         return [bdm_dict(b) for b in bdms]
@@ -355,8 +385,19 @@ def _bdm_dicts(bdms: ty.Any, snapshot_ids: ty.Sequence[str | None] | None
             'metadata' % (len(volumes), len(snapshot_ids)))
     ids = iter(snapshot_ids)
     volume_ids = {id(b) for b in volumes}
-    return [bdm_dict(b, next(ids) if id(b) in volume_ids else None)
-            for b in bdms]
+    found = [bdm_dict(b, next(ids) if id(b) in volume_ids else None)
+             for b in bdms]
+    for mapping in found:
+        size = snapshot_sizes.get(mapping['snapshot_id'] or '')
+        grown = volume_size_for(mapping['volume_size'], size)
+        if grown != mapping['volume_size']:
+            LOG.warning('nova-snapshot-ext: Nova records volume %s as %s '
+                        'GiB, its snapshot %s is %s GiB (extended since '
+                        'Nova last read it); the image records %s GiB',
+                        mapping['volume_id'], mapping['volume_size'],
+                        mapping['snapshot_id'], size, grown)
+            mapping['volume_size'] = grown
+    return found
 
 
 def to_nova_exception(err: exception.SnapshotExtException,

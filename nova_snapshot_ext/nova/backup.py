@@ -259,7 +259,9 @@ def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
     try:
         request = dataclasses.replace(adapter.request_from_nova(
             context, instance, bdms, action.name, action.metadata,
-            snapshot_ids=snapshot_ids), backup_type=action.backup_type)
+            snapshot_ids=snapshot_ids,
+            snapshot_sizes=volumes.snapshot_sizes),
+            backup_type=action.backup_type)
         prepared = backups.preflight(request, glance)
     except Exception as err:
         # Refused before any image was created.

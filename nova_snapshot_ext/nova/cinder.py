@@ -63,6 +63,29 @@ class NovaCinder:
                 reason=err.format_message()) from err
         return cinder_mod.DELETED
 
+    def snapshot_sizes(self, snapshot_ids: ty.Iterable[str]
+                       ) -> dict[str, int]:
+        """The sizes Cinder gives these volume snapshots.
+
+        :param snapshot_ids: Cinder snapshot ids.
+        :returns: ``{snapshot id: size in GiB}``; a snapshot that cannot
+            be read (gone, Cinder not answering) is left out and logged:
+            the caller keeps what it knew.
+        """
+        from nova import exception as nova_exc
+
+        sizes = {}
+        for snapshot_id in snapshot_ids:
+            try:
+                snap = self.api.get_snapshot(self.context, snapshot_id)
+                sizes[snapshot_id] = int(snap['size'])
+            except (nova_exc.NovaException, KeyError, TypeError,
+                    ValueError) as err:
+                LOG.warning('nova-snapshot-ext: the size of volume snapshot '
+                            '%s could not be read from Cinder (%s)',
+                            snapshot_id, err)
+        return sizes
+
     def set_snapshot_metadata(self, snapshot_id: str,
                               metadata: ty.Mapping[str, str]) -> None:
         """See :meth:`.cinder.CinderClient.set_snapshot_metadata`.

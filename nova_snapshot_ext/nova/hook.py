@@ -398,10 +398,13 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
         snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
         if loaded is not None and snapshot_ids is not None:
             instance, bdms = loaded
+            sizes = nova_cinder.NovaCinder(context).snapshot_sizes(
+                [s for s in snapshot_ids if s])
             try:
                 snapshot = adapter.request_from_nova(
                     context, instance, bdms, sent.get('name') or '',
-                    metadata, snapshot_ids=snapshot_ids)
+                    metadata, snapshot_ids=snapshot_ids,
+                    snapshot_sizes=sizes)
             except exception.UnsafeRecord:
                 # Not rebuilt from Nova's metadata: that is the same
                 # unsafe record.

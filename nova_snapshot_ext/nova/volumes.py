@@ -90,6 +90,9 @@ class VolumeSnapshots:
         #: Ids of the volume snapshots taken, in the order of
         #: :attr:`volumes`.
         self.snapshot_ids: list[str] = []
+        #: ``{snapshot id: GiB}`` as Cinder answered each create (what
+        #: :func:`~.adapter.volume_size_for` reads).
+        self.snapshot_sizes: dict[str, int] = {}
 
     def take(self, name: str) -> list[str]:
         """Quiesce, record the action, snapshot every volume, thaw.
@@ -178,6 +181,9 @@ class VolumeSnapshots:
                     self.context, volume['id'], _('snapshot for %s') % name,
                     volume.get('display_description'))
                 self.snapshot_ids.append(snapshot['id'])
+                if snapshot.get('size') is not None:
+                    self.snapshot_sizes[snapshot['id']] = int(
+                        snapshot['size'])
                 taken.append(block_device.snapshot_from_bdm(
                     snapshot['id'], bdm).get_image_mapping())
 

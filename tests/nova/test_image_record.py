@@ -306,6 +306,43 @@ class TestNamedRequest(NovaApiTestCase):
         self.assertIsNone(adapter.load_server(self.context,
                                               OTHER_SERVER))
 
+    def test_a_mapping_records_at_least_its_snapshot_size(self):
+        """An extend Nova has not seen yet: Cinder's snapshot size wins.
+
+        Nova's ``volume_size`` follows an extend only once nova-compute
+        handled Cinder's ``volume-extended`` event; an image recording the
+        old size boots nothing (Cinder: "Volume size '1'GB cannot be
+        smaller than the snapshot size 2GB", seen on the real stack).
+        """
+        from nova import context as nova_context
+        from nova_snapshot_ext.nova import adapter
+
+        server = self.server(root_size=1)
+        instance, bdms = adapter.load_server(
+            nova_context.get_admin_context(), server.uuid)
+
+        def root_size(sizes):
+            req = adapter.request_from_nova(
+                self.context, instance, bdms, 'n', {},
+                snapshot_ids=['snap-1'], snapshot_sizes=sizes)
+            (root,) = [b for b in req.block_device_mappings if b.is_volume]
+            return root.volume_size
+
+        self.assertEqual(2, root_size({'snap-1': 2}))
+        self.assertEqual(1, root_size({'snap-1': 1}))
+        # Not read from Cinder, or another snapshot's size: Nova's value.
+        self.assertEqual(1, root_size({}))
+        self.assertEqual(1, root_size({'snap-2': 5}))
+
+    def test_volume_size_for(self):
+        from nova_snapshot_ext.nova import adapter
+
+        self.assertEqual(2, adapter.volume_size_for(1, 2))
+        self.assertEqual(3, adapter.volume_size_for(3, 2))
+        self.assertEqual(2, adapter.volume_size_for(None, 2))
+        self.assertEqual(1, adapter.volume_size_for(1, None))
+        self.assertIsNone(adapter.volume_size_for(None, None))
+
     def test_pending_request_is_per_context_and_name(self):
         from nova_snapshot_ext.nova import hook
 
