@@ -126,6 +126,16 @@ def add_parser(subparsers: ty.Any) -> None:
                    'location-first or location-fallback (the cloud then '
                    'serves the plugin\'s empty qcow2 image on 127.0.0.1 as '
                    'location_url and gives Glance its http store)')
+    p.add_argument('--stack', metavar='STACK',
+                   help='with --cloud: fake (default: Cinder\'s and Nova\'s '
+                   'fake drivers, no byte stored, no guest run) or real '
+                   '(Ceph RBD for Cinder, libvirt/QEMU for nova-compute, '
+                   'and the marker guest image cloud-guest, whose console '
+                   'shows the marker on each disk; Debian packages listed '
+                   'in doc/source/cloud.rst)')
+    p.add_argument('--glance-store', metavar='STORE',
+                   help='with --cloud --stack real: file (default) or rbd '
+                   '(Glance\'s images in Ceph too)')
     p.add_argument('--config-out', metavar='FILE',
                    help='where to write the configuration file (must not '
                    'exist; removed at stop; default: in the temporary '
@@ -151,7 +161,7 @@ def _check_args(args: ty.Any) -> tuple[str, list[str]]:
     if not roles or any(not re.match(r'^[\w-]+$', r) for r in roles):
         raise checks.CLIError('--roles must be role names separated by '
                               'commas, got %r' % args.roles)
-    for name in ('activation', 'stock_nova'):
+    for name in ('activation', 'stock_nova', 'stack', 'glance_store'):
         if getattr(args, name):
             raise checks.CLIError(
                 '--%s is an option of --cloud (the embedded Glance alone '
@@ -408,16 +418,29 @@ def run_cloud(conf: cfg.ConfigOpts,
     if activation != 'upload' and args.stock_nova:
         raise checks.CLIError('--activation %s is the plugin\'s: it has no '
                               'meaning with --stock-nova' % activation)
+    stack = args.stack or 'fake'
+    if stack not in launcher.STACKS:
+        raise checks.CLIError('--stack %s is not a stack; known: %s' % (
+            stack, ', '.join(launcher.STACKS)))
+    store = args.glance_store or 'file'
+    if store not in launcher.GLANCE_STORES:
+        raise checks.CLIError('--glance-store %s is not a store; known: %s'
+                              % (store, ', '.join(launcher.GLANCE_STORES)))
+    if store != 'file' and stack != 'real':
+        raise checks.CLIError('--glance-store %s needs --stack real (Ceph)'
+                              % store)
     log = sys.stderr
     with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    print('Starting the cloud in a box (Glance profile %s, nova-api %s); '
-          'the first start installs one virtualenv and migrates a template '
-          '(minutes), later ones take about 40 s...' % (
+    print('Starting the cloud in a box (Glance profile %s, nova-api %s, '
+          '%s); the first start installs one virtualenv and migrates a '
+          'template (minutes), later ones take about %d s...' % (
               args.profile, 'stock' if args.stock_nova else
-              'with nova-snapshot-ext'), file=log, flush=True)
+              'with nova-snapshot-ext', STACK_WORDS[stack] % store,
+              60 if stack == 'real' else 40), file=log, flush=True)
     cloud = launcher.Cloud(profile=args.profile,
-                           plugin=not args.stock_nova, activation=activation)
+                           plugin=not args.stock_nova, activation=activation,
+                           stack=stack, glance_store=store)
     try:
         try:
             cloud.start()
@@ -435,7 +458,7 @@ def run_cloud(conf: cfg.ConfigOpts,
                   'nova-api %s).\nIts directory (configs, logs): %s\n\n'
                   'As the admin (project admin):\n%s\n\nAs a member '
                   '(user demo, project demo):\n%s\n\n'
-                  'Flavors: %s; images: %s\n'
+                  'Flavors: %s\nImages: %s\n'
                   'Tempest: a ready tempest.conf is %s\n'
                   'This plugin\'s CLI as the admin (probe, audit with '
                   'Cinder checks): --config-file %s\n'
@@ -447,8 +470,7 @@ def run_cloud(conf: cfg.ConfigOpts,
                      cloud_exports(creds['member']),
                      ', '.join('%s=%s' % i for i in
                                sorted(info['flavors'].items())),
-                     ', '.join('%s=%s' % i for i in
-                               sorted(info['images'].items())),
+                     image_list(info['images']),
                      info['tempest_conf'], info['plugin_conf']), flush=True)
         try:
             (wait or _sleep_forever)()
@@ -458,6 +480,20 @@ def run_cloud(conf: cfg.ConfigOpts,
     finally:
         cloud.stop()
         print(cloud_stopped_line(cloud.base_dir), file=log, flush=True)
+
+
+#: How the start line names each stack (``%s``: the Glance store).
+STACK_WORDS = {'fake': 'fake storage and hypervisor',
+               'real': 'Ceph RBD (Glance store %s) and libvirt/QEMU'}
+#: The names the cloud gives the images of ``describe()['images']``.
+IMAGE_NAMES = {'image': 'cloud-image', 'image_alt': 'cloud-image-alt',
+               'guest': 'cloud-guest'}
+
+
+def image_list(images: dict[str, str]) -> str:
+    """``cloud-image (id <id>), ...``: each image by its Glance name."""
+    return ', '.join('%s (id %s)' % (IMAGE_NAMES.get(key, key), image_id)
+                     for key, image_id in sorted(images.items()))
 
 
 def cloud_stopped_line(directory: str | None) -> str:

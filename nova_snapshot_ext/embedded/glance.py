@@ -117,7 +117,7 @@ do_secure_hash = true
 connection = {connection}
 
 [glance_store]
-default_backend = fs
+default_backend = {default_backend}
 
 [fs]
 filesystem_store_datadir = {images}/
@@ -290,6 +290,9 @@ class EmbeddedGlance(object):
     :param require_image_format_match: ``[image_format]
         require_image_format_match`` (uploaded data must match disk_format).
     :param http_store: also enable the http store (``web:http``).
+    :param rbd_store: ``{'pool': ..., 'ceph_conf': ..., 'user': ...}`` to
+        store images in Ceph (``ceph:rbd``, the default backend; the
+        ``rbd`` binding must be importable by ``python``), or None.
     :param show_multiple_locations: set the legacy
         ``show_multiple_locations`` option.
     :param allowed_hosts: ``[import_filtering_opts] allowed_hosts``.
@@ -336,7 +339,7 @@ class EmbeddedGlance(object):
                  identity='headers', python=None, access_log=False,
                  custom_schema=True, image_size_cap=None, database=None,
                  workers=1, shared_with=None, keystone=None,
-                 keystone_limits=False, port=None):
+                 keystone_limits=False, port=None, rbd_store=None):
         if identity not in IDENTITY_MODES:
             raise ValueError('identity must be one of %s, not %r' %
                              (', '.join(IDENTITY_MODES), identity))
@@ -369,6 +372,7 @@ class EmbeddedGlance(object):
         #: The database name on :attr:`database` (None on SQLite).
         self.database_name = None
         self.http_store = bool(http_store)
+        self.rbd_store = dict(rbd_store) if rbd_store else None
         self.show_multiple_locations = bool(show_multiple_locations)
         self.allowed_hosts = tuple(allowed_hosts or ())
         self.allowed_ports = tuple(int(p) for p in (allowed_ports or ()))
@@ -458,7 +462,17 @@ class EmbeddedGlance(object):
 
         :returns: a string such as ``fs:file,web:http``.
         """
-        return 'fs:file,web:http' if self.http_store else 'fs:file'
+        backends = ['fs:file']
+        if self.rbd_store:
+            backends.insert(0, 'ceph:rbd')
+        if self.http_store:
+            backends.append('web:http')
+        return ','.join(backends)
+
+    @property
+    def default_backend(self):
+        """``[glance_store] default_backend``: ``ceph`` or ``fs``."""
+        return 'ceph' if self.rbd_store else 'fs'
 
     @property
     def profile(self):
@@ -476,6 +490,7 @@ class EmbeddedGlance(object):
             'require_image_format_match': self.require_image_format_match,
             'enabled_backends': self.enabled_backends,
             'http_store': self.http_store,
+            'rbd_store': self.rbd_store,
             'show_multiple_locations': self.show_multiple_locations,
             'allowed_hosts': list(self.allowed_hosts),
             'allowed_ports': list(self.allowed_ports),
@@ -666,6 +681,7 @@ class EmbeddedGlance(object):
                     else os.path.join(self.base_dir, 'images')),
             paste_name=_PASTE_NAME,
             enabled_backends=self.enabled_backends,
+            default_backend=self.default_backend,
             show_multiple_locations=str(self.show_multiple_locations).lower(),
             disk_formats=_csv(self.disk_formats),
             container_formats=_csv(self.container_formats),
@@ -683,6 +699,10 @@ class EmbeddedGlance(object):
                                 'use_keystone_limits = true\n', 1)
         if self.keystone is not None:
             conf += self._keystone_config()
+        if self.rbd_store:
+            conf += ('\n[ceph]\nrbd_store_pool = %(pool)s\n'
+                     'rbd_store_ceph_conf = %(ceph_conf)s\n'
+                     'rbd_store_user = %(user)s\n' % self.rbd_store)
         with open(os.path.join(self.base_dir, _CONF_NAME), 'w') as fh:
             fh.write(conf)
         with open(os.path.join(self.base_dir, _PASTE_NAME), 'w') as fh:

@@ -48,6 +48,7 @@ class _External(object):
         with open(path) as fh:
             self.info = json.load(fh)
         self.profile = self.info['profile']
+        self.stack = self.info.get('stack', 'fake')
         self.location_url = self.info.get('location_url')
         self.keystone_url = self.info['endpoints']['keystone']
         self.ids = {'flavors': self.info['flavors'],
@@ -106,13 +107,13 @@ def attach_errors_on_failure(test, cloud):
 
 
 def skip_unless_cloud(test, profile, plugin=True, activation='upload',
-                      glance_proxy=False):
+                      glance_proxy=False, stack='fake', glance_store='file'):
     """Skip ``test`` when the running cloud it was given cannot serve it.
 
     With ``NOVA_SNAPSHOT_EXT_CLOUD_DESCRIBE`` set, only tests of that
-    cloud's Glance profile, nova-api (plugin or stock) and activation
-    method run, and none that needs a fault proxy before nova-api's
-    Glance.
+    cloud's Glance profile, nova-api (plugin or stock), activation
+    method, stack and Glance store run, and none that needs a fault proxy
+    before nova-api's Glance.
     """
     external = os.environ.get(DESCRIBE_ENV)
     if not external:
@@ -123,11 +124,13 @@ def skip_unless_cloud(test, profile, plugin=True, activation='upload',
     with open(external) as fh:
         info = json.load(fh)
     running = (info['profile'], info['plugin'],
-               info.get('activation', 'upload'))
-    if running != (profile, plugin, activation):
+               info.get('activation', 'upload'), info.get('stack', 'fake'),
+               info.get('glance_store', 'file'))
+    wanted = (profile, plugin, activation, stack, glance_store)
+    if running != wanted:
         test.skipTest('the running cloud (%s) is (Glance profile, plugin, '
-                      'activation) %r, this test needs %r' % (
-                          external, running, (profile, plugin, activation)))
+                      'activation, stack, Glance store) %r, this test needs '
+                      '%r' % (external, running, wanted))
 
 
 class CloudFixture(fixtures.Fixture):
@@ -140,19 +143,24 @@ class CloudFixture(fixtures.Fixture):
     :param glance_proxy: nova-api reaches Glance through a fault proxy
         (``cloud.fault_proxy``, :class:`tests.functional.faultproxy.
         FaultProxy`; rules are cleared when the test ends).
+    :param stack: ``'fake'`` or ``'real'`` (Ceph and libvirt/QEMU).
+    :param glance_store: ``'file'`` or ``'rbd'`` (real stack only).
     """
 
     def __init__(self, profile='default', plugin=True, activation='upload',
-                 glance_proxy=False):
+                 glance_proxy=False, stack='fake', glance_store='file'):
         super().__init__()
         self.profile = profile
         self.plugin = plugin
         self.activation = activation
         self.glance_proxy = glance_proxy
+        self.stack = stack
+        self.glance_store = glance_store
         self.cloud = None
 
     def _setUp(self):
-        key = (self.profile, self.plugin, self.activation, self.glance_proxy)
+        key = (self.profile, self.plugin, self.activation, self.glance_proxy,
+               self.stack, self.glance_store)
         with _lock:
             cloud = _clouds.get(key)
             if cloud is None:
@@ -181,7 +189,8 @@ class CloudFixture(fixtures.Fixture):
         port = process.free_ports(1)[0] if self.glance_proxy else None
         cloud = launcher.Cloud(profile=self.profile, plugin=self.plugin,
                                activation=self.activation,
-                               nova_glance_port=port)
+                               nova_glance_port=port, stack=self.stack,
+                               glance_store=self.glance_store)
         cloud.start()
         if port is not None:
             try:
@@ -191,6 +200,18 @@ class CloudFixture(fixtures.Fixture):
                 cloud.stop()
                 raise
         return cloud
+
+
+def ceph_of(cloud):
+    """The Ceph cluster of a real-stack cloud, to read from.
+
+    :returns: a :class:`~nova_snapshot_ext.embedded.cloud.ceph.Ceph`.
+    """
+    from nova_snapshot_ext.embedded.cloud import ceph
+
+    if isinstance(cloud, _External):
+        return ceph.Ceph.of_conf(cloud.info['ceph_conf'])
+    return cloud.real.ceph
 
 
 def payload_format(data):

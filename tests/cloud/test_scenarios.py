@@ -47,15 +47,18 @@ class _Cloud(object):
     plugin = True
     activation = 'upload'
     glance_proxy = False
+    stack = 'fake'
+    glance_store = 'file'
     expected_format = None
 
     def setUp(self):
         super().setUp()
         base.skip_unless_cloud(self, self.profile, self.plugin,
-                               self.activation, self.glance_proxy)
+                               self.activation, self.glance_proxy,
+                               self.stack, self.glance_store)
         self.cloud = self.useFixture(base.CloudFixture(
             self.profile, self.plugin, self.activation,
-            self.glance_proxy)).cloud
+            self.glance_proxy, self.stack, self.glance_store)).cloud
         base.attach_errors_on_failure(self, self.cloud)
         self.demo = base.Api(self.cloud, 'demo')
         self.admin = base.Api(self.cloud, 'admin')

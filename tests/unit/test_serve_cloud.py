@@ -81,6 +81,14 @@ class TestInterruptedStart(base.TestCase):
         self.assertTrue(os.path.isdir(cloud.base_dir))
 
 
+class TestImageList(base.TestCase):
+
+    def test_each_image_by_its_glance_name(self):
+        self.assertEqual(
+            'cloud-guest (id g1), cloud-image (id i1), other (id o1)',
+            serve.image_list({'image': 'i1', 'guest': 'g1', 'other': 'o1'}))
+
+
 class TestActivationRefusals(base.TestCase):
     """Kind: an --activation serve cannot run, refused before any start."""
 
@@ -100,7 +108,14 @@ class TestActivationRefusals(base.TestCase):
                  ('--activation', '--cloud')),
                 (('--stock-nova',), ('--stock-nova', '--cloud')),
                 (('--cloud', '--stock-nova', '--activation',
-                  'location-first'), ('--activation', '--stock-nova'))):
+                  'location-first'), ('--activation', '--stock-nova')),
+                (('--cloud', '--stack', 'xen'), ('--stack xen', 'real')),
+                (('--stack', 'real'), ('--stack', '--cloud')),
+                (('--glance-store', 'rbd'), ('--glance-store', '--cloud')),
+                (('--cloud', '--glance-store', 'rbd'),
+                 ('--glance-store rbd', '--stack real')),
+                (('--cloud', '--stack', 'real', '--glance-store', 'swift'),
+                 ('--glance-store swift', 'file, rbd'))):
             proc = self.serve(*args)
             self.assertEqual(2, proc.returncode, (args, proc.stderr))
             for word in words:

@@ -119,7 +119,7 @@ class Api(object):
                          microversion=COMPUTE, ok=ok)
         return resp.json()['server'] if resp.status_code == 200 else None
 
-    def boot(self, name, bdm=None, image=None):
+    def boot(self, name, bdm=None, image=None, metadata=None):
         body = {'name': name, 'flavorRef':
                 self.cloud.ids['flavors']['cloud.tiny'],
                 'networks': 'none'}
@@ -127,12 +127,30 @@ class Api(object):
             body['block_device_mapping_v2'] = bdm
         if image:
             body['imageRef'] = image
+        if metadata:
+            body['metadata'] = metadata
         server = self.json('nova', 'POST', '/servers', microversion=COMPUTE,
                            json={'server': body})['server']
         return self.wait('server %s' % server['id'],
                          lambda: self.server(server['id']),
                          lambda s: s['status'] == 'ACTIVE',
                          failed=('ERROR',))
+
+    def action(self, server_id, body, ok=(200, 202)):
+        """``POST /servers/{id}/action``: the response."""
+        return self.call('nova', 'POST', '/servers/%s/action' % server_id,
+                         microversion=COMPUTE, json=body, ok=ok)
+
+    def console(self, server_id):
+        """The server's whole console log (``os-getConsoleOutput``).
+
+        :returns: text; '' while the hypervisor has none yet (404 or 409:
+            a domain not yet running, or shut off).
+        """
+        resp = self.action(server_id, {'os-getConsoleOutput': {}},
+                           ok=(200, 404, 409))
+        return resp.json().get('output', '') if resp.status_code == 200 \
+            else ''
 
     def delete_server(self, server_id):
         self.call('nova', 'DELETE', '/servers/%s' % server_id,

@@ -50,18 +50,20 @@ def _auth(keystone_url, username, password, project='service'):
     ])
 
 
-def plugin_cli_conf(keystone_url, password):
+def plugin_cli_conf(keystone_url, password, driver='fake'):
     """The plugin's own config file for its CLI against this cloud.
 
     ``probe``, ``audit`` (with Cinder checks and ``--fix``) and the others
     as the cloud's admin: ``[snapshot_ext_glance]`` and
     ``[snapshot_ext_cinder]`` with password auth through the catalog;
-    ``[snapshot_ext] driver = fake`` (the cloud's nova-compute runs Nova's
-    fake virt driver).
+    ``[snapshot_ext] driver``: ``fake`` where nova-compute runs Nova's fake
+    virt driver, ``libvirt`` (``virt_type = qemu``) on the real stack.
     """
     admin = _auth(keystone_url, 'admin', password, project='admin')
-    return render_ini(collections.OrderedDict([
-        ('snapshot_ext', {'driver': 'fake'}),
+    sections = [('snapshot_ext', {'driver': driver})]
+    if driver == 'libvirt':
+        sections.append(('snapshot_ext_libvirt', {'virt_type': 'qemu'}))
+    return render_ini(collections.OrderedDict(sections + [
         ('snapshot_ext_glance', admin),
         ('snapshot_ext_cinder', admin),
     ]))
@@ -102,11 +104,18 @@ def placement_conf(connection, keystone_url, password):
 
 
 def cinder_conf(base, connection, transport_url, keystone_url, password,
-                driver, host='cloud'):
+                driver, host='cloud', backend=None):
     """cinder.conf (api, scheduler, volume).
 
-    :param driver: the ``volume_driver`` import path.
+    :param driver: the ``volume_driver`` import path of the ``fake``
+        backend (when ``backend`` is None).
+    :param backend: ``(name, {option: value})``: the one backend instead
+        (the real stack's RBD driver).
     """
+    if backend is None:
+        backend = ('fake', collections.OrderedDict([
+            ('volume_driver', driver), ('volume_backend_name', 'fake')]))
+    name, options = backend
     return render_ini(collections.OrderedDict([
         ('DEFAULT', collections.OrderedDict([
             ('debug', False), ('use_stderr', True),
@@ -114,7 +123,7 @@ def cinder_conf(base, connection, transport_url, keystone_url, password,
             ('state_path', base),
             ('transport_url', transport_url),
             ('auth_strategy', 'keystone'),
-            ('enabled_backends', 'fake'),
+            ('enabled_backends', name),
             ('default_volume_type', '__DEFAULT__'),
             ('api_paste_config', base + '/api-paste.ini'),
             ('volumes_dir', base + '/volumes'),
@@ -128,17 +137,14 @@ def cinder_conf(base, connection, transport_url, keystone_url, password,
         ('service_user', dict(_auth(keystone_url, 'cinder', password),
                               send_service_user_token=True)),
         ('nova', _auth(keystone_url, 'nova', password)),
-        ('fake', collections.OrderedDict([
-            ('volume_driver', driver),
-            ('volume_backend_name', 'fake'),
-        ])),
+        (name, options),
         ('coordination', {'backend_url': 'file://' + base + '/coordination'}),
     ]))
 
 
 def nova_conf(base, database, api_database, transport_url, keystone_url,
               password, glance_url, compute_driver=None,
-              snapshot_ext=None, host='cloud'):
+              snapshot_ext=None, host='cloud', extra=None):
     """One nova.conf.
 
     nova-api's and nova-scheduler's (``database`` on cell0), the cell
@@ -149,6 +155,8 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
 
     :param snapshot_ext: ``{section: {option: value}}`` of the plugin's
         options (``[snapshot_ext...]``), or None.
+    :param extra: ``{section: {option: value}}`` merged into the file's
+        sections (the real stack's ``[libvirt]``, ``compute_driver``...).
     """
     default = collections.OrderedDict([
         ('debug', False), ('use_stderr', True),
@@ -190,6 +198,10 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
         # nova-compute: no API database (it reaches the database through
         # the conductor only).
         del sections['api_database']
+    for section, options in (extra or {}).items():
+        merged = collections.OrderedDict(sections.get(section, ()))
+        merged.update(options)
+        sections[section] = merged
     for section, options in (snapshot_ext or {}).items():
         sections[section] = options
     return render_ini(sections)
@@ -197,13 +209,20 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
 
 def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
                  flavor_ref, flavor_ref_alt, lock_path, log_file=None,
-                 location_url=None):
+                 location_url=None, marker_image_ref=None):
     """A tempest.conf for this cloud.
 
-    No Neutron (``[service_available] neutron = False``) and no guest
-    (``[validation] run_validation = False``); the image and flavor ids of
-    this start; ``[nova_snapshot_ext] location_url`` in location mode.
+    No Neutron (``[service_available] neutron = False``) and no SSH to a
+    guest (``[validation] run_validation = False``); the image and flavor
+    ids of this start; ``[nova_snapshot_ext] location_url`` in location
+    mode; on the real stack ``marker_image_ref`` (the marker guest) and
+    ``[compute-feature-enabled] console_output = True``.
     """
+    plugin = collections.OrderedDict()
+    if location_url:
+        plugin['location_url'] = location_url
+    if marker_image_ref:
+        plugin['marker_image_ref'] = marker_image_ref
     return render_ini(collections.OrderedDict([
         ('DEFAULT', collections.OrderedDict(
             [('log_file', log_file)] if log_file else [])),
@@ -233,7 +252,7 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
             ('max_microversion', 'latest'),
         ])),
         ('compute-feature-enabled', collections.OrderedDict([
-            ('console_output', False),
+            ('console_output', bool(marker_image_ref)),
             ('vnc_console', False),
             ('resize', False),
             ('live_migration', False),
@@ -258,6 +277,5 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
             ('nova', True), ('swift', False), ('horizon', False),
         ])),
         ('validation', {'run_validation': False}),
-        ('nova_snapshot_ext', collections.OrderedDict(
-            [('location_url', location_url)] if location_url else [])),
+        ('nova_snapshot_ext', plugin),
     ]))

@@ -39,8 +39,10 @@ import time
 from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded.cloud import config
+from nova_snapshot_ext.embedded.cloud import host
 from nova_snapshot_ext.embedded.cloud import infra
 from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded.cloud import realstack
 from nova_snapshot_ext.embedded.cloud import venv
 from nova_snapshot_ext.embedded import demo as embedded_demo
 from nova_snapshot_ext.embedded import glance as glance_mod
@@ -75,6 +77,9 @@ CINDER_DRIVER = ('nova_snapshot_ext.embedded.cloud.cinder_driver.'
 PROFILES = glance_mod.PROFILES
 #: ``[snapshot_ext] activation_method`` values the cloud can run.
 ACTIVATIONS = ('upload', 'location-first', 'location-fallback')
+#: ``stack`` values: the fake drivers, or Ceph and libvirt/QEMU.
+STACKS = realstack.STACKS
+GLANCE_STORES = realstack.GLANCE_STORES
 
 _KEYSTONE_WSGI = """\
 # Written by nova_snapshot_ext.embedded.cloud.
@@ -151,17 +156,34 @@ class Cloud(object):
         ``http://127.0.0.1:<port>`` (``[glance] api_servers``) instead of
         Glance's own port: the caller serves a proxy there (e.g. a fault
         proxy in front of :attr:`glance`).
+    :param stack: ``'fake'`` (Cinder's and Nova's fake drivers: no byte
+        stored, no guest run) or ``'real'`` (Ceph RBD and libvirt/QEMU,
+        :mod:`.realstack`; the marker guest's image is uploaded as
+        ``ids['images']['guest']``).
+    :param glance_store: ``'file'`` or, on the real stack, ``'rbd'``.
     """
 
     def __init__(self, profile='default', plugin=True, keep=False,
                  use_template=True, activation='upload',
-                 nova_glance_port=None):
+                 nova_glance_port=None, stack='fake', glance_store='file'):
         if profile not in PROFILES:
             raise KeyError('unknown profile %r (known: %s)' % (
                 profile, ', '.join(sorted(PROFILES))))
         if activation not in ACTIVATIONS:
             raise KeyError('unknown activation %r (known: %s)' % (
                 activation, ', '.join(ACTIVATIONS)))
+        if stack not in STACKS:
+            raise KeyError('unknown stack %r (known: %s)' % (
+                stack, ', '.join(STACKS)))
+        if glance_store not in GLANCE_STORES:
+            raise KeyError('unknown Glance store %r (known: %s)' % (
+                glance_store, ', '.join(GLANCE_STORES)))
+        if glance_store != 'file' and stack != 'real':
+            raise KeyError('the Glance store %r needs the real stack (Ceph)'
+                           % glance_store)
+        self.stack = stack
+        self.glance_store = glance_store
+        self.real = None
         self.profile = profile
         self.plugin = plugin
         self.activation = activation
@@ -221,6 +243,7 @@ class Cloud(object):
             the directory.
         """
         started = time.monotonic()
+        self.require_host()
         self.base_dir = tempfile.mkdtemp(prefix='nova-snapshot-ext-cloud-',
                                          dir=system_tempdir())
         self.procs = proc_mod.Processes(self.base_dir)
@@ -234,6 +257,8 @@ class Cloud(object):
                 self.keep = True
             self.procs.stop_all()
             self._stop_in_process()
+            if self.real is not None:
+                self.real.cleanup()
             if isinstance(exc, Exception):
                 raise CloudError('the cloud did not start (%s); logs kept '
                                  'in %s' % (exc, self.base_dir)) from exc
@@ -243,6 +268,19 @@ class Cloud(object):
                  self.timings['start'], 'warm' if self.warm else 'cold',
                  self.base_dir)
         return self
+
+    def require_host(self):
+        """Refuse before anything starts when a Debian package is missing.
+
+        :raises CloudError: naming the packages and the command that
+            installs them (:func:`.host.require`).
+        """
+        if self.stack == 'real':
+            host.require('the cloud on the real stack (Ceph, libvirt/QEMU, '
+                         'the marker guest)', infra.PROGRAMS,
+                         *realstack.PROGRAM_MAPS)
+        else:
+            host.require('the cloud', infra.PROGRAMS)
 
     def stop(self):
         """Stop every process (by PID and process group).
@@ -255,6 +293,8 @@ class Cloud(object):
         if self.procs is not None:
             self.procs.stop_all()
         self._stop_in_process()
+        if self.real is not None:
+            self.real.cleanup()
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None:
             watchdog.kill()
@@ -283,7 +323,7 @@ class Cloud(object):
         self._install_virt_driver()
         names = ('keystone', 'placement', 'cinder', 'nova', 'network',
                  'glance', 'mysql', 'rabbit', 'rabbit_dist', 'epmd',
-                 'objects')
+                 'objects', 'ceph_v2', 'ceph_v1', 'libvirt')
         taken = (self.nova_glance_port,) if self.nova_glance_port else ()
         self.ports = dict(zip(names, proc_mod.free_ports(len(names),
                                                          taken=taken)))
@@ -304,6 +344,11 @@ class Cloud(object):
                                      self.ports['rabbit_dist'],
                                      self.ports['epmd'])
         self._step('rabbitmq', self.rabbit.start)
+        if self.stack == 'real':
+            self.real = realstack.RealStack(self.procs, self.base_dir,
+                                            self.ports, self.glance_store)
+            self._step('guest', self.real.prepare, self.python)
+            self._step('ceph_libvirt', self.real.start)
         self._start_network()
         self._start_objects()
         self._write_configs()
@@ -339,6 +384,8 @@ class Cloud(object):
         env['PYTHONUNBUFFERED'] = '1'
         env['PATH'] = os.path.dirname(self.python) + os.pathsep + \
             env.get('PATH', '')
+        if self.real is not None:
+            env['PATH'] = self.real.path_prefix() + os.pathsep + env['PATH']
         env.update(extra)
         return env
 
@@ -431,8 +478,10 @@ class Cloud(object):
                                      'api-paste.ini'),
                         os.path.join(cdir, 'api-paste.ini'))
         with open(os.path.join(cdir, 'cinder.conf'), 'w') as fh:
-            fh.write(config.cinder_conf(cdir, self._db('cinder'), transport,
-                                        kurl, PASSWORD, CINDER_DRIVER))
+            fh.write(config.cinder_conf(
+                cdir, self._db('cinder'), transport, kurl, PASSWORD,
+                CINDER_DRIVER, backend=(self.real.cinder_backend()
+                                        if self.real else None)))
         with open(os.path.join(cdir, 'embedded_cinder_wsgi.py'), 'w') as fh:
             fh.write(_CINDER_WSGI % os.path.join(cdir, 'cinder.conf'))
         # The Glance URL is known once Glance runs: Nova's configs are
@@ -448,8 +497,11 @@ class Cloud(object):
             # is stamped nothing.
             # Backups of volume-backed servers too (doc/source/backups.rst:
             # off by default, then Nova's 400 is unchanged).
+            # On the real stack, the libvirt driver as an operator of a
+            # libvirt cloud sets it (it reads Nova's [libvirt] virt_type).
             snapshot_ext = {'snapshot_ext': {
-                'driver': 'fake', 'volume_backed_backups': True}}
+                'driver': 'libvirt' if self.real else 'fake',
+                'volume_backed_backups': True}}
             if self.location_url is not None:
                 snapshot_ext['snapshot_ext'].update(
                     activation_method=self.activation,
@@ -469,7 +521,8 @@ class Cloud(object):
             fh.write(config.nova_conf(
                 api_dir, self._db('nova_cell0'), self._db('nova_api'),
                 transport, kurl, PASSWORD, api_glance_url,
-                snapshot_ext=snapshot_ext))
+                snapshot_ext=snapshot_ext,
+                extra=self.real.nova_api_options() if self.real else None))
         with open(os.path.join(cell_dir, 'nova.conf'), 'w') as fh:
             fh.write(config.nova_conf(
                 cell_dir, self._db('nova_cell1'), self._db('nova_api'),
@@ -478,7 +531,9 @@ class Cloud(object):
             fh.write(config.nova_conf(
                 cell_dir, self._db('nova_cell1'), None,
                 transport, kurl, PASSWORD, glance_url,
-                compute_driver=COMPUTE_DRIVER))
+                compute_driver=COMPUTE_DRIVER,
+                extra=self.real.nova_compute_options() if self.real
+                else None))
         with open(os.path.join(api_dir, 'embedded_nova_wsgi.py'), 'w') as fh:
             fh.write(_NOVA_WSGI)
         venv_root = os.path.dirname(os.path.dirname(self.python))
@@ -691,6 +746,8 @@ class Cloud(object):
         if self.location_url is not None:
             # Glance reads the location object through its http store.
             kwargs.update(http_store=True, allowed_hosts=('127.0.0.1',))
+        if self.real is not None:
+            kwargs.update(rbd_store=self.real.glance_rbd_store())
         kwargs.update(python=self.python, identity='keystone',
                       keystone=_GlanceKeystone(self.keystone_url),
                       port=self.ports['glance'])
@@ -839,6 +896,8 @@ class Cloud(object):
         self.ids['images'] = {
             'image': self._upload_image(admin, 'cloud-image'),
             'image_alt': self._upload_image(admin, 'cloud-image-alt')}
+        if self.real is not None:
+            self.ids['images']['guest'] = self._upload_guest(admin)
 
     def _upload_image(self, session, name):
         """A small public qcow2 image (made with qemu-img)."""
@@ -847,10 +906,25 @@ class Cloud(object):
         path = os.path.join(self.base_dir, name + '.qcow2')
         subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', path,
                         '64M'], check=True, timeout=60)
+        return self._upload_file(session, name, path, 'qcow2')
+
+    def _upload_guest(self, session):
+        """The marker guest: ``raw``, or ``qcow2`` where Glance refuses raw."""
+        path = self.real.guest_disk
+        if 'raw' in self.glance.disk_formats:
+            return self._upload_file(session, 'cloud-guest', path, 'raw')
+        qcow2 = os.path.join(self.base_dir, 'cloud-guest.qcow2')
+        self.procs.run('guest-qcow2', ['qemu-img', 'convert', '-q', '-f',
+                                       'raw', '-O', 'qcow2', path, qcow2])
+        return self._upload_file(session, 'cloud-guest', qcow2, 'qcow2')
+
+    def _upload_file(self, session, name, path, disk_format):
+        """A public image of the file at ``path`` (``min_disk`` 1)."""
         glance = self.glance.endpoint
         image = session.post(glance + '/v2/images', json={
-            'name': name, 'disk_format': 'qcow2', 'container_format': 'bare',
-            'visibility': 'public', 'min_disk': 1}).json()
+            'name': name, 'disk_format': disk_format,
+            'container_format': 'bare', 'visibility': 'public',
+            'min_disk': 1}).json()
         with open(path, 'rb') as fh:
             session.put(glance + '/v2/images/%s/file' % image['id'],
                         data=fh.read(), headers={
@@ -871,7 +945,8 @@ class Cloud(object):
                 self.ids['flavors']['cloud.tiny'],
                 self.ids['flavors']['cloud.small'],
                 self._dir(os.path.join('tempest', 'locks')),
-                location_url=self.location_url))
+                location_url=self.location_url,
+                marker_image_ref=self.ids['images'].get('guest')))
         return path
 
     def write_plugin_conf(self):
@@ -881,7 +956,9 @@ class Cloud(object):
         """
         path = os.path.join(self.base_dir, 'nova-snapshot-ext.conf')
         with open(path, 'w') as fh:
-            fh.write(config.plugin_cli_conf(self.keystone_url, PASSWORD))
+            fh.write(config.plugin_cli_conf(
+                self.keystone_url, PASSWORD,
+                driver='libvirt' if self.real else 'fake'))
         return path
 
     def credentials(self):
@@ -909,6 +986,10 @@ class Cloud(object):
             'profile': self.profile,
             'plugin': self.plugin,
             'activation': self.activation,
+            'stack': self.stack,
+            'glance_store': self.glance_store,
+            'ceph_conf': self.real.ceph.conf if self.real else None,
+            'libvirt_uri': self.real.libvirtd.uri if self.real else None,
             'location_url': self.location_url,
             'warm': self.warm,
             'seconds': self.timings.get('start'),

@@ -1,0 +1,315 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The marker guest: a tiny bootable disk made from Debian packages only.
+
+A 32 MiB raw disk: syslinux's MBR, one FAT16 partition (1 MiB to 29 MiB)
+holding Debian's *cloud* kernel (LZ4: about 5 s to boot under QEMU's TCG,
+where the generic XZ kernel takes 23-35 s), a busybox initramfs and
+``syslinux.cfg``.  Nothing is mounted to build it (``mtools`` writes the
+FAT, ``syslinux --offset`` the boot sector): 2-3 s, cached by the kernel's
+package version and this module's recipe.
+
+What the guest does, on its serial console (``console=ttyS0``): first
+``NSE-BOOT <16 hex>``, an id of this boot; then for every virtio disk
+``/dev/vdX`` in order:
+
+* ``NSE-DISK vdX <sectors>``: the disk and its size in 512-byte sectors;
+* ``NSE-READ vdX <marker>`` when sector :data:`MARKER_SECTOR` holds a
+  marker (``NSEMARK-<24 hex>``);
+* else ``NSE-WROTE vdX <marker>``: it wrote a new random marker there
+  (then ``sync``: QEMU runs Cinder's RBD disks with ``cache='none'``).
+
+Then ``NSE-DONE`` and it stays up (``os-getConsoleOutput`` answers 404
+once a domain is shut off).  A disk is "told" to get a marker by being
+empty at that sector: a new volume, or the root volume made from this
+image, whose sector lies past the partition.  :func:`read_console` parses
+those lines.
+"""
+
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from nova_snapshot_ext.embedded.cloud import host
+from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded import glance_venv
+
+#: The sector (of 512 bytes) that holds a disk's marker: 30 MiB, past the
+#: boot partition, inside the 32 MiB image and any volume made from it.
+MARKER_SECTOR = 61440
+DISK_MIB = 32
+#: The partition: sectors 2048 .. 2048 + PARTITION_KIB * 2 - 1.
+PARTITION_KIB = 28 * 1024
+#: Modules the initramfs loads, in this order (``virtio`` needs
+#: ``virtio_ring``).
+MODULES = ('virtio_ring', 'virtio', 'virtio_pci_legacy_dev',
+           'virtio_pci_modern_dev', 'virtio_pci', 'virtio_blk')
+KERNEL_META = 'linux-image-cloud-amd64'
+MBR = '/usr/lib/syslinux/mbr/mbr.bin'
+BUSYBOX = '/bin/busybox'
+#: The Debian packages the build needs: ``{program or file: package}``.
+PROGRAMS = {
+    BUSYBOX: 'busybox-static',
+    MBR: 'syslinux-common',
+    'syslinux': 'syslinux',
+    'mcopy': 'mtools',
+    'mkfs.vfat': 'dosfstools',
+    'sfdisk': 'fdisk',
+    'cpio': 'cpio',
+}
+KERNEL_ARGS = 'console=ttyS0,115200 rdinit=/init panic=-1 quiet'
+_MARKER = re.compile(r'NSE-(READ|WROTE) (vd[a-z]+) (NSEMARK-[0-9a-f]{24})')
+_DISK = re.compile(r'NSE-DISK (vd[a-z]+) (\d+)')
+_BOOT = re.compile(r'NSE-BOOT ([0-9a-f]{16})')
+
+_INIT = r"""#!/bin/busybox sh
+# The marker guest's init (nova_snapshot_ext.embedded.cloud.guest).
+/bin/busybox --install -s /bin
+mount -t devtmpfs dev /dev
+exec </dev/console >/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+for m in %(modules)s; do insmod /lib/modules/$m.ko; done
+echo "NSE-BOOT $(head -c 8 /dev/urandom | hexdump -v -e '8/1 "%%02x"')"
+n=0
+while [ ! -b /dev/vda ] && [ $n -lt 50 ]; do sleep 0.2; n=$((n + 1)); done
+for d in /dev/vd[a-z]; do
+  [ -b "$d" ] || continue
+  name=${d#/dev/}
+  echo "NSE-DISK $name $(cat /sys/block/$name/size)"
+  found=$(dd if=$d bs=512 skip=%(sector)d count=1 2>/dev/null | head -c 32)
+  case "$found" in
+  NSEMARK-*) echo "NSE-READ $name $found" ;;
+  *)
+    new=NSEMARK-$(head -c 12 /dev/urandom | hexdump -v -e '12/1 "%%02x"')
+    printf '%%s' "$new" | dd of=$d bs=512 seek=%(sector)d count=1 conv=sync \
+      2>/dev/null
+    sync
+    echo "NSE-WROTE $name $new"
+    ;;
+  esac
+done
+echo NSE-DONE
+while true; do sleep 3600; done
+"""
+
+
+class GuestError(proc_mod.CloudError):
+    """The guest image cannot be built."""
+
+
+def init_script():
+    """The guest's ``/init`` (text)."""
+    return _INIT % {'modules': ' '.join(MODULES), 'sector': MARKER_SECTOR}
+
+
+def _run(cmd, cwd, timeout=120, stdin=b'', raw=False):
+    env = dict(os.environ, PATH=os.environ.get('PATH', '') +
+               ':/usr/sbin:/sbin', MTOOLS_SKIP_CHECK='1')
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, env=env,
+                            timeout=timeout, input=stdin)
+    if result.returncode != 0:
+        raise GuestError('%s exited with %d: %s' % (
+            ' '.join(cmd), result.returncode,
+            (result.stderr or result.stdout).decode('utf-8', 'replace')
+            [-1500:]))
+    if raw:
+        return result.stdout
+    return result.stdout.decode('utf-8', 'replace')
+
+
+def kernel_package():
+    """The versioned package ``linux-image-cloud-amd64`` depends on.
+
+    :returns: e.g. ``'linux-image-6.1.0-57-cloud-amd64'``.
+    :raises GuestError: if apt knows none (run ``apt-get update``).
+    """
+    out = _run(['apt-cache', 'depends', KERNEL_META], cwd='/')
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith('Depends:') and 'linux-image-' in line:
+            return line.split(':', 1)[1].strip()
+    raise GuestError('apt knows no kernel behind %s; run: apt-get update'
+                     % KERNEL_META)
+
+
+def cache_dir():
+    """Where built guests are kept (beside the cloud's virtualenvs)."""
+    return os.path.join(glance_venv.cache_root(), 'guests')
+
+
+def recipe_key(kernel):
+    """A key of what makes the disk: the kernel package and the recipe."""
+    text = '\n'.join([kernel, init_script(), KERNEL_ARGS, str(DISK_MIB),
+                      str(PARTITION_KIB)] + list(MODULES))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def ensure(directory=None):
+    """The marker guest's raw disk, built once per recipe and kernel.
+
+    :param directory: the cache directory (default :func:`cache_dir`).
+    :returns: the path of a 32 MiB raw disk image.
+    :raises GuestError: if a Debian package is missing (named with the
+        command that installs it) or a build step fails.
+    """
+    host.require('the marker guest', PROGRAMS)
+    directory = directory or cache_dir()
+    kernel = kernel_package()
+    path = os.path.join(directory, 'guest-%s.raw' % recipe_key(kernel))
+    if os.path.exists(path):
+        return path
+    os.makedirs(directory, exist_ok=True)
+    work = tempfile.mkdtemp(prefix='guest-build-', dir=directory)
+    try:
+        built = _build(work, kernel)
+        os.replace(built, path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return path
+
+
+def _build(work, kernel):
+    try:
+        _run(['apt-get', 'download', kernel], cwd=work, timeout=600)
+    except GuestError as err:
+        raise GuestError('%s (apt\'s lists may name a version the archive '
+                         'no longer serves: run apt-get update)' % err)
+    debs = [n for n in os.listdir(work) if n.endswith('.deb')]
+    if len(debs) != 1:
+        raise GuestError('apt-get download %s left %r' % (kernel, debs))
+    tree = os.path.join(work, 'kernel')
+    _run(['dpkg-deb', '-x', debs[0], tree], cwd=work)
+    version = kernel[len('linux-image-'):]
+    vmlinuz = os.path.join(tree, 'boot', 'vmlinuz-' + version)
+    initrd = _initramfs(work, os.path.join(tree, 'lib', 'modules', version))
+    return _disk(work, vmlinuz, initrd)
+
+
+def _initramfs(work, modules_dir):
+    root = os.path.join(work, 'initramfs')
+    for sub in ('bin', 'dev', 'proc', 'sys', 'lib/modules'):
+        os.makedirs(os.path.join(root, sub))
+    shutil.copy(BUSYBOX, os.path.join(root, 'bin', 'busybox'))
+    os.symlink('busybox', os.path.join(root, 'bin', 'sh'))
+    found = {}
+    for dirpath, _dirs, files in os.walk(modules_dir):
+        for name in files:
+            if name.endswith('.ko') and name[:-3] in MODULES:
+                found[name[:-3]] = os.path.join(dirpath, name)
+    absent = [m for m in MODULES if m not in found]
+    if absent:
+        raise GuestError('the kernel has no module %s' % ', '.join(absent))
+    for name, src in found.items():
+        shutil.copy(src, os.path.join(root, 'lib', 'modules', name + '.ko'))
+    init = os.path.join(root, 'init')
+    with open(init, 'w') as fh:
+        fh.write(init_script())
+    os.chmod(init, 0o755)
+    names = []
+    for dirpath, dirs, files in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        for name in sorted(dirs) + sorted(files):
+            names.append(os.path.normpath(os.path.join(rel, name)))
+    archive = _run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=root,
+                   stdin=('\n'.join(names) + '\n').encode(), raw=True)
+    path = os.path.join(work, 'initrd.gz')
+    with gzip.open(path, 'wb') as fh:
+        fh.write(archive)
+    return path
+
+
+def _disk(work, vmlinuz, initrd):
+    path = os.path.join(work, 'guest.raw')
+    with open(path, 'wb') as fh:
+        fh.truncate(DISK_MIB * 1024 * 1024)
+    _run(['sfdisk', '--quiet', '--no-reread', '--no-tell-kernel', path],
+         cwd=work, stdin=('label: dos\nstart=2048, size=%d, type=6, '
+                          'bootable\n' % (PARTITION_KIB * 2)).encode())
+    with open(MBR, 'rb') as fh:
+        mbr = fh.read(440)
+    with open(path, 'r+b') as fh:
+        fh.write(mbr)
+    _run(['mkfs.vfat', '-F', '16', '-n', 'NSEGUEST', '--offset', '2048',
+          path, str(PARTITION_KIB)], cwd=work)
+    cfg = os.path.join(work, 'syslinux.cfg')
+    with open(cfg, 'w') as fh:
+        fh.write('DEFAULT guest\nTIMEOUT 0\nPROMPT 0\nLABEL guest\n'
+                 '  KERNEL /vmlinuz\n  APPEND initrd=/initrd.gz %s\n'
+                 % KERNEL_ARGS)
+    image = path + '@@1M'
+    for src, name in ((vmlinuz, 'vmlinuz'), (initrd, 'initrd.gz'),
+                      (cfg, 'syslinux.cfg')):
+        _run(['mcopy', '-i', image, src, '::' + name], cwd=work)
+    _run(['syslinux', '--offset', str(1024 * 1024), '--install', path],
+         cwd=work)
+    return path
+
+
+def read_console(text):
+    """What the guest's console says about its disks.
+
+    :param text: the console output (``os-getConsoleOutput``).
+    :returns: ``{'boot': id or None, 'done': bool, 'disks': {'vda':
+        sectors, ...}, 'markers': {'vda': ('READ' or 'WROTE', marker),
+        ...}}``: the last boot's lines only (a console may hold several
+        boots).
+    """
+    markers = {}
+    disks = {}
+    done = False
+    boot = None
+    for line in text.splitlines():
+        started = _BOOT.search(line)
+        if started:
+            boot, markers, disks, done = started.group(1), {}, {}, False
+        if 'NSE-DISK' in line and _DISK.search(line):
+            name, size = _DISK.search(line).groups()
+            disks[name] = int(size)
+        found = _MARKER.search(line)
+        if found:
+            markers[found.group(2)] = (found.group(1), found.group(3))
+        if line.strip().endswith('NSE-DONE'):
+            done = True
+    return {'boot': boot, 'done': done, 'disks': disks, 'markers': markers}
+
+
+def main(argv=None):
+    """Build (or find) the marker guest's disk and print its path.
+
+    ``python -m nova_snapshot_ext.embedded.cloud.guest [DIRECTORY]``: for
+    a staging cloud's Glance (the Tempest plugin's
+    ``[nova_snapshot_ext] marker_image_ref``).  Exit 2 when a Debian
+    package is missing (named with its install command), 1 when a build
+    step fails.
+    """
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        print(ensure(argv[0] if argv else None))
+    except GuestError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except proc_mod.CloudError as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

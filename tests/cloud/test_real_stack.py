@@ -1,0 +1,349 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The data comes back: the plugin's images on Ceph, judged by real guests.
+
+The cloud on the real stack (``stack='real'``: Cinder's RBD driver on a
+private Ceph, nova-compute's libvirt driver on QEMU/TCG, the plugin in
+nova-api with ``driver = libvirt``).  Every server is the marker guest
+(:mod:`nova_snapshot_ext.embedded.cloud.guest`) on a root volume made from
+its image and a new data volume: its console says the marker it wrote on
+each disk.  A server booted from the plugin's image must print, for each
+disk at the source's device name, the marker the source wrote there:
+nothing else proves that a snapshot holds the data.
+
+``tox -e cloud-real``; the Debian packages are named in doc/source/cloud.rst
+(the cloud refuses to start without them and says which).
+"""
+
+import json
+import time
+import uuid
+
+from oslotest import base as oslotest_base
+
+from nova_snapshot_ext.embedded.cloud import guest
+from tests.cloud import base
+from tests.cloud import test_scenarios
+
+#: Seconds to wait for a guest's console to say everything (a TCG boot
+#: takes ~5 s alone, ~15 s on a loaded 2-core machine).
+CONSOLE_TIMEOUT = 240.0
+#: Volume API microversion of an in-use extend (3.42).
+EXTEND = 'volume 3.42'
+
+
+class _RealStack(test_scenarios._Cloud):
+    """Helpers for tests on the real stack."""
+
+    stack = 'real'
+
+    def setUp(self):
+        super().setUp()
+        self.ceph = base.ceph_of(self.cloud)
+
+    def _guest_server(self, data=True):
+        """The marker guest on a root volume (+ a data volume), ACTIVE.
+
+        :returns: ``(server, {'vda': root volume id, 'vdb': data volume
+            id}, {'vda': marker, 'vdb': marker})`` once the guest wrote
+            its markers.
+        """
+        tag = uuid.uuid4().hex[:8]
+        root = self.demo.create_volume(
+            image=self.cloud.ids['images']['guest'], name='root-' + tag)
+        self.addCleanup(self._delete_volume_when_free, root['id'])
+        bdm = [{'boot_index': 0, 'uuid': root['id'], 'source_type': 'volume',
+                'destination_type': 'volume', 'delete_on_termination': False}]
+        volumes = {'vda': root['id']}
+        if data:
+            vol = self.demo.create_volume(name='data-' + tag)
+            self.addCleanup(self._delete_volume_when_free, vol['id'])
+            bdm.append({'boot_index': -1, 'uuid': vol['id'],
+                        'source_type': 'volume',
+                        'destination_type': 'volume',
+                        'delete_on_termination': False})
+            volumes['vdb'] = vol['id']
+        server = self.demo.boot('guest-' + tag, bdm=bdm)
+        self.addCleanup(self.demo.delete_server, server['id'])
+        said = self._console(server['id'], sorted(volumes))
+        for disk in volumes:
+            self.assertEqual('WROTE', said['markers'][disk][0], said)
+        markers = {d: said['markers'][d][1] for d in volumes}
+        return server, volumes, markers
+
+    def _console(self, server_id, disks, timeout=CONSOLE_TIMEOUT,
+                 after=None):
+        """What the guest says once it has read or written every disk.
+
+        :param after: a boot id (``read_console()['boot']``): wait for
+            another boot's lines (a reboot).
+        """
+        console = {'text': ''}
+
+        def fetch():
+            console['text'] = self.demo.console(server_id)
+            return guest.read_console(console['text'])
+
+        try:
+            return self.demo.wait(
+                'the console of server %s' % server_id, fetch,
+                lambda said: said['boot'] != after and said['done'] and
+                set(disks) <= set(said['markers']), timeout=timeout)
+        except AssertionError:
+            self.addDetail('console of ' + server_id,
+                           test_scenarios._text(console['text'][-4000:]))
+            raise
+
+    def _boot_from_image(self, image_id, name='from-image'):
+        """A server from the image, its new volumes cleaned up after."""
+        booted = self.demo.boot(name + '-' + uuid.uuid4().hex[:6],
+                                image=image_id)
+        attached = [v['id'] for v in
+                    booted['os-extended-volumes:volumes_attached']]
+        for volume_id in attached:
+            self.addCleanup(self._delete_volume_when_free, volume_id)
+        self.addCleanup(self.demo.delete_server, booted['id'])
+        return booted, attached
+
+    def _active_image(self, image_id):
+        image = self.demo.wait(
+            'image %s' % image_id, lambda: self.demo.image(image_id),
+            lambda i: i['status'] == 'active', failed=('killed', 'deleted'))
+        for snapshot_id in self._snapshot_ids(image):
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        # nova-api answers before Cinder has made the snapshots (no
+        # quiesce, no wait): a new server from the image waits the same.
+        for snapshot_id in self._snapshot_ids(image):
+            self.demo.wait('snapshot %s' % snapshot_id,
+                           lambda: self.demo.snapshot(snapshot_id),
+                           lambda s: s['status'] == 'available',
+                           failed=('error',))
+        return image
+
+    def _mappings(self, image):
+        """The image's volume mappings: ``{device name: mapping}``."""
+        bdm = image.get('block_device_mapping')
+        if isinstance(bdm, str):
+            bdm = json.loads(bdm)
+        return {m['device_name'].rsplit('/', 1)[-1]: m for m in bdm
+                if m.get('snapshot_id')}
+
+    def _assert_rbd_snapshots(self, image, volumes):
+        """Each mapping names an RBD snapshot of the source's volume."""
+        found = self.ceph.rbd_images('volumes')
+        for disk, mapping in self._mappings(image).items():
+            rbd_image = 'volume-%s' % volumes[disk]
+            self.assertIn('snapshot-%s' % mapping['snapshot_id'],
+                          found.get(rbd_image, ()), (disk, found))
+
+    def _assert_round_trip(self, image_id, volumes, markers, sizes=None):
+        """A server from the image reads each marker on its own disk."""
+        image = self._active_image(image_id)
+        self._check_honest(image)
+        mappings = self._mappings(image)
+        self.assertEqual(sorted(volumes), sorted(mappings), image)
+        self._assert_rbd_snapshots(image, volumes)
+        booted, attached = self._boot_from_image(image_id)
+        self.assertTrue(set(attached).isdisjoint(volumes.values()))
+        said = self._console(booted['id'], sorted(volumes))
+        self._assert_reads(said, markers)
+        for disk, gib in (sizes or {}).items():
+            self.assertEqual(gib * 2 * 1024 * 1024, said['disks'][disk])
+            self.assertEqual(gib, int(mappings[disk]['volume_size']))
+        # The new volumes are RBD clones of the image's snapshots.
+        snapshots = {m['snapshot_id'] for m in mappings.values()}
+        for volume_id in attached:
+            parent = self.ceph.parent('volumes', 'volume-%s' % volume_id)
+            self.assertIsNotNone(parent, volume_id)
+            self.assertIn(parent.rsplit('@snapshot-', 1)[-1], snapshots)
+        return image, booted
+
+    def _assert_reads(self, said, markers):
+        for disk, marker in markers.items():
+            self.assertEqual(('READ', marker), said['markers'][disk],
+                             (disk, said))
+
+    def _create_backup(self, server_id, name, rotation):
+        resp = self.demo.action(server_id, {'createBackup': {
+            'name': name, 'backup_type': 'daily', 'rotation': rotation}},
+            ok=(202,))
+        image_id = resp.json()['image_id']
+        self.addCleanup(self._delete_image, image_id)
+        return image_id
+
+    def _create_image(self, server_id):
+        image_id, seconds = super()._create_image(server_id)
+        self.addDetail('createImage', test_scenarios._text('%.2f s'
+                                                           % seconds))
+        return image_id
+
+
+class _RoundTrip(_RealStack):
+    """createImage of a running server, on this class's Glance."""
+
+    def test_create_image_round_trip(self):
+        server, volumes, markers = self._guest_server()
+        image_id = self._create_image(server['id'])
+        self._assert_round_trip(image_id, volumes, markers)
+
+
+class FileStoreTest(_RoundTrip, oslotest_base.BaseTestCase):
+    """Glance's file store; Cinder copies the guest image into RBD."""
+
+    def test_stopped_server_round_trip(self):
+        server, volumes, markers = self._guest_server()
+        self.demo.action(server['id'], {'os-stop': None})
+        self.demo.wait('server %s stopped' % server['id'],
+                       lambda: self.demo.server(server['id']),
+                       lambda s: s['status'] == 'SHUTOFF',
+                       failed=('ERROR',))
+        image_id = self._create_image(server['id'])
+        self._assert_round_trip(image_id, volumes, markers)
+
+    def test_extended_volume_round_trip(self):
+        server, volumes, markers = self._guest_server()
+        self.demo.call('cinder', 'POST', self.demo.project_path(
+            '/volumes/%s/action' % volumes['vdb']), microversion=EXTEND,
+            json={'os-extend': {'new_size': 2}})
+        self.demo.wait('volume %s extended' % volumes['vdb'],
+                       lambda: self.demo.volume(volumes['vdb']),
+                       lambda v: v['size'] == 2 and v['status'] == 'in-use',
+                       failed=('error', 'error_extending'))
+        image_id = self._create_image(server['id'])
+        self._assert_round_trip(image_id, volumes, markers,
+                                sizes={'vda': 1, 'vdb': 2})
+
+    def test_create_backup_rotation_on_rbd(self):
+        """createBackup, rotation 2, four times, on Ceph.
+
+        A server booted from the second backup is an RBD clone of its
+        snapshots; when that backup rotates out, Cinder's RBD driver
+        flattens the clone (a full copy) and deletes the snapshot: the
+        server keeps its data (its guest reads the markers again after a
+        hard reboot), and Ceph holds no snapshot of a rotated backup.
+        """
+        server, volumes, markers = self._guest_server()
+        made, mappings = [], {}
+        for i in range(4):
+            if i:
+                time.sleep(test_scenarios.BACKUP_SPACING)
+            image_id = self._create_backup(server['id'], 'backup-%d' % i, 2)
+            made.append(image_id)
+            image = self._active_image(image_id)
+            mappings[image_id] = self._mappings(image)
+            self._assert_rbd_snapshots(image, volumes)
+            if i == 1:
+                clone, clone_volumes = self._boot_from_image(image_id)
+                said = self._console(clone['id'], sorted(volumes))
+                self._assert_reads(said, markers)
+                for volume_id in clone_volumes:
+                    self.assertIsNotNone(self.ceph.parent(
+                        'volumes', 'volume-%s' % volume_id))
+        self.demo.wait('rotation to 2 backups', lambda: {
+            'kept': [i for i in made if self.demo.image(i, ok=(200, 404))]},
+            lambda v: v['kept'] == made[2:], timeout=60)
+
+        def rbd_snapshots():
+            found = self.ceph.rbd_images('volumes')
+            return {s for v in volumes.values()
+                    for s in found.get('volume-%s' % v, ())}
+
+        rotated = {'snapshot-%s' % m['snapshot_id'] for i in made[:2]
+                   for m in mappings[i].values()}
+        kept = {'snapshot-%s' % m['snapshot_id'] for i in made[2:]
+                for m in mappings[i].values()}
+        self.demo.wait('the rotated backups\' RBD snapshots deleted',
+                       lambda: {'left': rbd_snapshots() & rotated},
+                       lambda v: not v['left'], timeout=180)
+        self.assertEqual(kept, rbd_snapshots())
+        for volume_id in clone_volumes:
+            self.assertIsNone(self.ceph.parent('volumes',
+                                               'volume-%s' % volume_id))
+        self.demo.action(clone['id'], {'reboot': {'type': 'HARD'}})
+        self._assert_reads(self._console(clone['id'], sorted(volumes),
+                                         after=said['boot']), markers)
+
+
+class RbdStoreTest(_RoundTrip, oslotest_base.BaseTestCase):
+    """Glance's RBD store: Cinder clones the guest image inside Ceph."""
+
+    glance_store = 'rbd'
+
+    def test_guest_image_lives_in_ceph(self):
+        image_id = self.cloud.ids['images']['guest']
+        self.assertIn('snap', self.ceph.rbd_images('images')[image_id])
+
+
+class NoRawGlanceTest(_RoundTrip, oslotest_base.BaseTestCase):
+    """A Glance that refuses ``raw``: the plugin's non-raw payload.
+
+    nova-api reaches Glance through the fault proxy (rules cleared after
+    each test), so the same cloud also shows what a failed activation
+    leaves in Ceph itself: no RBD snapshot that nothing names.
+    """
+
+    profile = 'no-raw'
+    expected_format = 'qcow2'
+    glance_proxy = True
+    upload = test_scenarios.FailedActivationTest.upload
+
+    def _rbd_snapshots_of(self, volumes):
+        found = self.ceph.rbd_images('volumes')
+        return {s[len('snapshot-'):] for v in volumes.values()
+                for s in found.get('volume-%s' % v, ())}
+
+    def _failing_create_image(self, server_id, status):
+        self.cloud.fault_proxy.add_rule('PUT', self.upload, 'status',
+                                        status=status, times='always')
+        name = 'failing-' + uuid.uuid4().hex[:8]
+        resp = self.demo.call('nova', 'POST',
+                              '/servers/%s/action' % server_id,
+                              microversion=base.COMPUTE, ok=None,
+                              json={'createImage': {'name': name}})
+        images = self.admin.json('glance', 'GET',
+                                 '/v2/images?name=%s' % name)['images']
+        for image in images:
+            self.addCleanup(self._delete_image, image['id'])
+        return resp, images
+
+    def test_refused_upload_leaves_no_rbd_snapshot(self):
+        server, volumes, _markers = self._guest_server()
+        resp, images = self._failing_create_image(server['id'], 400)
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertEqual([], images)
+        self.demo.wait('no RBD snapshot of volumes %s' % volumes,
+                       lambda: {'left': self._rbd_snapshots_of(volumes)},
+                       lambda v: not v['left'], timeout=120)
+
+    def test_unanswered_upload_leaves_only_named_rbd_snapshots(self):
+        server, volumes, _markers = self._guest_server()
+        resp, images = self._failing_create_image(server['id'], 503)
+        self.assertGreaterEqual(resp.status_code, 500, resp.text)
+        self.assertEqual(['queued'], [i['status'] for i in images])
+        named = set(self._snapshot_ids(images[0]))
+        for snapshot_id in named:
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        self.assertEqual(len(volumes), len(named))
+        # Every RBD snapshot of the server's volumes is one the image Glance
+        # may still finish names (nova-api's log names each, as on the fake
+        # stack): none unnamed.
+        self.demo.wait('the RBD snapshots made', lambda: {
+            'rbd': self._rbd_snapshots_of(volumes)},
+            lambda v: v['rbd'] == named, timeout=120)
+
+
+class LocationActivationTest(_RoundTrip, oslotest_base.BaseTestCase):
+    """``activation_method = location-first``: no upload at all."""
+
+    activation = 'location-first'
+    expected_format = 'qcow2'

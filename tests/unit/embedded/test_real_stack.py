@@ -1,0 +1,322 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The real stack's pieces that need no daemon: configs, checks, parsing.
+
+The daemons themselves (Ceph, libvirtd, the guest) are judged by
+``tests/cloud/test_real_stack.py`` on the real stack.
+"""
+
+import configparser
+import os
+import subprocess
+
+import fixtures
+import testtools
+
+from nova_snapshot_ext.embedded.cloud import ceph
+from nova_snapshot_ext.embedded.cloud import config
+from nova_snapshot_ext.embedded.cloud import guest
+from nova_snapshot_ext.embedded.cloud import host
+from nova_snapshot_ext.embedded.cloud import libvirtd
+from nova_snapshot_ext.embedded.cloud import process
+from nova_snapshot_ext.embedded.cloud import realstack
+
+
+def _ini(text):
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    return parser
+
+
+class ReadConsoleTest(testtools.TestCase):
+
+    BOOT = ('\x1b[2JNSE-BOOT 0011223344556677\n'
+            'NSE-DISK vda 2097152\n'
+            'NSE-WROTE vda NSEMARK-0123456789abcdef01234567\n'
+            'NSE-DISK vdb 4194304\n'
+            'NSE-READ vdb NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa\n')
+
+    def test_one_boot(self):
+        said = guest.read_console(self.BOOT + 'NSE-DONE\n')
+        self.assertEqual('0011223344556677', said['boot'])
+        self.assertTrue(said['done'])
+        self.assertEqual({'vda': 2097152, 'vdb': 4194304}, said['disks'])
+        self.assertEqual(
+            {'vda': ('WROTE', 'NSEMARK-0123456789abcdef01234567'),
+             'vdb': ('READ', 'NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa')},
+            said['markers'])
+
+    def test_not_done_until_it_says_so(self):
+        self.assertFalse(guest.read_console(self.BOOT)['done'])
+
+    def test_only_the_last_boot_counts(self):
+        second = ('NSE-BOOT ffffffffffffffff\nNSE-DISK vda 2097152\n'
+                  'NSE-READ vda NSEMARK-0123456789abcdef01234567\n')
+        said = guest.read_console(self.BOOT + 'NSE-DONE\n' + second)
+        self.assertEqual('ffffffffffffffff', said['boot'])
+        self.assertFalse(said['done'])
+        self.assertEqual(['vda'], list(said['markers']))
+        self.assertEqual('READ', said['markers']['vda'][0])
+
+    def test_look_alikes_are_not_markers(self):
+        said = guest.read_console('NSE-READ vda NSEMARK-short\n'
+                                  'echo NSE-READ vdz nothing\n')
+        self.assertEqual({}, said['markers'])
+        self.assertIsNone(said['boot'])
+
+
+class InitScriptTest(testtools.TestCase):
+
+    def test_modules_in_dependency_order_and_the_sector(self):
+        script = guest.init_script()
+        self.assertIn(' '.join(guest.MODULES), script)
+        self.assertLess(guest.MODULES.index('virtio_ring'),
+                        guest.MODULES.index('virtio'))
+        self.assertIn('skip=%d' % guest.MARKER_SECTOR, script)
+        self.assertIn('seek=%d' % guest.MARKER_SECTOR, script)
+        # The marker lies past the boot partition, inside the disk.
+        self.assertGreater(guest.MARKER_SECTOR,
+                           2048 + guest.PARTITION_KIB * 2)
+        self.assertLess(guest.MARKER_SECTOR * 512,
+                        guest.DISK_MIB * 1024 * 1024)
+
+    def test_the_script_is_valid_shell(self):
+        result = subprocess.run(['sh', '-n'], input=guest.init_script(),
+                                capture_output=True, text=True)
+        self.assertEqual(0, result.returncode, result.stderr)
+
+    def test_the_key_follows_the_recipe(self):
+        key = guest.recipe_key('linux-image-6.1.0-57-cloud-amd64')
+        self.assertNotEqual(key, guest.recipe_key(
+            'linux-image-6.1.0-58-cloud-amd64'))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.embedded.cloud.guest.MARKER_SECTOR', 61441))
+        self.assertNotEqual(key, guest.recipe_key(
+            'linux-image-6.1.0-57-cloud-amd64'))
+
+
+class HostTest(testtools.TestCase):
+
+    def test_missing_named_with_the_install_command(self):
+        err = self.assertRaises(
+            process.CloudError, host.require, 'the cloud',
+            {'sh': 'dash', '/no/such/file': 'pkg-b',
+             'no-such-program-x': 'pkg-a'})
+        self.assertEqual(
+            'the cloud needs Debian packages that are not installed: '
+            'pkg-a, pkg-b; install them with: apt-get install '
+            '--no-install-recommends pkg-a pkg-b', str(err))
+
+    def test_nothing_missing(self):
+        self.assertIsNone(host.require('x', {'sh': 'dash'}))
+        self.assertEqual([], host.missing_packages({'sh': 'dash'}))
+
+    def test_every_map_names_a_package_per_program(self):
+        for programs in (guest.PROGRAMS, ceph.PROGRAMS, libvirtd.PROGRAMS):
+            for program, package in programs.items():
+                self.assertTrue(program and package, programs)
+
+    def test_the_cloud_refuses_before_making_anything(self):
+        from nova_snapshot_ext.embedded.cloud import launcher
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.embedded.cloud.infra.PROGRAMS',
+            {'no-such-program-x': 'mariadb-server'}))
+        made = self.useFixture(fixtures.MockPatch(
+            'tempfile.mkdtemp')).mock
+        cloud = launcher.Cloud()
+        err = self.assertRaises(process.CloudError, cloud.start)
+        self.assertIn('apt-get install --no-install-recommends '
+                      'mariadb-server', str(err))
+        made.assert_not_called()
+        self.assertIsNone(cloud.base_dir)
+
+
+class StandInSudoTest(testtools.TestCase):
+
+    def _sudo(self, *args):
+        bin_dir = self.useFixture(fixtures.TempDir()).path
+        sudo = realstack.write_sudo(bin_dir)
+        return subprocess.run([sudo] + list(args), capture_output=True,
+                              text=True, timeout=30).stdout
+
+    def test_options_and_rootwrap_dropped(self):
+        self.assertEqual('a b\n', self._sudo(
+            '-E', '-n', 'cinder-rootwrap', '/etc/cinder/rootwrap.conf',
+            'echo', 'a', 'b'))
+
+    def test_option_values_and_plain_commands(self):
+        self.assertEqual('x\n', self._sudo('-u', 'root', 'echo', 'x'))
+        self.assertEqual('-n\n', self._sudo('--', 'printf', '%s\\n', '-n'))
+
+
+class BindingsTest(testtools.TestCase):
+
+    def test_links_only_the_venv_abi_and_one_pth(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        dist = os.path.join(root, 'dist')
+        os.makedirs(dist)
+        for name in ('rados.cpython-311-x86_64-linux-gnu.so',
+                     'rados.cpython-312-x86_64-linux-gnu.so',
+                     'rbd.cpython-311-x86_64-linux-gnu.so', 'libvirt.py',
+                     'yaml.py'):
+            open(os.path.join(dist, name), 'w').close()
+        venv = os.path.join(root, 'venv')
+        site = os.path.join(venv, 'lib', 'python3.11', 'site-packages')
+        os.makedirs(site)
+        os.makedirs(os.path.join(venv, 'bin'))
+        with open(os.path.join(venv, 'pyvenv.cfg'), 'w') as fh:
+            fh.write('home = /usr/bin\nversion = 3.11.7\n')
+        python = os.path.join(venv, 'bin', 'python')
+        folder = realstack.link_bindings(python, dist_packages=dist)
+        self.assertEqual(['libvirt.py',
+                          'rados.cpython-311-x86_64-linux-gnu.so',
+                          'rbd.cpython-311-x86_64-linux-gnu.so'],
+                         sorted(os.listdir(folder)))
+        with open(os.path.join(site, realstack._PTH_NAME)) as fh:
+            self.assertEqual(folder + '\n', fh.read())
+        # Idempotent.
+        self.assertEqual(folder, realstack.link_bindings(
+            python, dist_packages=dist))
+
+    def test_no_binding_for_the_abi_is_named(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        venv = os.path.join(root, 'venv')
+        os.makedirs(os.path.join(venv, 'bin'))
+        with open(os.path.join(venv, 'pyvenv.cfg'), 'w') as fh:
+            fh.write('version = 3.13.1\n')
+        err = self.assertRaises(
+            process.CloudError, realstack.link_bindings,
+            os.path.join(venv, 'bin', 'python'), dist_packages=root)
+        self.assertIn('cpython-313', str(err))
+
+
+class _Ports(object):
+    ports = {'ceph_v2': 20001, 'ceph_v1': 20002, 'libvirt': 20003}
+
+
+class ConfigsTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.base = self.useFixture(fixtures.TempDir()).path
+        self.stack = realstack.RealStack(None, self.base, _Ports.ports)
+
+    def test_ceph_conf_cephx_private_paths_and_ports(self):
+        conf = _ini(ceph.ceph_conf('/d', 'fsid-1', 20001, 20002))
+        self.assertEqual('[v2:127.0.0.1:20001,v1:127.0.0.1:20002]',
+                         conf['global']['mon_host'])
+        for key in ('auth_cluster_required', 'auth_service_required',
+                    'auth_client_required'):
+            self.assertEqual('cephx', conf['global'][key])
+        self.assertEqual('/d/ceph.$name.keyring', conf['client']['keyring'])
+        for section in conf.sections():
+            for value in conf[section].values():
+                self.assertNotIn('/var/lib/ceph', value)
+                self.assertNotIn('/etc/ceph', value)
+
+    def test_cinder_on_rbd_with_the_restricted_user(self):
+        conf = _ini(config.cinder_conf(
+            '/c', 'mysql://', 'rabbit://', 'http://k', 'pw', 'fake.Driver',
+            backend=self.stack.cinder_backend()))
+        self.assertEqual('ceph', conf['DEFAULT']['enabled_backends'])
+        self.assertNotIn('fake', conf.sections())
+        backend = conf['ceph']
+        self.assertEqual('cinder.volume.drivers.rbd.RBDDriver',
+                         backend['volume_driver'])
+        self.assertEqual('cinder', backend['rbd_user'])
+        self.assertEqual(self.stack.ceph.fsid, backend['rbd_secret_uuid'])
+        self.assertEqual('false',
+                         backend['rbd_flatten_volume_from_snapshot'])
+
+    def test_the_fake_backend_stays_the_default(self):
+        conf = _ini(config.cinder_conf(
+            '/c', 'mysql://', 'rabbit://', 'http://k', 'pw', 'fake.Driver'))
+        self.assertEqual('fake', conf['DEFAULT']['enabled_backends'])
+        self.assertEqual('fake.Driver', conf['fake']['volume_driver'])
+
+    def test_nova_compute_on_the_private_libvirtd(self):
+        conf = _ini(config.nova_conf(
+            '/n', 'db', None, 'rabbit://', 'http://k', 'pw', 'http://g',
+            compute_driver='fake.FakeDriver',
+            extra=self.stack.nova_compute_options()))
+        self.assertEqual('libvirt.LibvirtDriver',
+                         conf['DEFAULT']['compute_driver'])
+        self.assertEqual('3', conf['DEFAULT']['shutdown_timeout'])
+        self.assertEqual('127.0.0.1', conf['DEFAULT']['my_ip'])
+        self.assertEqual('qemu', conf['libvirt']['virt_type'])
+        self.assertEqual('qemu+tcp://127.0.0.1:20003/system',
+                         conf['libvirt']['connection_uri'])
+
+    def test_plugin_cli_conf_names_the_libvirt_driver(self):
+        conf = _ini(config.plugin_cli_conf('http://k', 'pw',
+                                           driver='libvirt'))
+        self.assertEqual('libvirt', conf['snapshot_ext']['driver'])
+        self.assertEqual('qemu', conf['snapshot_ext_libvirt']['virt_type'])
+
+    def test_glance_rbd_store_only_when_asked(self):
+        self.assertIsNone(self.stack.glance_rbd_store())
+        rbd = realstack.RealStack(None, self.base, _Ports.ports,
+                                  glance_store='rbd')
+        self.assertEqual({'pool': 'images', 'ceph_conf': rbd.ceph.conf,
+                          'user': 'cinder'}, rbd.glance_rbd_store())
+        self.assertRaises(KeyError, realstack.RealStack, None, self.base,
+                          _Ports.ports, glance_store='swift')
+
+    def test_libvirtd_conf_loopback_only(self):
+        text = libvirtd.LIBVIRTD_CONF % {'port': 20003}
+        self.assertIn('listen_addr = "127.0.0.1"', text)
+        self.assertIn('listen_tls = 0', text)
+        self.assertIn('tcp_port = "20003"', text)
+
+
+class EmbeddedGlanceRbdTest(testtools.TestCase):
+
+    def test_rbd_is_the_default_backend(self):
+        from nova_snapshot_ext.embedded import glance
+
+        base = self.useFixture(fixtures.TempDir()).path
+        server = glance.EmbeddedGlance(base, rbd_store={
+            'pool': 'images', 'ceph_conf': '/c/ceph.conf', 'user': 'cinder'})
+        server._prepare_base_dir()
+        server._write_config()
+        conf = _ini(open(os.path.join(base, 'glance-api.conf')).read())
+        self.assertEqual('ceph:rbd,fs:file',
+                         conf['DEFAULT']['enabled_backends'])
+        self.assertEqual('ceph', conf['glance_store']['default_backend'])
+        self.assertEqual('images', conf['ceph']['rbd_store_pool'])
+        self.assertEqual('cinder', conf['ceph']['rbd_store_user'])
+
+    def test_file_store_by_default(self):
+        from nova_snapshot_ext.embedded import glance
+
+        base = self.useFixture(fixtures.TempDir()).path
+        server = glance.EmbeddedGlance(base)
+        server._prepare_base_dir()
+        server._write_config()
+        conf = _ini(open(os.path.join(base, 'glance-api.conf')).read())
+        self.assertEqual('fs', conf['glance_store']['default_backend'])
+        self.assertNotIn('ceph', conf.sections())
+
+
+class CloudChoicesTest(testtools.TestCase):
+
+    def test_unknown_stack_and_store_refused(self):
+        from nova_snapshot_ext.embedded.cloud import launcher
+
+        self.assertRaises(KeyError, launcher.Cloud, stack='xen')
+        self.assertRaises(KeyError, launcher.Cloud, stack='real',
+                          glance_store='swift')
+        err = self.assertRaises(KeyError, launcher.Cloud,
+                                glance_store='rbd')
+        self.assertIn('needs the real stack', str(err))
