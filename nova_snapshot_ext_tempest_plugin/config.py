@@ -53,6 +53,17 @@ opts = [
                'runs and expects a snapshot image activated through exactly '
                'this location (Glance\'s direct_url, where Glance shows it, '
                'and its size). Unset: that test is skipped.'),
+    cfg.StrOpt('marker_image_ref',
+               help='The id of the marker guest image in this cloud\'s '
+               'Glance (python -m nova_snapshot_ext.embedded.cloud.guest '
+               'builds it from Debian packages and prints its path; upload '
+               'it as raw, or qcow2 where raw is refused, with min_disk 1). '
+               'Set, with [compute-feature-enabled] console_output: the '
+               'data round trip runs (a guest writes a marker on each '
+               'volume, a server booted from the snapshot image must read '
+               'them back on the same disks). Unset: that test is skipped. '
+               'The guest needs a hypervisor that boots x86 disks with '
+               'virtio (libvirt/QEMU or KVM).'),
     cfg.IntOpt('backup_spacing', default=1,
                help='Seconds between two createBackup calls of the '
                'rotation test, so that each backup\'s created_at (one-'

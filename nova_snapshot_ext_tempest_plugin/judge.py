@@ -21,6 +21,8 @@ once.
 
 import json
 
+from nova_snapshot_ext.embedded.cloud import guest
+
 #: The entry kinds that name a volume snapshot in an image's mapping.
 _SNAPSHOT = 'snapshot'
 
@@ -173,3 +175,36 @@ def rotation_kept(backups, rotation):
     :returns: a list of ids, oldest first.
     """
     return list(backups[-max(rotation, 1):])
+
+
+def console_markers(output):
+    """What the marker guest's console says (one boot, the last).
+
+    :param output: ``os-getConsoleOutput``'s text.
+    :returns: :func:`nova_snapshot_ext.embedded.cloud.guest.read_console`'s
+        dict: ``boot``, ``done``, ``disks`` and ``markers``.
+    """
+    return guest.read_console(output or '')
+
+
+def marker_problems(source, copy):
+    """How a copy's console differs from its source's markers.
+
+    :param source: :func:`console_markers` of the source server (each disk
+        ``WROTE`` or ``READ`` a marker).
+    :param copy: :func:`console_markers` of the server booted from the
+        snapshot image.
+    :returns: a list of sentences (empty when every disk of the source
+        reads, at the same device name, the marker the source had there).
+    """
+    problems = []
+    for disk, (_how, marker) in sorted(source['markers'].items()):
+        found = copy['markers'].get(disk)
+        if found is None:
+            problems.append('%s: the copy shows no marker (disks seen: %s)'
+                            % (disk, ', '.join(sorted(copy['disks'])) or
+                               'none'))
+        elif found != ('READ', marker):
+            problems.append('%s: the source had %s, the copy %s %s' % (
+                disk, marker, found[0].lower(), found[1]))
+    return problems

@@ -13,8 +13,9 @@
 """A volume-backed server's snapshot image, made by the plugin, boots.
 
 Every test drives the public APIs only (Nova, Glance, Cinder through
-Tempest's service clients) and cleans up what it made.  Nothing here
-depends on a guest: the servers are never logged into.
+Tempest's service clients) and cleans up what it made.  The servers are
+never logged into; the data round trip reads the marker guest's console
+(``[nova_snapshot_ext] marker_image_ref``).
 """
 
 import time
@@ -219,6 +220,24 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
                          'the new server got a source volume')
         return server
 
+    def _console(self, server_id, disks):
+        """The marker guest's console once it said every disk."""
+        deadline = time.monotonic() + CONF.compute.build_timeout
+        said = judge.console_markers('')
+        while time.monotonic() < deadline:
+            try:
+                output = self.servers_client.get_console_output(
+                    server_id)['output']
+            except (lib_exc.NotFound, lib_exc.Conflict):
+                output = ''  # no console yet
+            said = judge.console_markers(output)
+            if said['done'] and set(disks) <= set(said['markers']):
+                return said
+            time.sleep(CONF.compute.build_interval)
+        self.fail('the console of server %s did not show markers on %s '
+                  'within %s s: %s' % (server_id, ', '.join(disks),
+                                       CONF.compute.build_timeout, said))
+
     def _snapshots_of(self, volumes):
         ids = {v['id'] for v in volumes}
         return sorted(s['id'] for s in self.snapshots_client.list_snapshots(
@@ -246,6 +265,49 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
         image = self._active_image(self._image_id(resp))
         self._assert_honest(image, volumes)
         self._assert_boots(image, volumes)
+
+    @decorators.idempotent_id('8d2f6a41-7c3e-4b95-a0d1-5e9c3f7b2a68')
+    @decorators.attr(type='slow')
+    def test_data_comes_back(self):
+        """A guest reads, from the snapshot image, what another one wrote.
+
+        1. Boot the marker guest on a root volume made from its image and
+           a blank data volume; its console shows the marker it wrote on
+           each disk.
+        2. createImage; the image is honest and names a snapshot per
+           volume.
+        3. A server booted from the image reads, on each disk at the same
+           device name, the marker the first guest wrote there.
+        """
+        image_ref = CONF.nova_snapshot_ext.marker_image_ref
+        if not image_ref:
+            raise self.skipException('[nova_snapshot_ext] marker_image_ref '
+                                     'is not set (no marker guest image)')
+        if not CONF.compute_feature_enabled.console_output:
+            raise self.skipException('[compute-feature-enabled] '
+                                     'console_output is False')
+        root = self.create_volume(imageRef=image_ref, name=self._name('root'))
+        data = self.create_volume(name=self._name('data'))
+        volumes = [root, data]
+        self.addCleanup(self._delete_snapshots_of, [v['id'] for v in volumes])
+        server = self.create_server(
+            name=self._name('guest'), image_id='', wait_until='ACTIVE',
+            block_device_mapping_v2=[
+                {'uuid': root['id'], 'source_type': 'volume',
+                 'destination_type': 'volume', 'boot_index': 0,
+                 'delete_on_termination': False},
+                {'uuid': data['id'], 'source_type': 'volume',
+                 'destination_type': 'volume', 'boot_index': -1,
+                 'delete_on_termination': False}])
+        source = self._console(server['id'], ('vda', 'vdb'))
+        resp = self.compute_images_client.create_image(
+            server['id'], name=self._name('data'))
+        image = self._active_image(self._image_id(resp))
+        self._assert_honest(image, volumes)
+        copy = self._assert_boots(image, volumes)
+        self.assertEqual([], judge.marker_problems(
+            source, self._console(copy['id'], sorted(source['markers']))),
+            'the data did not come back through image %s' % image['id'])
 
     @decorators.idempotent_id('c3e1a7b4-52d9-4f0e-9b6a-81d4e2f7a903')
     @decorators.attr(type='slow')

@@ -151,3 +151,49 @@ class HelpersTest(testtools.TestCase):
                          [o.name for o in groups['service_available']])
         self.assertIn('expected_disk_formats',
                       [o.name for o in groups['nova_snapshot_ext']])
+
+
+class MarkerTest(testtools.TestCase):
+    """The data round trip's judge: the same marker on the same disk."""
+
+    SOURCE = ('NSE-BOOT 0000000000000001\nNSE-DISK vda 2097152\n'
+              'NSE-WROTE vda NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa\n'
+              'NSE-DISK vdb 2097152\n'
+              'NSE-WROTE vdb NSEMARK-bbbbbbbbbbbbbbbbbbbbbbbb\nNSE-DONE\n')
+
+    def copy(self, vda='READ vda NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa',
+             vdb='READ vdb NSEMARK-bbbbbbbbbbbbbbbbbbbbbbbb'):
+        lines = ['NSE-BOOT 0000000000000002']
+        for disk, said in (('vda', vda), ('vdb', vdb)):
+            if said:
+                lines += ['NSE-DISK %s 2097152' % disk, 'NSE-' + said]
+        return judge.console_markers('\n'.join(lines + ['NSE-DONE']))
+
+    def test_the_same_markers_on_the_same_disks(self):
+        source = judge.console_markers(self.SOURCE)
+        self.assertEqual([], judge.marker_problems(source, self.copy()))
+
+    def test_each_kind_of_difference_named(self):
+        source = judge.console_markers(self.SOURCE)
+        # Disks swapped: each reads the other's marker.
+        swapped = self.copy(vda='READ vda NSEMARK-bbbbbbbbbbbbbbbbbbbbbbbb',
+                            vdb='READ vdb NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa')
+        self.assertEqual(
+            ['vda: the source had NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa, the copy '
+             'read NSEMARK-bbbbbbbbbbbbbbbbbbbbbbbb',
+             'vdb: the source had NSEMARK-bbbbbbbbbbbbbbbbbbbbbbbb, the copy '
+             'read NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa'],
+            judge.marker_problems(source, swapped))
+        # An empty disk: the copy wrote a new marker (the data is lost).
+        empty = self.copy(vdb='WROTE vdb NSEMARK-cccccccccccccccccccccccc')
+        self.assertEqual(
+            ['vdb: the source had NSEMARK-bbbbbbbbbbbbbbbbbbbbbbbb, the copy '
+             'wrote NSEMARK-cccccccccccccccccccccccc'],
+            judge.marker_problems(source, empty))
+        # A disk missing.
+        self.assertEqual(['vdb: the copy shows no marker (disks seen: vda)'],
+                         judge.marker_problems(source, self.copy(vdb=None)))
+
+    def test_the_option_is_registered(self):
+        names = [o.name for o in dict(config.list_opts())['nova_snapshot_ext']]
+        self.assertIn('marker_image_ref', names)
