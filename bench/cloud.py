@@ -35,7 +35,8 @@ from nova_snapshot_ext.embedded.cloud import client
 from nova_snapshot_ext.embedded.cloud import launcher
 
 
-def _pct(values, q):
+def pct(values, q):
+    """The ``q`` quantile (0-1) of ``values`` (nearest rank), or None."""
     values = sorted(values)
     if not values:
         return None
@@ -81,8 +82,8 @@ def measure(cloud, images=10, boots=3):
     return {
         'createImage_call_s': [round(v, 3) for v in calls],
         'createImage_active_s': [round(v, 3) for v in actives],
-        'createImage_call_p50': _pct(calls, 0.5),
-        'createImage_active_p50': _pct(actives, 0.5),
+        'createImage_call_p50': pct(calls, 0.5),
+        'createImage_active_p50': pct(actives, 0.5),
         'boot_from_image_s': [round(v, 3) for v in boot_times],
         'boot_from_image_median': (round(statistics.median(boot_times), 3)
                                    if boot_times else None),

@@ -15,7 +15,8 @@
 Usage (what ``tox -e tempest`` runs)::
 
     python -m tests.tempest_run --work-dir DIR [--profile no-raw]
-        [--stock-nova] [--tempest-conf FILE] [--concurrency 2]
+        [--stock-nova] [--stack real [--glance-store rbd]]
+        [--tempest-conf FILE] [--concurrency 2]
         [--set GROUP.OPTION=VALUE ...] [REGEX ...]
 
 Brings up the cloud in a box (:class:`nova_snapshot_ext.embedded.cloud.
@@ -71,6 +72,21 @@ NOT_APPLICABLE = {
         r'ListImageFiltersTestJSON\.',
         r'tempest\.api\.image\.v2\.test_images_dependency\.'
         r'ImageDependencyTests\.',
+    ),
+}
+
+#: Upstream tests that fail on a Glance store for Glance's and Cinder's
+#: own reasons, whatever Nova does: with Glance's RBD store, Cinder's
+#: volume from an image is a copy-on-write clone of ``images/<id>@snap``,
+#: and Glance refuses to delete that image while the clone exists (409
+#: "The image cannot be deleted because it is in use through the backend
+#: store outside of Glance"), which this test expects to succeed.
+#: Excluded only when the default test list runs on that store.
+NOT_APPLICABLE_STORE = {
+    'rbd': (
+        r'tempest\.api\.image\.v2\.test_images_dependency\.'
+        r'ImageDependencyTests\.test_image_volume_server_snapshot_'
+        r'dependency',
     ),
 }
 
@@ -187,7 +203,8 @@ def exclusions(args):
     """
     if args.regex or args.tempest_conf:
         return ()
-    return NOT_APPLICABLE.get(args.profile, ())
+    return NOT_APPLICABLE.get(args.profile, ()) + \
+        NOT_APPLICABLE_STORE.get(args.glance_store, ())
 
 
 def _parser():
@@ -207,6 +224,12 @@ def _parser():
                    choices=('upload', 'location-first', 'location-fallback'),
                    help='the plugin\'s [snapshot_ext] activation_method in '
                    'the box (default: upload)')
+    p.add_argument('--stack', default='fake', choices=('fake', 'real'),
+                   help='the box\'s storage and hypervisor: Cinder\'s and '
+                   'Nova\'s fake drivers (default) or Ceph RBD and '
+                   'libvirt/QEMU (the marker guest\'s round trip runs)')
+    p.add_argument('--glance-store', default='file', choices=('file', 'rbd'),
+                   help='with --stack real: Glance\'s store (default: file)')
     p.add_argument('--tempest-conf', default=os.environ.get(CONF_ENV),
                    help='the tempest.conf of a running cloud (default: '
                    '$%s); no box is started' % CONF_ENV)
@@ -231,10 +254,13 @@ def _start_cloud(args):
                          '(%s); pass --tempest-conf of a running cloud'
                          % exc)
     cloud = launcher.Cloud(profile=args.profile, plugin=not args.stock_nova,
-                           activation=args.activation)
-    print('== bringing the cloud up (profile %s, %s, activation %s)' % (
-        args.profile, 'stock Nova' if args.stock_nova else 'plugin in '
-        'nova-api', args.activation), flush=True)
+                           activation=args.activation, stack=args.stack,
+                           glance_store=args.glance_store)
+    print('== bringing the cloud up (profile %s, %s, activation %s, stack '
+          '%s, Glance store %s)' % (
+              args.profile, 'stock Nova' if args.stock_nova else 'plugin in '
+              'nova-api', args.activation, args.stack, args.glance_store),
+          flush=True)
     cloud.start()
     print('== cloud up in %s s: %s' % (
         cloud.timings.get('start'), cloud.base_dir), flush=True)
@@ -268,6 +294,10 @@ def _print_box_errors(errors):
 
 def main(argv=None):
     args = _parser().parse_args(argv)
+    if args.glance_store != 'file' and args.stack != 'real':
+        print('error: --glance-store %s needs --stack real (Ceph)'
+              % args.glance_store, file=sys.stderr)
+        return 2
     try:
         sets = parse_sets(args.set)
     except ValueError as exc:
@@ -277,10 +307,12 @@ def main(argv=None):
 
     tempest_dir = os.path.dirname(os.path.abspath(tempest.__file__))
     label = args.label or ('running-cloud' if args.tempest_conf else
-                           '%s-%s%s' % (args.profile, 'stock-nova'
-                                        if args.stock_nova else 'plugin',
-                                        '' if args.activation == 'upload'
-                                        else '-' + args.activation))
+                           '%s-%s%s%s' % (args.profile, 'stock-nova'
+                                          if args.stock_nova else 'plugin',
+                                          '' if args.activation == 'upload'
+                                          else '-' + args.activation,
+                                          '' if args.stack == 'fake' else
+                                          '-real-' + args.glance_store))
     run_dir = os.path.join(os.path.abspath(args.work_dir), label)
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(os.path.join(run_dir, 'etc'))

@@ -214,6 +214,24 @@ def ceph_of(cloud):
     return cloud.real.ceph
 
 
+def agent_status(cloud, instance_name):
+    """The QEMU guest agent's ``guest-fsfreeze-status`` of a domain.
+
+    Asked through the real-stack cloud's own libvirtd.
+
+    :returns: ``'thawed'`` or ``'frozen'``.
+    """
+    from nova_snapshot_ext.embedded.cloud import libvirtd
+
+    if isinstance(cloud, _External):
+        daemon = libvirtd.Libvirtd.of_uri(cloud.info['libvirt_uri'])
+    else:
+        daemon = cloud.real.libvirtd
+    out = daemon.virsh('qemu-agent-command', instance_name,
+                       '{"execute": "guest-fsfreeze-status"}')
+    return json.loads(out)['return']
+
+
 def payload_format(data):
     """What ``qemu-img info`` says the bytes are (``raw`` for none)."""
     with tempfile.NamedTemporaryFile() as fh:

@@ -341,6 +341,59 @@ class NoRawGlanceTest(_RoundTrip, oslotest_base.BaseTestCase):
             'rbd': self._rbd_snapshots_of(volumes)},
             lambda v: v['rbd'] == named, timeout=120)
 
+    def test_quiesce_thaws_after_every_outcome(self):
+        """The guest is frozen for each snapshot and thawed after each.
+
+        The marker guest runs the QEMU guest agent (its image has
+        ``hw_qemu_guest_agent=yes``) with a filesystem to freeze; its
+        fsfreeze hook prints each freeze and thaw on the console.  After
+        ``createImage`` and the plugin's ``createBackup``, each when it
+        succeeds, when Glance refuses the upload and when Glance does not
+        answer, the console shows one more freeze then its thaw, and the
+        agent says ``thawed``.
+        """
+        server, volumes, _markers = self._guest_server()
+        name = self.admin.server(server['id'])[
+            'OS-EXT-SRV-ATTR:instance_name']
+        said = self._console(server['id'], sorted(volumes))
+        self.assertEqual([], said['freezes'])
+        rounds = 0
+        for action in ('createImage', 'createBackup'):
+            for status in (None, 400, 503):
+                if status:
+                    self.cloud.fault_proxy.add_rule(
+                        'PUT', self.upload, 'status', status=status,
+                        times='always')
+                body = {'name': 'quiesce-' + uuid.uuid4().hex[:8]}
+                if action == 'createBackup':
+                    body.update(backup_type='quiesce', rotation=10)
+                resp = self.demo.action(server['id'], {action: body},
+                                        ok=None)
+                images = self.admin.json('glance', 'GET',
+                                         '/v2/images?name=%s' % body['name']
+                                         )['images']
+                for image in images:
+                    self.addCleanup(self._delete_image, image['id'])
+                    for snapshot_id in self._snapshot_ids(image):
+                        self.addCleanup(self._delete_snapshot, snapshot_id)
+                self.cloud.fault_proxy.clear()
+                rounds += 1
+                what = '%s with upload answer %s: HTTP %s %s' % (
+                    action, status or 'Glance\'s', resp.status_code,
+                    resp.text[:300])
+                self.assertEqual(status is None,
+                                 resp.status_code in (200, 202), what)
+                said = self.demo.wait(
+                    'the thaw after ' + what,
+                    lambda: guest.read_console(
+                        self.demo.console(server['id'])),
+                    lambda s: len(s['freezes']) >= 2 * rounds,
+                    timeout=120)
+                self.assertEqual(['freeze', 'thaw'] * rounds,
+                                 said['freezes'], what)
+                self.assertEqual('thawed',
+                                 base.agent_status(self.cloud, name), what)
+
 
 class LocationActivationTest(_RoundTrip, oslotest_base.BaseTestCase):
     """``activation_method = location-first``: no upload at all."""

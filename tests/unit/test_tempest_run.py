@@ -113,6 +113,17 @@ class TempestRunTest(testtools.TestCase):
         self.assertTrue(any('ImageDependencyTests' in r for r in excluded))
         self.assertEqual((), tempest_run.exclusions(
             parse(['--work-dir', 'x'])))
+        # The RBD store: Glance's own 409 for an image a volume clones.
+        self.assertEqual((), tempest_run.exclusions(
+            parse(['--work-dir', 'x', '--stack', 'real'])))
+        rbd = tempest_run.exclusions(
+            parse(['--work-dir', 'x', '--stack', 'real', '--glance-store',
+                   'rbd']))
+        self.assertEqual(tempest_run.NOT_APPLICABLE_STORE['rbd'], rbd)
+        self.assertTrue(re.search(
+            rbd[0], 'tempest.api.image.v2.test_images_dependency.'
+            'ImageDependencyTests.test_image_volume_server_snapshot_'
+            'dependency[id-x]'))
         # Named tests run as named; a running cloud's profile is unknown.
         self.assertEqual((), tempest_run.exclusions(
             parse(['--work-dir', 'x', '--profile', 'no-raw', 'some\\.test'])))

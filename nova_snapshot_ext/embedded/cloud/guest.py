@@ -29,6 +29,17 @@ What the guest does, on its serial console (``console=ttyS0``): first
 * else ``NSE-WROTE vdX <marker>``: it wrote a new random marker there
   (then ``sync``: QEMU runs Cinder's RBD disks with ``cache='none'``).
 
+Then, when the hypervisor gave it the QEMU guest agent's channel (Nova
+does for an image with ``hw_qemu_guest_agent=yes``), it starts Debian's
+``qemu-ga`` there (``NSE-AGENT <port>``), with an fsfreeze hook that
+prints ``NSE-FSFREEZE freeze`` and ``NSE-FSFREEZE thaw``: a quiesce and
+its thaw are seen on the console.  One filesystem is there to freeze: ext2
+on a 4 MiB RAM disk (``brd``) mounted on ``/data``, so the agent's
+``guest-fsfreeze-status`` says ``frozen`` until someone thaws it (with no
+filesystem at all, qemu-ga would thaw at once by itself and prove
+nothing).  It holds none of the volumes' data: the markers are written
+to the raw disks.
+
 Then ``NSE-DONE`` and it stays up (``os-getConsoleOutput`` answers 404
 once a domain is shut off).  A disk is "told" to get a marker by being
 empty at that sector: a new volume, or the root volume made from this
@@ -57,7 +68,14 @@ PARTITION_KIB = 28 * 1024
 #: Modules the initramfs loads, in this order (``virtio`` needs
 #: ``virtio_ring``).
 MODULES = ('virtio_ring', 'virtio', 'virtio_pci_legacy_dev',
-           'virtio_pci_modern_dev', 'virtio_pci', 'virtio_blk')
+           'virtio_pci_modern_dev', 'virtio_pci', 'virtio_blk',
+           'virtio_console')
+#: Modules copied but loaded with their own arguments (the RAM disk).
+OTHER_MODULES = ('brd',)
+#: Debian's package of the QEMU guest agent (downloaded, never installed;
+#: its libraries are copied from the host, where QEMU's packages put them).
+AGENT_PACKAGE = 'qemu-guest-agent'
+AGENT_CHANNEL = 'org.qemu.guest_agent.0'
 KERNEL_META = 'linux-image-cloud-amd64'
 MBR = '/usr/lib/syslinux/mbr/mbr.bin'
 BUSYBOX = '/bin/busybox'
@@ -72,6 +90,12 @@ PROGRAMS = {
     'cpio': 'cpio',
 }
 KERNEL_ARGS = 'console=ttyS0,115200 rdinit=/init panic=-1 quiet'
+_HOOK = """#!/bin/sh
+# qemu-ga's fsfreeze hook (nova_snapshot_ext.embedded.cloud.guest).
+echo "NSE-FSFREEZE $1" >/dev/console
+exit 0
+"""
+_FREEZE = re.compile(r'NSE-FSFREEZE (freeze|thaw)')
 _MARKER = re.compile(r'NSE-(READ|WROTE) (vd[a-z]+) (NSEMARK-[0-9a-f]{24})')
 _DISK = re.compile(r'NSE-DISK (vd[a-z]+) (\d+)')
 _BOOT = re.compile(r'NSE-BOOT ([0-9a-f]{16})')
@@ -103,6 +127,16 @@ for d in /dev/vd[a-z]; do
     ;;
   esac
 done
+insmod /lib/modules/brd.ko rd_nr=1 rd_size=4096
+mkdir -p /data
+mke2fs -q /dev/ram0 && mount -t ext2 /dev/ram0 /data && echo written >/data/f
+for port in /sys/class/virtio-ports/*; do
+  [ "$(cat $port/name 2>/dev/null)" = "%(channel)s" ] || continue
+  mkdir -p /var/run
+  qemu-ga -m virtio-serial -p /dev/${port##*/} -F/bin/nse-fsfreeze-hook \
+    -t /var/run >/dev/console 2>&1 &
+  echo "NSE-AGENT ${port##*/}"
+done
 echo NSE-DONE
 while true; do sleep 3600; done
 """
@@ -114,7 +148,8 @@ class GuestError(proc_mod.CloudError):
 
 def init_script():
     """The guest's ``/init`` (text)."""
-    return _INIT % {'modules': ' '.join(MODULES), 'sector': MARKER_SECTOR}
+    return _INIT % {'modules': ' '.join(MODULES),
+                    'sector': MARKER_SECTOR, 'channel': AGENT_CHANNEL}
 
 
 def _run(cmd, cwd, timeout=120, stdin=b'', raw=False):
@@ -152,10 +187,24 @@ def cache_dir():
     return os.path.join(glance_venv.cache_root(), 'guests')
 
 
-def recipe_key(kernel):
-    """A key of what makes the disk: the kernel package and the recipe."""
-    text = '\n'.join([kernel, init_script(), KERNEL_ARGS, str(DISK_MIB),
-                      str(PARTITION_KIB)] + list(MODULES))
+def candidate_version(package):
+    """The version apt would download of ``package`` ('' if none)."""
+    out = _run(['apt-cache', 'policy', package], cwd='/')
+    for line in out.splitlines():
+        if line.strip().startswith('Candidate:'):
+            version = line.split(':', 1)[1].strip()
+            return '' if version == '(none)' else version
+    return ''
+
+
+def recipe_key(kernel, agent=''):
+    """A key of what makes the disk: the packages and the recipe.
+
+    :param kernel: the kernel package; ``agent`` the guest agent's version.
+    """
+    text = '\n'.join([kernel, agent, init_script(), _HOOK, KERNEL_ARGS,
+                      str(DISK_MIB), str(PARTITION_KIB)] + list(MODULES) +
+                     list(OTHER_MODULES))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -170,7 +219,12 @@ def ensure(directory=None):
     host.require('the marker guest', PROGRAMS)
     directory = directory or cache_dir()
     kernel = kernel_package()
-    path = os.path.join(directory, 'guest-%s.raw' % recipe_key(kernel))
+    agent = candidate_version(AGENT_PACKAGE)
+    if not agent:
+        raise GuestError('apt knows no %s; run: apt-get update'
+                         % AGENT_PACKAGE)
+    path = os.path.join(directory,
+                        'guest-%s.raw' % recipe_key(kernel, agent))
     if os.path.exists(path):
         return path
     os.makedirs(directory, exist_ok=True)
@@ -183,24 +237,71 @@ def ensure(directory=None):
     return path
 
 
-def _build(work, kernel):
+def _download(work, package):
+    """``apt-get download`` and ``dpkg-deb -x``: the package's file tree."""
+    folder = os.path.join(work, package)
+    os.makedirs(folder)
     try:
-        _run(['apt-get', 'download', kernel], cwd=work, timeout=600)
+        _run(['apt-get', 'download', package], cwd=folder, timeout=600)
     except GuestError as err:
         raise GuestError('%s (apt\'s lists may name a version the archive '
                          'no longer serves: run apt-get update)' % err)
-    debs = [n for n in os.listdir(work) if n.endswith('.deb')]
+    debs = [n for n in os.listdir(folder) if n.endswith('.deb')]
     if len(debs) != 1:
-        raise GuestError('apt-get download %s left %r' % (kernel, debs))
-    tree = os.path.join(work, 'kernel')
-    _run(['dpkg-deb', '-x', debs[0], tree], cwd=work)
+        raise GuestError('apt-get download %s left %r' % (package, debs))
+    tree = os.path.join(folder, 'tree')
+    _run(['dpkg-deb', '-x', debs[0], tree], cwd=folder)
+    return tree
+
+
+def _build(work, kernel):
+    tree = _download(work, kernel)
+    agent = os.path.join(_download(work, AGENT_PACKAGE), 'usr', 'sbin',
+                         'qemu-ga')
     version = kernel[len('linux-image-'):]
     vmlinuz = os.path.join(tree, 'boot', 'vmlinuz-' + version)
-    initrd = _initramfs(work, os.path.join(tree, 'lib', 'modules', version))
+    initrd = _initramfs(work, os.path.join(tree, 'lib', 'modules', version),
+                        agent)
     return _disk(work, vmlinuz, initrd)
 
 
-def _initramfs(work, modules_dir):
+def shared_libraries(program):
+    """The host's files a dynamically linked ``program`` loads (``ldd``).
+
+    :returns: a list of absolute paths (the loader included).
+    :raises GuestError: when one is not found on this host.
+    """
+    out = _run(['ldd', program], cwd='/')
+    found = []
+    for line in out.splitlines():
+        line = line.strip()
+        if 'not found' in line:
+            raise GuestError('%s needs %s, which this host lacks' % (
+                program, line.split()[0]))
+        if '=>' in line:
+            path = line.split('=>', 1)[1].split('(')[0].strip()
+        else:
+            path = line.split('(')[0].strip()
+        if path.startswith('/'):
+            found.append(path)
+    return found
+
+
+def _add_agent(root, agent):
+    """qemu-ga, the libraries it loads and its fsfreeze hook."""
+    shutil.copy(agent, os.path.join(root, 'bin', 'qemu-ga'))
+    for path in shared_libraries(agent):
+        dst = os.path.join(root, path.lstrip('/'))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(path, dst)  # the file a link names, not the link
+        os.chmod(dst, 0o755)
+    hook = os.path.join(root, 'bin', 'nse-fsfreeze-hook')
+    with open(hook, 'w') as fh:
+        fh.write(_HOOK)
+    os.chmod(hook, 0o755)
+
+
+def _initramfs(work, modules_dir, agent):
     root = os.path.join(work, 'initramfs')
     for sub in ('bin', 'dev', 'proc', 'sys', 'lib/modules'):
         os.makedirs(os.path.join(root, sub))
@@ -209,13 +310,15 @@ def _initramfs(work, modules_dir):
     found = {}
     for dirpath, _dirs, files in os.walk(modules_dir):
         for name in files:
-            if name.endswith('.ko') and name[:-3] in MODULES:
+            if name.endswith('.ko') and \
+                    name[:-3] in MODULES + OTHER_MODULES:
                 found[name[:-3]] = os.path.join(dirpath, name)
-    absent = [m for m in MODULES if m not in found]
+    absent = [m for m in MODULES + OTHER_MODULES if m not in found]
     if absent:
         raise GuestError('the kernel has no module %s' % ', '.join(absent))
     for name, src in found.items():
         shutil.copy(src, os.path.join(root, 'lib', 'modules', name + '.ko'))
+    _add_agent(root, agent)
     init = os.path.join(root, 'init')
     with open(init, 'w') as fh:
         fh.write(init_script())
@@ -266,17 +369,23 @@ def read_console(text):
     :param text: the console output (``os-getConsoleOutput``).
     :returns: ``{'boot': id or None, 'done': bool, 'disks': {'vda':
         sectors, ...}, 'markers': {'vda': ('READ' or 'WROTE', marker),
-        ...}}``: the last boot's lines only (a console may hold several
-        boots).
+        ...}, 'freezes': ['freeze', 'thaw', ...]}``: the last boot's lines
+        only (a console may hold several boots); ``freezes`` in the order
+        the agent's fsfreeze hook printed them.
     """
     markers = {}
     disks = {}
     done = False
     boot = None
+    freezes = []
     for line in text.splitlines():
         started = _BOOT.search(line)
         if started:
             boot, markers, disks, done = started.group(1), {}, {}, False
+            freezes = []
+        frozen = _FREEZE.search(line)
+        if frozen:
+            freezes.append(frozen.group(1))
         if 'NSE-DISK' in line and _DISK.search(line):
             name, size = _DISK.search(line).groups()
             disks[name] = int(size)
@@ -285,7 +394,8 @@ def read_console(text):
             markers[found.group(2)] = (found.group(1), found.group(3))
         if line.strip().endswith('NSE-DONE'):
             done = True
-    return {'boot': boot, 'done': done, 'disks': disks, 'markers': markers}
+    return {'boot': boot, 'done': done, 'disks': disks, 'markers': markers,
+            'freezes': freezes}
 
 
 def main(argv=None):

@@ -796,12 +796,35 @@ class Cloud(object):
             env=env, cwd=cell_dir)
         self._wait_http(api, 'http://127.0.0.1:%d/' % self.ports['nova'])
 
-    def _start_nova_api(self, api_dir):
-        service = self._gunicorn('nova-api', self.ports['nova'],
+    def _start_nova_api(self, api_dir, port=None, name='nova-api'):
+        service = self._gunicorn(name, port or self.ports['nova'],
                                  'embedded_nova_wsgi:application', api_dir,
                                  self._env(OS_NOVA_CONFIG_DIR=api_dir),
                                  pythonpath=api_dir)
         return service
+
+    def start_stock_nova_api(self):
+        """A second nova-api without the plugin, beside the first.
+
+        Same ``nova.conf``, Cinder, Glance and cells; Nova's own
+        ``api-paste.ini``.  For measurements that interleave the plugin
+        and stock Nova on one cloud (``bench/real_stack.py``).
+
+        :returns: its compute endpoint, ``http://127.0.0.1:<port>/v2.1``.
+        :raises CloudError: if it does not answer in time.
+        """
+        stock_dir = self._dir('nova-api-stock')
+        for name in ('nova.conf', 'embedded_nova_wsgi.py'):
+            shutil.copyfile(os.path.join(self.nova_api_dir, name),
+                            os.path.join(stock_dir, name))
+        venv_root = os.path.dirname(os.path.dirname(self.python))
+        shutil.copyfile(os.path.join(venv_root, 'etc', 'nova',
+                                     'api-paste.ini'),
+                        os.path.join(stock_dir, 'api-paste.ini'))
+        port = proc_mod.free_ports(1, taken=self.ports.values())[0]
+        api = self._start_nova_api(stock_dir, port, 'nova-api-stock')
+        self._wait_http(api, 'http://127.0.0.1:%d/' % port)
+        return 'http://127.0.0.1:%d/v2.1' % port
 
     def restart_nova_api(self):
         """Stop nova-api and start it again on the same port and files.
@@ -909,22 +932,30 @@ class Cloud(object):
         return self._upload_file(session, name, path, 'qcow2')
 
     def _upload_guest(self, session):
-        """The marker guest: ``raw``, or ``qcow2`` where Glance refuses raw."""
+        """The marker guest: ``raw``, or ``qcow2`` where Glance refuses raw.
+
+        With ``hw_qemu_guest_agent=yes``: Nova gives its servers the
+        agent's channel and quiesces them before volume snapshots.
+        """
         path = self.real.guest_disk
+        agent = {'hw_qemu_guest_agent': 'yes'}
         if 'raw' in self.glance.disk_formats:
-            return self._upload_file(session, 'cloud-guest', path, 'raw')
+            return self._upload_file(session, 'cloud-guest', path, 'raw',
+                                     agent)
         qcow2 = os.path.join(self.base_dir, 'cloud-guest.qcow2')
         self.procs.run('guest-qcow2', ['qemu-img', 'convert', '-q', '-f',
                                        'raw', '-O', 'qcow2', path, qcow2])
-        return self._upload_file(session, 'cloud-guest', qcow2, 'qcow2')
+        return self._upload_file(session, 'cloud-guest', qcow2, 'qcow2',
+                                 agent)
 
-    def _upload_file(self, session, name, path, disk_format):
+    def _upload_file(self, session, name, path, disk_format,
+                     properties=None):
         """A public image of the file at ``path`` (``min_disk`` 1)."""
         glance = self.glance.endpoint
-        image = session.post(glance + '/v2/images', json={
-            'name': name, 'disk_format': disk_format,
-            'container_format': 'bare', 'visibility': 'public',
-            'min_disk': 1}).json()
+        image = session.post(glance + '/v2/images', json=dict(
+            properties or {}, name=name, disk_format=disk_format,
+            container_format='bare', visibility='public',
+            min_disk=1)).json()
         with open(path, 'rb') as fh:
             session.put(glance + '/v2/images/%s/file' % image['id'],
                         data=fh.read(), headers={

@@ -104,6 +104,16 @@ class Libvirtd(object):
         self.service = None
         self._made_run_dir = False
 
+    @classmethod
+    def of_uri(cls, uri):
+        """A running cloud's libvirtd, to ask.
+
+        :param uri: its ``describe()['libvirt_uri']``.
+        """
+        daemon = cls(None, '/nonexistent', 0)
+        daemon.uri = uri
+        return daemon
+
     def virsh(self, *args, stdin=None, timeout=60):
         """Run ``virsh`` against this libvirtd.
 

@@ -68,6 +68,15 @@ class ReadConsoleTest(testtools.TestCase):
         self.assertEqual(['vda'], list(said['markers']))
         self.assertEqual('READ', said['markers']['vda'][0])
 
+    def test_freezes_and_thaws_of_the_last_boot(self):
+        text = ('NSE-BOOT 0000000000000001\nNSE-FSFREEZE freeze\n'
+                'NSE-FSFREEZE thaw\nNSE-BOOT 0000000000000002\n'
+                'NSE-AGENT vport0p1\nNSE-FSFREEZE freeze\n'
+                'NSE-FSFREEZE thaw\nNSE-FSFREEZE freeze\n'
+                'echo "NSE-FSFREEZE $1"\n')
+        self.assertEqual(['freeze', 'thaw', 'freeze'],
+                         guest.read_console(text)['freezes'])
+
     def test_look_alikes_are_not_markers(self):
         said = guest.read_console('NSE-READ vda NSEMARK-short\n'
                                   'echo NSE-READ vdz nothing\n')
@@ -90,19 +99,33 @@ class InitScriptTest(testtools.TestCase):
         self.assertLess(guest.MARKER_SECTOR * 512,
                         guest.DISK_MIB * 1024 * 1024)
 
+    def test_the_agent_runs_on_its_channel_with_the_hook(self):
+        script = guest.init_script()
+        self.assertIn(guest.AGENT_CHANNEL, script)
+        self.assertIn('-F/bin/nse-fsfreeze-hook', script)
+        self.assertIn('mount -t ext2 /dev/ram0 /data', script)
+        self.assertIn('NSE-FSFREEZE $1', guest._HOOK)
+
+    def test_shared_libraries_of_a_program(self):
+        found = guest.shared_libraries('/bin/ls')
+        self.assertTrue(all(os.path.isabs(p) for p in found), found)
+        self.assertTrue(any('libc.so' in p for p in found), found)
+
     def test_the_script_is_valid_shell(self):
         result = subprocess.run(['sh', '-n'], input=guest.init_script(),
                                 capture_output=True, text=True)
         self.assertEqual(0, result.returncode, result.stderr)
 
     def test_the_key_follows_the_recipe(self):
-        key = guest.recipe_key('linux-image-6.1.0-57-cloud-amd64')
+        key = guest.recipe_key('linux-image-6.1.0-57-cloud-amd64', '7.2')
         self.assertNotEqual(key, guest.recipe_key(
-            'linux-image-6.1.0-58-cloud-amd64'))
+            'linux-image-6.1.0-58-cloud-amd64', '7.2'))
+        self.assertNotEqual(key, guest.recipe_key(
+            'linux-image-6.1.0-57-cloud-amd64', '7.3'))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_snapshot_ext.embedded.cloud.guest.MARKER_SECTOR', 61441))
         self.assertNotEqual(key, guest.recipe_key(
-            'linux-image-6.1.0-57-cloud-amd64'))
+            'linux-image-6.1.0-57-cloud-amd64', '7.2'))
 
 
 class HostTest(testtools.TestCase):
