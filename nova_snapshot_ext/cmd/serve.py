@@ -440,7 +440,9 @@ def run_cloud(conf: cfg.ConfigOpts,
               60 if stack == 'real' else 40), file=log, flush=True)
     cloud = launcher.Cloud(profile=args.profile,
                            plugin=not args.stock_nova, activation=activation,
-                           stack=stack, glance_store=store)
+                           stack=stack, glance_store=store,
+                           progress=lambda line: print(
+                               '  ' + line + '...', file=log, flush=True))
     try:
         try:
             cloud.start()

@@ -202,6 +202,15 @@ class DefaultGlanceTest(_Scenario, oslotest_base.BaseTestCase):
 
     profile = 'default'
 
+    def test_member_lists_volumes_by_name(self):
+        """Cinder's resource filters are the wheel's: a member filters."""
+        name = 'by-name-' + uuid.uuid4().hex[:8]
+        volume = self.demo.create_volume(name=name)
+        self.addCleanup(self._delete_volume_when_free, volume['id'])
+        found = self.demo.json('cinder', 'GET', self.demo.project_path(
+            '/volumes?name=%s' % name))['volumes']
+        self.assertEqual([volume['id']], [v['id'] for v in found])
+
     def test_create_backup_rotation(self):
         """createBackup, rotation 2, four times, in the cells layout.
 

@@ -126,6 +126,11 @@ def cinder_conf(base, connection, transport_url, keystone_url, password,
             ('enabled_backends', name),
             ('default_volume_type', '__DEFAULT__'),
             ('api_paste_config', base + '/api-paste.ini'),
+            # The filters a non-admin may list by (name, status...): the
+            # file the wheel ships, copied beside (without it every
+            # filtered listing of a member answers 400 "Invalid filters").
+            ('resource_query_filters_file',
+             base + '/resource_filters.json'),
             ('volumes_dir', base + '/volumes'),
             ('rootwrap_config', base + '/rootwrap.conf'),
             ('allowed_direct_url_schemes', ''),

@@ -46,6 +46,7 @@ from nova_snapshot_ext.embedded.cloud import realstack
 from nova_snapshot_ext.embedded.cloud import venv
 from nova_snapshot_ext.embedded import demo as embedded_demo
 from nova_snapshot_ext.embedded import glance as glance_mod
+from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import keystone as keystone_mod
 from nova_snapshot_ext.embedded import logs
 from nova_snapshot_ext.image import payloads
@@ -106,6 +107,23 @@ sys.argv = sys.argv[:1] + ['--config-file', %r]
 from cinder.wsgi.api import application  # noqa: E402,F401
 """
 _KEY_DIRS = ('fernet-keys', 'credential-keys', 'receipt-keys')
+#: What each start step does (``progress``), by its :attr:`timings` name.
+STEP_WORDS = {
+    'plugin': 'this checkout into the virtualenv (when it changed)',
+    'mariadb': 'MariaDB',
+    'rabbitmq': 'RabbitMQ',
+    'guest': 'the marker guest\'s disk (built once per kernel)',
+    'ceph_libvirt': 'Ceph and libvirtd (the first libvirtd probes QEMU '
+                    'for about 8 s)',
+    'migrate': 'every database migrated and Keystone bootstrapped (the '
+               'first start only: a minute or two)',
+    'template': 'a copy of the migrated databases, for later starts',
+    'rewrite': 'the template\'s endpoints and cells pointed at this start',
+    'keystone': 'Keystone', 'placement': 'Placement', 'glance': 'Glance',
+    'cinder': 'Cinder', 'nova': 'Nova (api, scheduler, conductor, compute)',
+    'discover': 'nova-compute registered and mapped to its cell',
+    'resources': 'flavors, quotas and images',
+}
 
 
 def system_tempdir():
@@ -161,11 +179,14 @@ class Cloud(object):
         :mod:`.realstack`; the marker guest's image is uploaded as
         ``ids['images']['guest']``).
     :param glance_store: ``'file'`` or, on the real stack, ``'rbd'``.
+    :param progress: called with one line of text as each step of the
+        start begins (``serve --cloud`` prints them), or None.
     """
 
     def __init__(self, profile='default', plugin=True, keep=False,
                  use_template=True, activation='upload',
-                 nova_glance_port=None, stack='fake', glance_store='file'):
+                 nova_glance_port=None, stack='fake', glance_store='file',
+                 progress=None):
         if profile not in PROFILES:
             raise KeyError('unknown profile %r (known: %s)' % (
                 profile, ', '.join(sorted(PROFILES))))
@@ -183,6 +204,7 @@ class Cloud(object):
                            % glance_store)
         self.stack = stack
         self.glance_store = glance_store
+        self._progress = progress
         self.real = None
         self.profile = profile
         self.plugin = plugin
@@ -312,10 +334,20 @@ class Cloud(object):
             self.objects = None
 
     def _step(self, name, func, *args):
+        if self._progress is not None:
+            self._progress(self._step_words(name))
         t = time.monotonic()
         result = func(*args)
         self.timings[name] = round(time.monotonic() - t, 1)
         return result
+
+    def _step_words(self, name):
+        """What the step ``name`` does, for a person waiting on it."""
+        if name == 'venv':
+            return ('the services\' virtualenv (the first time pip installs '
+                    'about 600 MB: minutes; log %s.log)'
+                    % glance_venv.release_dir(venv.release()))
+        return STEP_WORDS.get(name, name)
 
     def _start(self):
         self.python = self._step('venv', venv.ensure)
@@ -474,9 +506,9 @@ class Cloud(object):
         for sub in ('volumes', 'locks', 'coordination'):
             self._dir(os.path.join('cinder', sub))
         venv_root = os.path.dirname(os.path.dirname(self.python))
-        shutil.copyfile(os.path.join(venv_root, 'etc', 'cinder',
-                                     'api-paste.ini'),
-                        os.path.join(cdir, 'api-paste.ini'))
+        for name in ('api-paste.ini', 'resource_filters.json'):
+            shutil.copyfile(os.path.join(venv_root, 'etc', 'cinder', name),
+                            os.path.join(cdir, name))
         with open(os.path.join(cdir, 'cinder.conf'), 'w') as fh:
             fh.write(config.cinder_conf(
                 cdir, self._db('cinder'), transport, kurl, PASSWORD,

@@ -69,6 +69,8 @@ class NovaConfTest(testtools.TestCase):
         self.assertEqual('true',
                          conf['service_user']['send_service_user_token'])
         self.assertEqual('cinder', conf['keystone_authtoken']['username'])
+        self.assertEqual('/c/resource_filters.json',
+                         conf['DEFAULT']['resource_query_filters_file'])
 
 
 class TempestConfTest(testtools.TestCase):

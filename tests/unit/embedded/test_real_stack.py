@@ -18,6 +18,7 @@ The daemons themselves (Ceph, libvirtd, the guest) are judged by
 
 import configparser
 import os
+import re
 import subprocess
 
 import fixtures
@@ -333,6 +334,23 @@ class EmbeddedGlanceRbdTest(testtools.TestCase):
 
 
 class CloudChoicesTest(testtools.TestCase):
+
+    def test_each_step_said_as_it_begins(self):
+        from nova_snapshot_ext.embedded.cloud import launcher
+
+        lines = []
+        cloud = launcher.Cloud(progress=lines.append)
+        self.assertEqual(7, cloud._step('mariadb', lambda: 7))
+        self.assertEqual(['MariaDB'], lines)
+        self.assertIn('mariadb', cloud.timings)
+        words = cloud._step_words('venv')
+        self.assertIn('minutes', words)
+        self.assertIn('.log', words)
+        # Every step the start runs has its words.
+        import inspect
+        steps = set(re.findall(r"_step\('(\w+)'", inspect.getsource(
+            launcher.Cloud._start)))
+        self.assertEqual(set(), steps - set(launcher.STEP_WORDS) - {'venv'})
 
     def test_unknown_stack_and_store_refused(self):
         from nova_snapshot_ext.embedded.cloud import launcher
