@@ -297,12 +297,9 @@ class Cloud(object):
         :raises CloudError: naming the packages and the command that
             installs them (:func:`.host.require`).
         """
-        if self.stack == 'real':
-            host.require('the cloud on the real stack (Ceph, libvirt/QEMU, '
-                         'the marker guest)', infra.PROGRAMS,
-                         *realstack.PROGRAM_MAPS)
-        else:
-            host.require('the cloud', infra.PROGRAMS)
+        what = ('the cloud on the real stack (Ceph, libvirt/QEMU, the marker '
+                'guest)' if self.stack == 'real' else 'the cloud')
+        host.require(what, *host.cloud_program_maps(self.stack))
 
     def stop(self):
         """Stop every process (by PID and process group).
