@@ -50,14 +50,8 @@ def measure(cloud, images=10, boots=3):
     """
     demo = client.Api(cloud, 'demo')
     tag = uuid.uuid4().hex[:8]
-    root = demo.create_volume(image=cloud.ids['images']['image'],
-                              name='bench-root-' + tag)
-    data = demo.create_volume(name='bench-data-' + tag)
-    server = demo.boot('bench-' + tag, bdm=[
-        {'boot_index': 0, 'uuid': root['id'], 'source_type': 'volume',
-         'destination_type': 'volume', 'delete_on_termination': False},
-        {'boot_index': -1, 'uuid': data['id'], 'source_type': 'volume',
-         'destination_type': 'volume', 'delete_on_termination': False}])
+    server, _root, _data = demo.boot_on_volumes(
+        'bench-' + tag, cloud.ids['images']['image'])
     calls, actives, made, failures = [], [], [], []
     for i in range(images):
         started = time.monotonic()

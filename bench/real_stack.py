@@ -72,15 +72,8 @@ def _console(api, server_id, disks):
 
 
 def _guest_server(api):
-    tag = uuid.uuid4().hex[:8]
-    root = api.create_volume(image=api.cloud.ids['images']['guest'],
-                             name='bench-root-' + tag)
-    data = api.create_volume(name='bench-data-' + tag)
-    server = api.boot('bench-' + tag, bdm=[
-        {'boot_index': 0, 'uuid': root['id'], 'source_type': 'volume',
-         'destination_type': 'volume', 'delete_on_termination': False},
-        {'boot_index': -1, 'uuid': data['id'], 'source_type': 'volume',
-         'destination_type': 'volume', 'delete_on_termination': False}])
+    server, _root, _data = api.boot_on_volumes(
+        'bench-' + uuid.uuid4().hex[:8], api.cloud.ids['images']['guest'])
     said = _console(api, server['id'], ('vda', 'vdb'))
     return server, {d: m for d, (_how, m) in said['markers'].items()}
 

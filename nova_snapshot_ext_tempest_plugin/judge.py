@@ -195,8 +195,11 @@ def marker_problems(source, copy):
     :param copy: :func:`console_markers` of the server booted from the
         snapshot image.
     :returns: a list of sentences (empty when every disk of the source
-        reads, at the same device name, the marker the source had there).
+        reads, at the same device name, the marker the source had there,
+        on a disk at least as large as the source's).
     """
+    if not source['markers']:
+        return ['the source showed no marker: nothing to compare']
     problems = []
     for disk, (_how, marker) in sorted(source['markers'].items()):
         found = copy['markers'].get(disk)
@@ -204,7 +207,11 @@ def marker_problems(source, copy):
             problems.append('%s: the copy shows no marker (disks seen: %s)'
                             % (disk, ', '.join(sorted(copy['disks'])) or
                                'none'))
-        elif found != ('READ', marker):
+        elif tuple(found) != ('READ', marker):
             problems.append('%s: the source had %s, the copy %s %s' % (
                 disk, marker, found[0].lower(), found[1]))
+        size, copied = source['disks'].get(disk), copy['disks'].get(disk)
+        if size is not None and copied is not None and copied < size:
+            problems.append('%s: the copy\'s disk has %d sectors, the '
+                            'source\'s %d' % (disk, copied, size))
     return problems

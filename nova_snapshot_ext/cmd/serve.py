@@ -162,7 +162,8 @@ def _check_args(args: ty.Any) -> tuple[str, list[str]]:
         raise checks.CLIError('--roles must be role names separated by '
                               'commas, got %r' % args.roles)
     for name in ('activation', 'stock_nova', 'stack', 'glance_store'):
-        if getattr(args, name):
+        # Given at all (an empty value too), not only a true one.
+        if getattr(args, name) not in (None, False):
             raise checks.CLIError(
                 '--%s is an option of --cloud (the embedded Glance alone '
                 'has no nova-api)' % name.replace('_', '-'))
@@ -410,7 +411,7 @@ def run_cloud(conf: cfg.ConfigOpts,
         raise checks.CLIError('--cloud runs its own MariaDB and writes no '
                               'plugin configuration: drop --database and '
                               '--config-out')
-    activation = args.activation or 'upload'
+    activation = _given(args.activation, 'upload')
     if activation not in launcher.ACTIVATIONS:
         raise checks.CLIError('--activation %s is not an activation method; '
                               'known: %s' % (activation,
@@ -418,11 +419,11 @@ def run_cloud(conf: cfg.ConfigOpts,
     if activation != 'upload' and args.stock_nova:
         raise checks.CLIError('--activation %s is the plugin\'s: it has no '
                               'meaning with --stock-nova' % activation)
-    stack = args.stack or 'fake'
+    stack = _given(args.stack, 'fake')
     if stack not in launcher.STACKS:
         raise checks.CLIError('--stack %s is not a stack; known: %s' % (
             stack, ', '.join(launcher.STACKS)))
-    store = args.glance_store or 'file'
+    store = _given(args.glance_store, 'file')
     if store not in launcher.GLANCE_STORES:
         raise checks.CLIError('--glance-store %s is not a store; known: %s'
                               % (store, ', '.join(launcher.GLANCE_STORES)))
@@ -436,7 +437,7 @@ def run_cloud(conf: cfg.ConfigOpts,
           '%s); the first start installs one virtualenv and migrates a '
           'template (minutes), later ones take about %d s...' % (
               args.profile, 'stock' if args.stock_nova else
-              'with nova-snapshot-ext', STACK_WORDS[stack] % store,
+              'with nova-snapshot-ext', stack_words(stack, store),
               60 if stack == 'real' else 40), file=log, flush=True)
     cloud = launcher.Cloud(profile=args.profile,
                            plugin=not args.stock_nova, activation=activation,
@@ -485,8 +486,18 @@ def run_cloud(conf: cfg.ConfigOpts,
 
 
 #: How the start line names each stack (``%s``: the Glance store).
-STACK_WORDS = {'fake': 'fake storage and hypervisor',
-               'real': 'Ceph RBD (Glance store %s) and libvirt/QEMU'}
+def _given(value: str | None, default: str) -> str:
+    """An option's value, its default only when it was not given."""
+    return default if value is None else value
+
+
+def stack_words(stack: str, store: str) -> str:
+    """How the start line names the storage and the hypervisor."""
+    if stack == 'real':
+        return 'Ceph RBD (Glance store %s) and libvirt/QEMU' % store
+    return 'fake storage and hypervisor'
+
+
 #: The names the cloud gives the images of ``describe()['images']``.
 IMAGE_NAMES = {'image': 'cloud-image', 'image_alt': 'cloud-image-alt',
                'guest': 'cloud-guest'}

@@ -361,10 +361,12 @@ def volume_size_for(recorded: int | None, snapshot_size: int | None
 
     :param recorded: Nova's ``volume_size`` (GiB) or None.
     :param snapshot_size: the snapshot's size in Cinder (GiB) or None
-        (not read).
-    :returns: GiB, or None when neither is known.
+        (not read); anything but a whole number of at least 1 is ignored.
+    :returns: GiB, or None when neither is known; ``recorded`` unchanged
+        unless the snapshot's size is larger.
     """
-    if snapshot_size is None:
+    if isinstance(snapshot_size, bool) or \
+            not isinstance(snapshot_size, int) or snapshot_size < 1:
         return recorded
     if recorded is None or int(recorded) < snapshot_size:
         return snapshot_size
@@ -391,11 +393,14 @@ def _bdm_dicts(bdms: ty.Any, snapshot_ids: ty.Sequence[str | None] | None,
         size = snapshot_sizes.get(mapping['snapshot_id'] or '')
         grown = volume_size_for(mapping['volume_size'], size)
         if grown != mapping['volume_size']:
-            LOG.warning('nova-snapshot-ext: Nova records volume %s as %s '
-                        'GiB, its snapshot %s is %s GiB (extended since '
-                        'Nova last read it); the image records %s GiB',
-                        mapping['volume_id'], mapping['volume_size'],
-                        mapping['snapshot_id'], size, grown)
+            LOG.warning('nova-snapshot-ext: Nova records volume %s as %s, '
+                        'its snapshot %s is %s GiB; the image records %s '
+                        'GiB', mapping['volume_id'],
+                        '%s GiB (extended since Nova read it)'
+                        % mapping['volume_size']
+                        if mapping['volume_size'] is not None
+                        else 'of no size', mapping['snapshot_id'], size,
+                        grown)
             mapping['volume_size'] = grown
     return found
 

@@ -78,7 +78,10 @@ class NovaCinder:
         for snapshot_id in snapshot_ids:
             try:
                 snap = self.api.get_snapshot(self.context, snapshot_id)
-                sizes[snapshot_id] = int(snap['size'])
+                size = snap['size']
+                if isinstance(size, bool) or int(size) < 1:
+                    raise ValueError('size %r' % (size,))
+                sizes[snapshot_id] = int(size)
             except (nova_exc.NovaException, KeyError, TypeError,
                     ValueError) as err:
                 LOG.warning('nova-snapshot-ext: the size of volume snapshot '

@@ -342,6 +342,10 @@ class TestNamedRequest(NovaApiTestCase):
         self.assertEqual(2, adapter.volume_size_for(None, 2))
         self.assertEqual(1, adapter.volume_size_for(1, None))
         self.assertIsNone(adapter.volume_size_for(None, None))
+        # No size Cinder could give a volume: ignored, never lowers.
+        for odd in (0, -1, True, '3', 2.5):
+            self.assertEqual(1, adapter.volume_size_for(1, odd), odd)
+            self.assertIsNone(adapter.volume_size_for(None, odd), odd)
 
     def test_pending_request_is_per_context_and_name(self):
         from nova_snapshot_ext.nova import hook

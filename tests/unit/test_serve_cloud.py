@@ -121,3 +121,63 @@ class TestActivationRefusals(base.TestCase):
             for word in words:
                 self.assertIn(word, proc.stderr, args)
             self.assertNotIn('Starting the cloud', proc.stderr, args)
+
+
+class TestStartLine(base.TestCase):
+    """run_cloud up to the start, on each stack (a stub cloud)."""
+
+    def run_cloud(self, **given):
+        import io
+        import types
+
+        import fixtures
+
+        from nova_snapshot_ext.cmd import checks
+
+        made = {}
+
+        class StubCloud(object):
+            def __init__(self, **kwargs):
+                made.update(kwargs)
+                self.base_dir = None
+
+            def start(self):
+                raise launcher.CloudError('stub: not started')
+
+            def stop(self):
+                pass
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.embedded.cloud.launcher.Cloud', StubCloud))
+        err = self.useFixture(fixtures.MonkeyPatch('sys.stderr',
+                                                   io.StringIO())).new_value
+        args = dict(profile='default', database=serve.SQLITE,
+                    config_out=None, activation=None, stock_nova=False,
+                    stack=None, glance_store=None)
+        args.update(given)
+        conf = types.SimpleNamespace(command=types.SimpleNamespace(**args),
+                                     format='text')
+        failure = self.assertRaises(checks.CLIError, serve.run_cloud, conf)
+        return made, err.getvalue(), failure
+
+    def test_fake_stack_by_default(self):
+        made, said, failure = self.run_cloud()
+        self.assertEqual(('fake', 'file'),
+                         (made['stack'], made['glance_store']))
+        self.assertIn('fake storage and hypervisor', said)
+        self.assertIn('stub: not started', str(failure))
+
+    def test_real_stack_and_its_store(self):
+        made, said, _failure = self.run_cloud(stack='real',
+                                              glance_store='rbd')
+        self.assertEqual(('real', 'rbd'),
+                         (made['stack'], made['glance_store']))
+        self.assertIn('Ceph RBD (Glance store rbd) and libvirt/QEMU', said)
+
+    def test_empty_values_are_refused_not_defaulted(self):
+        for name in ('stack', 'glance_store', 'activation'):
+            made, said, failure = self.run_cloud(**{name: ''})
+            self.assertEqual(({}, ''), (made, said), name)
+            self.assertIn('--%s  is not' % name.replace('_', '-'),
+                          str(failure))
+            self.assertEqual(2, failure.code)

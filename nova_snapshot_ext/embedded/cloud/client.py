@@ -136,6 +136,22 @@ class Api(object):
                          lambda s: s['status'] == 'ACTIVE',
                          failed=('ERROR',))
 
+    def boot_on_volumes(self, name, image_id):
+        """A server on a root volume made from an image and a data volume.
+
+        Both 1 GB, ``delete_on_termination`` false; ``vda`` and ``vdb``.
+
+        :returns: ``(server, root volume, data volume)``, ACTIVE.
+        """
+        root = self.create_volume(image=image_id, name=name + '-root')
+        data = self.create_volume(name=name + '-data')
+        server = self.boot(name, bdm=[
+            {'boot_index': index, 'uuid': volume['id'],
+             'source_type': 'volume', 'destination_type': 'volume',
+             'delete_on_termination': False}
+            for index, volume in ((0, root), (-1, data))])
+        return server, root, data
+
     def action(self, server_id, body, ok=(200, 202)):
         """``POST /servers/{id}/action``: the response."""
         return self.call('nova', 'POST', '/servers/%s/action' % server_id,

@@ -95,10 +95,18 @@ _HOOK = """#!/bin/sh
 echo "NSE-FSFREEZE $1" >/dev/console
 exit 0
 """
-_FREEZE = re.compile(r'NSE-FSFREEZE (freeze|thaw)')
-_MARKER = re.compile(r'NSE-(READ|WROTE) (vd[a-z]+) (NSEMARK-[0-9a-f]{24})')
-_DISK = re.compile(r'NSE-DISK (vd[a-z]+) (\d+)')
-_BOOT = re.compile(r'NSE-BOOT ([0-9a-f]{16})')
+#: One thing the guest says; a whole word (nothing glued before or after:
+#: a longer marker or ``XNSE-READ`` is not one).
+_TOKEN = re.compile(
+    r'(?<![\w-])NSE-(?:'
+    r'BOOT (?P<boot>[0-9a-f]{16})|'
+    r'DISK (?P<disk>vd[a-z]+) (?P<size>\d+)|'
+    r'(?P<how>READ|WROTE) (?P<on>vd[a-z]+) (?P<marker>NSEMARK-[0-9a-f]{24})|'
+    r'FSFREEZE (?P<freeze>freeze|thaw)|'
+    r'(?P<done>DONE)'
+    r')(?![\w-])')
+#: Terminal control sequences (syslinux and the kernel clear the screen).
+_ESCAPES = re.compile(r'\x1b(\[[0-?]*[ -/]*[@-~]|[@-Z\\-_]|c)')
 
 _INIT = r"""#!/bin/busybox sh
 # The marker guest's init (nova_snapshot_ext.embedded.cloud.guest).
@@ -173,7 +181,11 @@ def kernel_package():
     :returns: e.g. ``'linux-image-6.1.0-57-cloud-amd64'``.
     :raises GuestError: if apt knows none (run ``apt-get update``).
     """
-    out = _run(['apt-cache', 'depends', KERNEL_META], cwd='/')
+    try:
+        out = _run(['apt-cache', 'depends', KERNEL_META], cwd='/')
+    except GuestError as err:
+        raise GuestError('apt knows no %s (%s); run: apt-get update'
+                         % (KERNEL_META, err))
     for line in out.splitlines():
         line = line.strip()
         if line.startswith('Depends:') and 'linux-image-' in line:
@@ -189,7 +201,10 @@ def cache_dir():
 
 def candidate_version(package):
     """The version apt would download of ``package`` ('' if none)."""
-    out = _run(['apt-cache', 'policy', package], cwd='/')
+    try:
+        out = _run(['apt-cache', 'policy', package], cwd='/')
+    except GuestError:
+        return ''
     for line in out.splitlines():
         if line.strip().startswith('Candidate:'):
             version = line.split(':', 1)[1].strip()
@@ -217,7 +232,7 @@ def ensure(directory=None):
         command that installs it) or a build step fails.
     """
     host.require('the marker guest', PROGRAMS)
-    directory = directory or cache_dir()
+    directory = os.path.abspath(directory or cache_dir())
     kernel = kernel_package()
     agent = candidate_version(AGENT_PACKAGE)
     if not agent:
@@ -275,9 +290,15 @@ def shared_libraries(program):
     found = []
     for line in out.splitlines():
         line = line.strip()
+        if 'version' in line and 'not found' in line:
+            raise GuestError('%s needs a newer %s than this host has (%s)'
+                             % (program, line.split(':')[0], line))
         if 'not found' in line:
-            raise GuestError('%s needs %s, which this host lacks' % (
-                program, line.split()[0]))
+            raise GuestError(
+                '%s needs %s, which this host lacks (QEMU\'s packages bring '
+                'the agent\'s libraries: apt-get install '
+                '--no-install-recommends qemu-system-x86)'
+                % (program, line.split()[0]))
         if '=>' in line:
             path = line.split('=>', 1)[1].split('(')[0].strip()
         else:
@@ -373,26 +394,25 @@ def read_console(text):
         only (a console may hold several boots); ``freezes`` in the order
         the agent's fsfreeze hook printed them.
     """
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
     markers = {}
     disks = {}
     done = False
     boot = None
     freezes = []
-    for line in text.splitlines():
-        started = _BOOT.search(line)
-        if started:
-            boot, markers, disks, done = started.group(1), {}, {}, False
+    for said in _TOKEN.finditer(_ESCAPES.sub('', text)):
+        if said.group('boot'):
+            boot, markers, disks, done = said.group('boot'), {}, {}, False
             freezes = []
-        frozen = _FREEZE.search(line)
-        if frozen:
-            freezes.append(frozen.group(1))
-        if 'NSE-DISK' in line and _DISK.search(line):
-            name, size = _DISK.search(line).groups()
-            disks[name] = int(size)
-        found = _MARKER.search(line)
-        if found:
-            markers[found.group(2)] = (found.group(1), found.group(3))
-        if line.strip().endswith('NSE-DONE'):
+        elif said.group('disk'):
+            disks[said.group('disk')] = int(said.group('size'))
+        elif said.group('marker'):
+            markers[said.group('on')] = (said.group('how'),
+                                         said.group('marker'))
+        elif said.group('freeze'):
+            freezes.append(said.group('freeze'))
+        else:
             done = True
     return {'boot': boot, 'done': done, 'disks': disks, 'markers': markers,
             'freezes': freezes}
@@ -410,6 +430,12 @@ def main(argv=None):
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) > 1 or (argv and argv[0].startswith('-')):
+        print('usage: python -m nova_snapshot_ext.embedded.cloud.guest '
+              '[DIRECTORY]\nBuild the marker guest\'s raw disk (or find it '
+              'built) in DIRECTORY (default %s) and print its path.'
+              % cache_dir(), file=sys.stderr)
+        return 0 if argv and argv[0] in ('-h', '--help') else 2
     try:
         print(ensure(argv[0] if argv else None))
     except GuestError as err:
@@ -418,6 +444,10 @@ def main(argv=None):
     except proc_mod.CloudError as err:
         print(err, file=sys.stderr)
         return 2
+    except OSError as err:
+        print('cannot build the marker guest there: %s' % err,
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -27,11 +27,15 @@ _SBIN = ('/usr/sbin', '/sbin')
 
 
 def _found(program):
+    """An absolute path: a file there; a name: a program on PATH or sbin."""
     if os.path.isabs(program):
-        return os.path.exists(program)
+        return os.path.isfile(program)
+    if not program or os.sep in program:
+        return False  # only names and absolute paths are declared
     if shutil.which(program) is not None:
         return True
-    return any(os.access(os.path.join(d, program), os.X_OK) for d in _SBIN)
+    return any(os.path.isfile(os.path.join(d, program)) and
+               os.access(os.path.join(d, program), os.X_OK) for d in _SBIN)
 
 
 def missing_packages(*program_maps):
@@ -93,9 +97,9 @@ def main(argv=None):
 
     argv = sys.argv[1:] if argv is None else argv
     stack = argv[0] if argv else 'fake'
-    if stack not in ('fake', 'real'):
-        print('usage: python3 -m %s [fake|real]' % __name__,
-              file=sys.stderr)
+    if len(argv) > 1 or stack not in ('fake', 'real'):
+        print('usage: python3 -m nova_snapshot_ext.embedded.cloud.host '
+              '[fake|real]', file=sys.stderr)
         return 2
     missing = missing_packages(*cloud_program_maps(stack))
     if missing:

@@ -69,17 +69,24 @@ SUDO = """\
 # A stand-in sudo for the cloud in a box, which runs as root
 # (nova_snapshot_ext.embedded.cloud.realstack): drop sudo's options and a
 # "<x>-rootwrap <config>" pair, run the rest.
+fail() { echo "stand-in sudo: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    -u|-g|-C|-p|-U|-h|-r|-t) shift 2 ;;
+    -[CDgphRrTtUu]|--user|--group|--chdir|--close-from|--prompt|--host|\\
+    --role|--type|--chroot|--other-user|--command-timeout) shift 2 ;;
+    -[ilsvKVe]|--login|--shell|--validate|--list|--edit)
+      fail "$1 is not a command it runs" ;;
     --) shift; break ;;
     -*) shift ;;
     *) break ;;
   esac
 done
 case "$1" in
-  *-rootwrap) shift 2 ;;
+  *-rootwrap-daemon) fail "rootwrap's daemon mode is not supported" ;;
+  *-rootwrap) [ $# -ge 3 ] || fail "$1 needs a config and a command"
+    shift 2 ;;
 esac
+[ $# -gt 0 ] || fail "no command"
 exec "$@"
 """
 

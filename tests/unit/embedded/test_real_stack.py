@@ -78,6 +78,22 @@ class ReadConsoleTest(testtools.TestCase):
         self.assertEqual(['freeze', 'thaw', 'freeze'],
                          guest.read_console(text)['freezes'])
 
+    def test_whole_words_only_and_boots_in_order(self):
+        said = guest.read_console(
+            'NSE-BOOT 0000000000000001\r\n'
+            'NSE-READ vda NSEMARK-0123456789abcdef012345678\n'
+            'XNSE-READ vdb NSEMARK-0123456789abcdef01234567\n'
+            'NSE-READ vdc NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa '
+            'NSE-BOOT 0000000000000002\x1b[0m NSE-DONE\x1b[0m\r\n')
+        self.assertEqual('0000000000000002', said['boot'])
+        self.assertEqual({}, said['markers'])
+        self.assertTrue(said['done'])
+        self.assertEqual(said, guest.read_console(
+            'NSE-BOOT 0000000000000001\r\n'
+            'NSE-READ vdc NSEMARK-aaaaaaaaaaaaaaaaaaaaaaaa '
+            'NSE-BOOT 0000000000000002\x1b[0m NSE-DONE\x1b[0m\r\n'
+            .encode()))
+
     def test_look_alikes_are_not_markers(self):
         said = guest.read_console('NSE-READ vda NSEMARK-short\n'
                                   'echo NSE-READ vdz nothing\n')
@@ -141,6 +157,14 @@ class HostTest(testtools.TestCase):
             'pkg-a, pkg-b; install them with: apt-get install '
             '--no-install-recommends pkg-a pkg-b', str(err))
 
+    def test_only_files_count(self):
+        self.assertEqual(['a', 'b', 'c', 'd'], host.missing_packages(
+            {'': 'a', '.': 'b', '/': 'c', 'bin/sh': 'd'}))
+
+    def test_command_line(self):
+        self.assertEqual(2, host.main(['real', 'extra']))
+        self.assertEqual(2, host.main(['xen']))
+
     def test_nothing_missing(self):
         self.assertIsNone(host.require('x', {'sh': 'dash'}))
         self.assertEqual([], host.missing_packages({'sh': 'dash'}))
@@ -182,6 +206,20 @@ class StandInSudoTest(testtools.TestCase):
     def test_option_values_and_plain_commands(self):
         self.assertEqual('x\n', self._sudo('-u', 'root', 'echo', 'x'))
         self.assertEqual('-n\n', self._sudo('--', 'printf', '%s\\n', '-n'))
+        for option in ('--user', '-D', '-R', '-T', '-g'):
+            self.assertEqual('y\n', self._sudo(option, 'v', 'echo', 'y'))
+
+    def test_what_it_cannot_run_is_said(self):
+        bin_dir = self.useFixture(fixtures.TempDir()).path
+        sudo = realstack.write_sudo(bin_dir)
+        for args, words in (((), 'no command'), (('-s',), '-s is not'),
+                            (('-i',), '-i is not'),
+                            (('cinder-rootwrap',), 'needs a config'),
+                            (('nova-rootwrap-daemon', '/c'), 'daemon')):
+            result = subprocess.run([sudo] + list(args), capture_output=True,
+                                    text=True, timeout=30)
+            self.assertEqual(1, result.returncode, args)
+            self.assertIn(words, result.stderr, args)
 
 
 class BindingsTest(testtools.TestCase):

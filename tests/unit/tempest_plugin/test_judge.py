@@ -194,6 +194,21 @@ class MarkerTest(testtools.TestCase):
         self.assertEqual(['vdb: the copy shows no marker (disks seen: vda)'],
                          judge.marker_problems(source, self.copy(vdb=None)))
 
+    def test_nothing_to_compare_and_a_smaller_disk(self):
+        empty = judge.console_markers('NSE-BOOT 0000000000000001\nNSE-DONE')
+        self.assertEqual(['the source showed no marker: nothing to compare'],
+                         judge.marker_problems(empty, self.copy()))
+        source = judge.console_markers(self.SOURCE.replace(
+            'NSE-DISK vdb 2097152', 'NSE-DISK vdb 4194304'))
+        self.assertEqual(["vdb: the copy's disk has 2097152 sectors, the "
+                          "source's 4194304"],
+                         judge.marker_problems(source, self.copy()))
+
+    def test_lists_after_json_are_the_same_marker(self):
+        source = json.loads(json.dumps(judge.console_markers(self.SOURCE)))
+        copy = json.loads(json.dumps(self.copy()))
+        self.assertEqual([], judge.marker_problems(source, copy))
+
     def test_the_option_is_registered(self):
         names = [o.name for o in dict(config.list_opts())['nova_snapshot_ext']]
         self.assertIn('marker_image_ref', names)
