@@ -114,8 +114,9 @@ def _round_trip(api, server_id, markers):
 def rss_mb(cloud):
     """Memory of every process of the cloud: ``{name: MB}`` and total.
 
-    The members of each started process group, and the QEMU processes
-    of the guests (their pid files under the cloud's directory).
+    The members of each started process group, the QEMU processes of the
+    guests (their pid files under the cloud's directory), and any other
+    process whose command line names that directory (Glance, RabbitMQ).
     """
     groups = {s.pid: s.name for s in cloud.procs.services if s.pid}
     qemu_run = os.path.join(cloud.base_dir, 'libvirt', 'run', 'qemu')
@@ -134,10 +135,20 @@ def rss_mb(cloud):
             with open('/proc/%s/status' % pid) as fh:
                 rss = [int(line.split()[1]) for line in fh
                        if line.startswith('VmRSS:')]
+            with open('/proc/%s/cmdline' % pid, 'rb') as fh:
+                cmdline = fh.read().decode('utf-8', 'replace').split('\0')
         except (OSError, ValueError, IndexError):
             continue
         name = groups.get(pgrp) or ('qemu (guests)' if int(pid) in qemu
                                     else None)
+        if name is None and cloud.base_dir in ' '.join(cmdline):
+            name = 'glance' if 'glance' in ' '.join(cmdline) else \
+                os.path.basename(cmdline[0]) or 'other'
+            if 'rabbit' in ' '.join(cmdline) or name in ('beam.smp',
+                                                         'epmd'):
+                name = 'rabbitmq'
+            elif name not in ('glance',):
+                name = 'other: ' + name
         if name and rss:
             found[name] = found.get(name, 0) + rss[0]
     result = {k: round(v / 1024.0) for k, v in sorted(found.items())}
