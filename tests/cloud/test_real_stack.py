@@ -138,13 +138,20 @@ class _RealStack(test_scenarios._Cloud):
         return {m['device_name'].rsplit('/', 1)[-1]: m for m in bdm
                 if m.get('snapshot_id')}
 
+    def _rbd_snapshot_ids(self, volume_ids):
+        """The Cinder snapshot ids Ceph holds RBD snapshots of, read there.
+
+        :param volume_ids: Cinder volume ids (``volume-<id>`` in the pool).
+        """
+        found = self.ceph.rbd_images('volumes')
+        return {s[len('snapshot-'):] for v in volume_ids
+                for s in found.get('volume-%s' % v, ())}
+
     def _assert_rbd_snapshots(self, image, volumes):
         """Each mapping names an RBD snapshot of the source's volume."""
-        found = self.ceph.rbd_images('volumes')
         for disk, mapping in self._mappings(image).items():
-            rbd_image = 'volume-%s' % volumes[disk]
-            self.assertIn('snapshot-%s' % mapping['snapshot_id'],
-                          found.get(rbd_image, ()), (disk, found))
+            self.assertIn(mapping['snapshot_id'],
+                          self._rbd_snapshot_ids([volumes[disk]]), disk)
 
     def _assert_round_trip(self, image_id, volumes, markers, sizes=None):
         """A server from the image reads each marker on its own disk."""
@@ -253,19 +260,15 @@ class FileStoreTest(_RoundTrip, oslotest_base.BaseTestCase):
             'kept': [i for i in made if self.demo.image(i, ok=(200, 404))]},
             lambda v: v['kept'] == made[2:], timeout=60)
 
-        def rbd_snapshots():
-            found = self.ceph.rbd_images('volumes')
-            return {s for v in volumes.values()
-                    for s in found.get('volume-%s' % v, ())}
-
-        rotated = {'snapshot-%s' % m['snapshot_id'] for i in made[:2]
+        rotated = {m['snapshot_id'] for i in made[:2]
                    for m in mappings[i].values()}
-        kept = {'snapshot-%s' % m['snapshot_id'] for i in made[2:]
+        kept = {m['snapshot_id'] for i in made[2:]
                 for m in mappings[i].values()}
         self.demo.wait('the rotated backups\' RBD snapshots deleted',
-                       lambda: {'left': rbd_snapshots() & rotated},
+                       lambda: {'left': self._rbd_snapshot_ids(
+                           volumes.values()) & rotated},
                        lambda v: not v['left'], timeout=180)
-        self.assertEqual(kept, rbd_snapshots())
+        self.assertEqual(kept, self._rbd_snapshot_ids(volumes.values()))
         for volume_id in clone_volumes:
             self.assertIsNone(self.ceph.parent('volumes',
                                                'volume-%s' % volume_id))
@@ -297,11 +300,6 @@ class NoRawGlanceTest(_RoundTrip, oslotest_base.BaseTestCase):
     glance_proxy = True
     upload = test_scenarios.FailedActivationTest.upload
 
-    def _rbd_snapshots_of(self, volumes):
-        found = self.ceph.rbd_images('volumes')
-        return {s[len('snapshot-'):] for v in volumes.values()
-                for s in found.get('volume-%s' % v, ())}
-
     def _failing_create_image(self, server_id, status):
         self.cloud.fault_proxy.add_rule('PUT', self.upload, 'status',
                                         status=status, times='always')
@@ -321,9 +319,9 @@ class NoRawGlanceTest(_RoundTrip, oslotest_base.BaseTestCase):
         resp, images = self._failing_create_image(server['id'], 400)
         self.assertEqual(400, resp.status_code, resp.text)
         self.assertEqual([], images)
-        self.demo.wait('no RBD snapshot of volumes %s' % volumes,
-                       lambda: {'left': self._rbd_snapshots_of(volumes)},
-                       lambda v: not v['left'], timeout=120)
+        self.demo.wait('no RBD snapshot of volumes %s' % volumes, lambda: {
+            'left': self._rbd_snapshot_ids(volumes.values())},
+            lambda v: not v['left'], timeout=120)
 
     def test_unanswered_upload_leaves_only_named_rbd_snapshots(self):
         server, volumes, _markers = self._guest_server()
@@ -338,7 +336,7 @@ class NoRawGlanceTest(_RoundTrip, oslotest_base.BaseTestCase):
         # may still finish names (nova-api's log names each, as on the fake
         # stack): none unnamed.
         self.demo.wait('the RBD snapshots made', lambda: {
-            'rbd': self._rbd_snapshots_of(volumes)},
+            'rbd': self._rbd_snapshot_ids(volumes.values())},
             lambda v: v['rbd'] == named, timeout=120)
 
     def test_quiesce_thaws_after_every_outcome(self):
@@ -393,6 +391,31 @@ class NoRawGlanceTest(_RoundTrip, oslotest_base.BaseTestCase):
                                  said['freezes'], what)
                 self.assertEqual('thawed',
                                  base.agent_status(self.cloud, name), what)
+
+
+class StockNovaNoRawTest(_RealStack, oslotest_base.BaseTestCase):
+    """Side by side: stock Nova 34 on the same Glance without ``raw``.
+
+    The plugin's run is :class:`NoRawGlanceTest`.  Nova asks for ``raw``,
+    nova-api answers 500, and the RBD snapshots it took stay in Ceph
+    with no image naming them.
+    """
+
+    profile = 'no-raw'
+    plugin = False
+
+    def test_stock_nova_fails_and_leaves_rbd_snapshots(self):
+        server, volumes, _markers = self._guest_server()
+        resp = self.demo.action(server['id'], {'createImage': {
+            'name': 'stock-' + uuid.uuid4().hex[:8]}}, ok=None)
+        self.assertEqual(500, resp.status_code, resp.text)
+        left = sorted(set(self._snapshots_of(list(volumes.values()))))
+        for snapshot_id in left:
+            self.addCleanup(self._delete_snapshot, snapshot_id)
+        self.assertEqual(len(volumes), len(left))
+        self.demo.wait('the RBD snapshots stock Nova took', lambda: {
+            'rbd': self._rbd_snapshot_ids(volumes.values())},
+            lambda v: v['rbd'] == set(left), timeout=120)
 
 
 class LocationActivationTest(_RoundTrip, oslotest_base.BaseTestCase):
