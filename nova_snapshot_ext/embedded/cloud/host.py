@@ -73,39 +73,3 @@ def require(what, *program_maps):
             '%s needs Debian packages that are not installed: %s; install '
             'them with: %s' % (what, ', '.join(missing),
                                install_command(missing)))
-
-
-def cloud_program_maps(stack='fake'):
-    """Every ``{program: package}`` map of a cloud on ``stack``."""
-    from nova_snapshot_ext.embedded.cloud import infra
-    from nova_snapshot_ext.embedded.cloud import realstack
-
-    maps = [infra.PROGRAMS]
-    if stack == 'real':
-        maps.extend(realstack.PROGRAM_MAPS)
-    return maps
-
-
-def main(argv=None):
-    """Print the Debian packages a cloud still needs, one line, or nothing.
-
-    ``python3 -m nova_snapshot_ext.embedded.cloud.host [fake|real]``
-    (standard library only: ``.ci/run`` calls it before any virtualenv
-    exists, and installs what it prints).
-    """
-    import sys
-
-    argv = sys.argv[1:] if argv is None else argv
-    stack = argv[0] if argv else 'fake'
-    if len(argv) > 1 or stack not in ('fake', 'real'):
-        print('usage: python3 -m nova_snapshot_ext.embedded.cloud.host '
-              '[fake|real]', file=sys.stderr)
-        return 2
-    missing = missing_packages(*cloud_program_maps(stack))
-    if missing:
-        print(' '.join(missing))
-    return 0
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())

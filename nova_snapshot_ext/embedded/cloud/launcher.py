@@ -39,7 +39,7 @@ import time
 from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded.cloud import config
-from nova_snapshot_ext.embedded.cloud import host
+from nova_snapshot_ext.embedded.cloud import debian
 from nova_snapshot_ext.embedded.cloud import infra
 from nova_snapshot_ext.embedded.cloud import process as proc_mod
 from nova_snapshot_ext.embedded.cloud import realstack
@@ -295,11 +295,9 @@ class Cloud(object):
         """Refuse before anything starts when a Debian package is missing.
 
         :raises CloudError: naming the packages and the command that
-            installs them (:func:`.host.require`).
+            installs them (:func:`.debian.require`).
         """
-        what = ('the cloud on the real stack (Ceph, libvirt/QEMU, the marker '
-                'guest)' if self.stack == 'real' else 'the cloud')
-        host.require(what, *host.cloud_program_maps(self.stack))
+        debian.require(self.stack)
 
     def stop(self):
         """Stop every process (by PID and process group).

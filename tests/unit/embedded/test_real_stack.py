@@ -28,6 +28,7 @@ from nova_snapshot_ext.embedded.cloud import ceph
 from nova_snapshot_ext.embedded.cloud import config
 from nova_snapshot_ext.embedded.cloud import guest
 from nova_snapshot_ext.embedded.cloud import host
+from nova_snapshot_ext.embedded.cloud import infra
 from nova_snapshot_ext.embedded.cloud import libvirtd
 from nova_snapshot_ext.embedded.cloud import process
 from nova_snapshot_ext.embedded.cloud import realstack
@@ -162,8 +163,13 @@ class HostTest(testtools.TestCase):
             {'': 'a', '.': 'b', '/': 'c', 'bin/sh': 'd'}))
 
     def test_command_line(self):
-        self.assertEqual(2, host.main(['real', 'extra']))
-        self.assertEqual(2, host.main(['xen']))
+        from nova_snapshot_ext.embedded.cloud import debian
+
+        self.assertEqual(2, debian.main(['real', 'extra']))
+        self.assertEqual(2, debian.main(['xen']))
+        self.assertEqual(
+            [infra.PROGRAMS] + list(realstack.PROGRAM_MAPS),
+            debian.program_maps('real'))
 
     def test_nothing_missing(self):
         self.assertIsNone(host.require('x', {'sh': 'dash'}))
