@@ -137,6 +137,8 @@ class TestStartLine(base.TestCase):
         made = {}
 
         class StubCloud(object):
+            running = False
+
             def __init__(self, **kwargs):
                 made.update(kwargs)
                 self.base_dir = None

@@ -242,6 +242,11 @@ class Cloud(object):
         return 'http://127.0.0.1:%d%s' % (self.ports[name], paths[name])
 
     @property
+    def running(self):
+        """Whether any process of the cloud runs now."""
+        return self.procs is not None and bool(self.procs.pids())
+
+    @property
     def keystone_url(self):
         return self.url('keystone')
 
