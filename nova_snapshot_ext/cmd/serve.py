@@ -404,32 +404,7 @@ def run_cloud(conf: cfg.ConfigOpts,
     from nova_snapshot_ext.embedded.cloud import launcher
 
     args = conf.command
-    if args.profile not in launcher.PROFILES:
-        raise checks.CLIError('--profile %s is not a profile; known: %s' % (
-            args.profile, ', '.join(sorted(launcher.PROFILES))))
-    if args.database != SQLITE or args.config_out:
-        raise checks.CLIError('--cloud runs its own MariaDB and writes no '
-                              'plugin configuration: drop --database and '
-                              '--config-out')
-    activation = _given(args.activation, 'upload')
-    if activation not in launcher.ACTIVATIONS:
-        raise checks.CLIError('--activation %s is not an activation method; '
-                              'known: %s' % (activation,
-                                             ', '.join(launcher.ACTIVATIONS)))
-    if activation != 'upload' and args.stock_nova:
-        raise checks.CLIError('--activation %s is the plugin\'s: it has no '
-                              'meaning with --stock-nova' % activation)
-    stack = _given(args.stack, 'fake')
-    if stack not in launcher.STACKS:
-        raise checks.CLIError('--stack %s is not a stack; known: %s' % (
-            stack, ', '.join(launcher.STACKS)))
-    store = _given(args.glance_store, 'file')
-    if store not in launcher.GLANCE_STORES:
-        raise checks.CLIError('--glance-store %s is not a store; known: %s'
-                              % (store, ', '.join(launcher.GLANCE_STORES)))
-    if store != 'file' and stack != 'real':
-        raise checks.CLIError('--glance-store %s needs --stack real (Ceph)'
-                              % store)
+    activation, stack, store = _cloud_choices(args)
     log = sys.stderr
     with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -489,6 +464,43 @@ def run_cloud(conf: cfg.ConfigOpts,
 
 
 #: How the start line names each stack (``%s``: the Glance store).
+def _cloud_choices(args: ty.Any) -> tuple[str, str, str]:
+    """``serve --cloud``'s options checked before anything starts.
+
+    :returns: ``(activation, stack, Glance store)``.
+    :raises CLIError: exit 2, naming the option at fault.
+    """
+    from nova_snapshot_ext.embedded.cloud import launcher
+
+    if args.profile not in launcher.PROFILES:
+        raise checks.CLIError('--profile %s is not a profile; known: %s' % (
+            args.profile, ', '.join(sorted(launcher.PROFILES))))
+    if args.database != SQLITE or args.config_out:
+        raise checks.CLIError('--cloud runs its own MariaDB and writes no '
+                              'plugin configuration: drop --database and '
+                              '--config-out')
+    activation = _given(args.activation, 'upload')
+    if activation not in launcher.ACTIVATIONS:
+        raise checks.CLIError('--activation %s is not an activation method; '
+                              'known: %s' % (activation,
+                                             ', '.join(launcher.ACTIVATIONS)))
+    if activation != 'upload' and args.stock_nova:
+        raise checks.CLIError('--activation %s is the plugin\'s: it has no '
+                              'meaning with --stock-nova' % activation)
+    stack = _given(args.stack, 'fake')
+    if stack not in launcher.STACKS:
+        raise checks.CLIError('--stack %s is not a stack; known: %s' % (
+            stack, ', '.join(launcher.STACKS)))
+    store = _given(args.glance_store, 'file')
+    if store not in launcher.GLANCE_STORES:
+        raise checks.CLIError('--glance-store %s is not a store; known: %s'
+                              % (store, ', '.join(launcher.GLANCE_STORES)))
+    if store != 'file' and stack != 'real':
+        raise checks.CLIError('--glance-store %s needs --stack real (Ceph)'
+                              % store)
+    return activation, stack, store
+
+
 def _given(value: str | None, default: str) -> str:
     """An option's value, its default only when it was not given."""
     return default if value is None else value

@@ -72,21 +72,26 @@ class NovaCinder:
             be read (gone, Cinder not answering) is left out and logged:
             the caller keeps what it knew.
         """
-        from nova import exception as nova_exc
-
         sizes = {}
         for snapshot_id in snapshot_ids:
             try:
                 snap = self.api.get_snapshot(self.context, snapshot_id)
-                size = snap['size']
-                if isinstance(size, bool) or int(size) < 1:
-                    raise ValueError('size %r' % (size,))
-                sizes[snapshot_id] = int(size)
-            except (nova_exc.NovaException, KeyError, TypeError,
-                    ValueError) as err:
+            except Exception:  # noqa: B902 - an enrichment, never a failure
+                # Design rule 9: whatever Nova's Cinder API raises (gone,
+                # not answering, refused), the request goes on with the size
+                # Nova recorded.
                 LOG.warning('nova-snapshot-ext: the size of volume snapshot '
-                            '%s could not be read from Cinder (%s)',
-                            snapshot_id, err)
+                            '%s could not be read from Cinder; the image '
+                            'records the size Nova knows', snapshot_id,
+                            exc_info=True)
+                continue
+            size = (snap or {}).get('size')
+            if isinstance(size, int) and not isinstance(size, bool) and \
+                    size >= 1:
+                sizes[snapshot_id] = size
+            else:
+                LOG.warning('nova-snapshot-ext: Cinder gives volume snapshot '
+                            '%s no usable size (%r)', snapshot_id, size)
         return sizes
 
     def set_snapshot_metadata(self, snapshot_id: str,

@@ -120,3 +120,28 @@ class TestSettle(oslotest_base.BaseTestCase):
     def test_nothing_taken_nothing_said(self):
         settled = self.volumes.settle(None, [], None, {'v1'}, _Cinder({}))
         self.assertEqual('', settled.suffix())
+
+
+@unittest.skipIf(NOVA_MISSING, 'needs nova (tox -e nova)')
+class TestSnapshotSizes(oslotest_base.BaseTestCase):
+    """What Cinder says of a snapshot's size, read without ever failing."""
+
+    def test_sizes_read_and_every_failure_skipped(self):
+        from nova import exception as nova_exc
+        from nova_snapshot_ext.nova import cinder
+
+        answers = {'good': {'size': 2}, 'zero': {'size': 0},
+                   'flag': {'size': True}, 'none': {}, 'odd': {'size': '3'}}
+
+        class Api(object):
+            def get_snapshot(self, _context, snapshot_id):
+                if snapshot_id == 'gone':
+                    raise nova_exc.SnapshotNotFound(snapshot_id=snapshot_id)
+                if snapshot_id == 'broken':
+                    raise RuntimeError('a client error Nova did not translate')
+                return answers[snapshot_id]
+
+        reader = cinder.NovaCinder.__new__(cinder.NovaCinder)
+        reader.context, reader.api = object(), Api()
+        self.assertEqual({'good': 2}, reader.snapshot_sizes(
+            ['gone', 'broken', 'good', 'zero', 'flag', 'none', 'odd']))
