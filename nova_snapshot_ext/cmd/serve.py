@@ -398,9 +398,11 @@ def run_cloud(conf: cfg.ConfigOpts,
               wait: ty.Callable[[], None] | None = None) -> int:
     """``serve --cloud``: the cloud in a box until Ctrl-C or SIGTERM.
 
-    :raises CLIError: a bad argument (2), the cloud failed to start (3:
-        its logs are kept and the message names their directory).
+    :raises CLIError: a bad argument or a missing Debian package (2,
+        nothing started), the cloud failed to start (3: its logs are kept
+        and the message names their directory).
     """
+    from nova_snapshot_ext.embedded.cloud import host
     from nova_snapshot_ext.embedded.cloud import launcher
 
     args = conf.command
@@ -422,6 +424,9 @@ def run_cloud(conf: cfg.ConfigOpts,
     try:
         try:
             cloud.start()
+        except host.MissingPackages as err:
+            # Configuration, not a service that failed: nothing started.
+            raise checks.CLIError(str(err), checks.EXIT_INPUT)
         except launcher.CloudError as err:
             raise checks.CLIError(str(err), checks.EXIT_UNREACHABLE)
         except KeyboardInterrupt:

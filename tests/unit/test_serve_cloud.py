@@ -126,7 +126,7 @@ class TestActivationRefusals(base.TestCase):
 class TestStartLine(base.TestCase):
     """run_cloud up to the start, on each stack (a stub cloud)."""
 
-    def run_cloud(self, **given):
+    def run_cloud(self, failure=None, **given):
         import io
         import types
 
@@ -144,7 +144,7 @@ class TestStartLine(base.TestCase):
                 self.base_dir = None
 
             def start(self):
-                raise launcher.CloudError('stub: not started')
+                raise failure or launcher.CloudError('stub: not started')
 
             def stop(self):
                 pass
@@ -175,6 +175,19 @@ class TestStartLine(base.TestCase):
         self.assertEqual(('real', 'rbd'),
                          (made['stack'], made['glance_store']))
         self.assertIn('Ceph RBD (Glance store rbd) and libvirt/QEMU', said)
+
+    def test_a_missing_package_is_configuration_exit_2(self):
+        from nova_snapshot_ext.embedded.cloud import host
+
+        _made, _said, failure = self.run_cloud(failure=host.MissingPackages(
+            'the cloud needs Debian packages that are not installed: '
+            'mariadb-server; install them with: apt-get install '
+            '--no-install-recommends mariadb-server'))
+        self.assertEqual(2, failure.code)
+        self.assertIn('apt-get install --no-install-recommends '
+                      'mariadb-server', str(failure))
+        _made, _said, failure = self.run_cloud()
+        self.assertEqual(3, failure.code)
 
     def test_empty_values_are_refused_not_defaulted(self):
         for name in ('stack', 'glance_store', 'activation'):

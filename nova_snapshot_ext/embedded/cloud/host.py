@@ -26,6 +26,10 @@ from nova_snapshot_ext.embedded.cloud import process as proc_mod
 _SBIN = ('/usr/sbin', '/sbin')
 
 
+class MissingPackages(proc_mod.CloudError):
+    """Debian packages a cloud needs are not installed (nothing started)."""
+
+
 def _found(program):
     """An absolute path: a file there; a name: a program on PATH or sbin."""
     if os.path.isabs(program):
@@ -64,12 +68,12 @@ def require(what, *program_maps):
     :param what: what needs them, for the message (e.g. ``'the cloud'``).
     :param program_maps: as :func:`missing_packages`.
     :returns: None
-    :raises CloudError: ``<what> needs Debian packages that are not
+    :raises MissingPackages: ``<what> needs Debian packages that are not
         installed: <packages>; install them with: apt-get install ...``.
     """
     missing = missing_packages(*program_maps)
     if missing:
-        raise proc_mod.CloudError(
+        raise MissingPackages(
             '%s needs Debian packages that are not installed: %s; install '
             'them with: %s' % (what, ', '.join(missing),
                                install_command(missing)))
