@@ -117,9 +117,51 @@ def summary(found):
     return out
 
 
+#: The heading tests/tempest_run.py prints before a failed run's service
+#: errors; its section ends at the next ``== `` line.
+_BOX_ERRORS = "== errors in the box's logs while the tests ran"
+#: Lines shown of each log in such a section: its last ones.
+BOX_LINES = 3
+
+
+def box_errors(lines):
+    """``[[line, ...], ...]``: each Tempest run's service error section.
+
+    Per log (a ``name:`` line, then indented ERROR lines), the name and
+    its last :data:`BOX_LINES` lines.
+    """
+    sections = []
+    logs = current = None
+    for line in lines:
+        line = line.rstrip('\n')
+        if line.startswith(_BOX_ERRORS):
+            logs, current = {}, None
+            sections.append(logs)
+        elif logs is not None and line.startswith('== '):
+            logs = current = None
+        elif logs is not None and line.strip() not in ('', '(none)'):
+            if not line.startswith(' '):
+                current = logs.setdefault(line.strip(), [])
+            elif current is not None:
+                current.append(line.strip())
+    out = []
+    for logs in sections:
+        shown = ['  %s' % name + ''.join(
+            '\n      ' + line[:WIDTH] for line in tail[-BOX_LINES:])
+            for name, tail in sorted(logs.items())]
+        out.append(shown or ['  (none)'])
+    return out
+
+
 def main(argv):
     with open(argv[1], errors='replace') as fh:
-        for line in summary(failures(fh)):
+        lines = fh.readlines()
+    for line in summary(failures(lines)):
+        print(line)
+    for number, section in enumerate(box_errors(lines), 1):
+        print("service errors of failed Tempest run %d (the last lines of "
+              "each log):" % number)
+        for line in section:
             print(line)
     return 0
 

@@ -245,11 +245,37 @@ def root_volume_limit(mappings: list[dict[str, ty.Any]]) -> int | None:
     return metadata.max_min_disk(mappings)
 
 
+#: What a finding (and its fix) is about: a Glance image, or a Cinder
+#: volume snapshot (the Cinder checks, :mod:`nova_snapshot_ext.backup`).
+IMAGE = 'image'
+VOLUME_SNAPSHOT = 'volume snapshot'
+
+
+def _subject_dict(data: dict[str, ty.Any], recorded_image: ty.Any
+                  ) -> dict[str, ty.Any]:
+    """A finding's or action's dict with its id under its subject's name.
+
+    An image's id stays ``image_id``; a volume snapshot's is
+    ``volume_snapshot_id``, and ``image_id`` is then the image it was
+    recorded for (``None``: none).
+    """
+    if data.get('subject') == VOLUME_SNAPSHOT:
+        data['volume_snapshot_id'] = data.pop('image_id')
+        data['image_id'] = recorded_image
+    return data
+
+
+def _subject_label(subject: str, ident: str) -> str:
+    return ident if subject == IMAGE else '%s %s' % (subject, ident)
+
+
 @dataclasses.dataclass
 class Finding:
-    """One problem of one image.
+    """One problem of one image (or of one volume snapshot).
 
-    :ivar image_id: the Glance image id.
+    :ivar image_id: the Glance image id; with ``subject``
+        :data:`VOLUME_SNAPSHOT`, the Cinder volume snapshot's id (named
+        ``volume_snapshot_id`` in :meth:`to_dict`).
     :ivar kind: one of :data:`KINDS`.
     :ivar evidence: what was seen (JSON-able dict).
     :ivar fixable: whether ``--fix`` repairs it.
@@ -258,6 +284,7 @@ class Finding:
         ``{'op': 'remove', 'path': '/instance_uuid'}``; or ``None``.
     :ivar owner: the image's project, for the report.
     :ivar name: the image's name, for the report.
+    :ivar subject: :data:`IMAGE` or :data:`VOLUME_SNAPSHOT`.
     """
 
     image_id: str
@@ -267,24 +294,29 @@ class Finding:
     fix: dict[str, ty.Any] | None = None
     owner: str | None = None
     name: str | None = None
+    subject: str = IMAGE
 
     def to_dict(self) -> dict[str, ty.Any]:
-        return dataclasses.asdict(self)
+        return _subject_dict(dataclasses.asdict(self),
+                             self.evidence.get('recorded_image'))
 
     def describe(self) -> str:
         ev = ', '.join('%s=%s' % (k, v) for k, v in
                        sorted(self.evidence.items()))
-        return '%s %s: %s%s' % (self.image_id, self.kind, ev,
-                                '' if self.fixable else ' (not fixable)')
+        return '%s %s: %s%s' % (
+            _subject_label(self.subject, self.image_id), self.kind, ev,
+            '' if self.fixable else ' (not fixable)')
 
 
 @dataclasses.dataclass
 class Action:
     """What ``--fix`` did (or would do) for one finding.
 
+    :ivar image_id: the finding's id (see :class:`Finding`).
     :ivar outcome: ``'done'``, ``'dry-run'`` (would be done), ``'skipped'``
         (the image changed since the scan, or the fix is not safe) or
-        ``'failed'`` (Glance refused; ``reason`` says why).
+        ``'failed'`` (Glance or Cinder refused; ``reason`` says why).
+    :ivar subject: the finding's.
     """
 
     image_id: str
@@ -292,9 +324,10 @@ class Action:
     fix: dict[str, ty.Any] | None
     outcome: str
     reason: str = ''
+    subject: str = IMAGE
 
     def to_dict(self) -> dict[str, ty.Any]:
-        return dataclasses.asdict(self)
+        return _subject_dict(dataclasses.asdict(self), None)
 
     def describe(self) -> str:
         op = (self.fix or {}).get('op', 'none')
@@ -302,7 +335,8 @@ class Action:
         value = (' = %s' % self.fix['value']
                  if self.fix and 'value' in self.fix else '')
         return '%s %s: %s %s%s: %s%s' % (
-            self.image_id, self.kind, op, target, value, self.outcome,
+            _subject_label(self.subject, self.image_id), self.kind, op,
+            target, value, self.outcome,
             ' (%s)' % self.reason if self.reason else '')
 
 
@@ -318,6 +352,9 @@ class Report:
     :ivar not_inspected: ids of images too large to download (their
         payload was not judged), with their size.
     :ivar actions: what ``repair`` did, in order.
+    :ivar cinder_coverage: which volume snapshots the Cinder checks
+        listed (:func:`nova_snapshot_ext.backup.audit.coverage`), or
+        ``None`` when they did not run (no Cinder credentials).
     """
 
     scanned: int = 0
@@ -327,6 +364,7 @@ class Report:
     not_inspected: list[dict[str, ty.Any]] = dataclasses.field(
         default_factory=list)
     actions: list[Action] = dataclasses.field(default_factory=list)
+    cinder_coverage: dict[str, ty.Any] | None = None
 
     @property
     def unrepaired(self) -> list[Finding]:
@@ -344,6 +382,7 @@ class Report:
             'findings': [f.to_dict() for f in self.findings],
             'not_inspected': self.not_inspected,
             'actions': [a.to_dict() for a in self.actions],
+            'cinder_coverage': self.cinder_coverage,
             'unrepaired': len(self.unrepaired),
             'kinds': {k: {'meaning': v[0], 'fixable': v[1]}
                       for k, v in KINDS.items()},
@@ -795,17 +834,19 @@ def repair(auditor: AuditGlance, report: Report, act: bool,
            queued_age: float = DEFAULT_QUEUED_AGE) -> list[Action]:
     """Repair every fixable finding of ``report``.
 
-    Nothing that holds the image's data changes: a queued leftover (no
-    data) is deleted, ``min_disk`` lowered, borrowed properties removed.
-    Each image is re-read right before it is changed and re-judged; a fix
-    that no longer applies is skipped.
+    Images only (a volume snapshot's finding is repaired by
+    :func:`nova_snapshot_ext.backup.audit.repair`).  Nothing that holds
+    the image's data changes: a queued leftover (no data) is deleted,
+    ``min_disk`` lowered, borrowed properties removed.  Each image is
+    re-read right before it is changed and re-judged; a fix that no
+    longer applies is skipped.
 
     :param act: ``False`` (dry run): record what would be done.
     :returns: the actions, also appended to ``report.actions``.
     """
     by_image: dict[str, list[Finding]] = {}
     for finding in report.findings:
-        if finding.fixable and finding.fix:
+        if finding.fixable and finding.fix and finding.subject == IMAGE:
             by_image.setdefault(finding.image_id, []).append(finding)
     actions: list[Action] = []
     for image_id, findings in by_image.items():

@@ -28,7 +28,10 @@ Three findings (:data:`nova_snapshot_ext.audit.KINDS`):
     why, never deleted.
 
 Only what both identities can see is judged: images of projects the
-Glance identity cannot list may still name a snapshot.
+Glance identity cannot list may still name a snapshot.  A Cinder identity
+with the ``admin`` role lists every project's volume snapshots
+(``all_tenants``); any other lists its own project's.  The report says
+which (:func:`coverage`), since Cinder's answer does not.
 """
 
 from __future__ import annotations
@@ -60,11 +63,40 @@ def _images(auditor: audit.AuditGlance, page_size: int,
             progress(images, pages)
 
 
+def coverage(scope: leaks.Scope, owner: str | None) -> dict[str, ty.Any]:
+    """Which volume snapshots the Cinder checks list, for the report.
+
+    :param scope: the Cinder identity's (:func:`.leaks.scope_of_session`).
+    :param owner: ``audit --owner`` (findings of that project only).
+    :returns: ``{'all_projects': bool, 'project': id or None, 'owner':
+        id or None}``: every project's (an admin), or ``project``'s only.
+    """
+    return {'all_projects': scope.admin, 'project': scope.project,
+            'owner': owner}
+
+
+def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
+    """One sentence of :func:`coverage` (``None``: the checks did not run)."""
+    if cover is None:
+        return ('Cinder checks: not run (no [snapshot_ext_cinder] '
+                'credentials): volume snapshots were not audited.')
+    if cover['all_projects']:
+        seen = ("every project's volume snapshots (the Cinder identity "
+                'has the admin role)')
+    else:
+        seen = ("project %s's volume snapshots only (the Cinder identity "
+                "has no admin role: other projects' are not seen)"
+                % (cover['project'] or '(unknown)'))
+    if cover.get('owner'):
+        seen += ', findings of project %s (--owner)' % cover['owner']
+    return 'Cinder checks: %s.' % seen
+
+
 def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
          page_size: int = audit.DEFAULT_PAGE_SIZE,
          filters: ty.Mapping[str, ty.Any] | None = None,
          progress: ty.Callable[[int, int], None] | None = None
-         ) -> list[audit.Finding]:
+         ) -> tuple[list[audit.Finding], dict[str, ty.Any]]:
     """The Cinder findings over every image and volume snapshot seen.
 
     Reads every image the identity can list again (one page at a time),
@@ -78,6 +110,8 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
         keys are refused.
     :param progress: called after every page of images with the images
         and pages read so far (``GET /v2/images`` requests).
+    :returns: the findings, and which volume snapshots were listed
+        (:func:`coverage`).
     :raises ValueError: a filter other than ``owner``.
     :raises GlanceError: an image page could not be listed.
     :raises CinderError: Cinder could not be read.
@@ -106,12 +140,13 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
                           'backup_type': image.get('backup_type')},
                 owner=image.get('owner'), name=image.get('name')))
     scope = leaks.scope_of(getattr(auditor, 'glance', None))
-    snapshots = cinder.list_snapshots()
+    cinder_scope = leaks.scope_of_session(cinder.session, cinder.auth)
+    snapshots = cinder.list_snapshots(all_projects=cinder_scope.admin)
     if owner is not None:
         snapshots = (snap for snap in snapshots
                      if snap.get(cinder_mod.PROJECT_ATTRIBUTE) == owner)
     findings += leaks.judge_snapshots(auditor, snapshots, named, scope)
-    return findings
+    return findings, coverage(cinder_scope, owner)
 
 
 def repair(cinder: cinder_mod.CinderClient, auditor: audit.AuditGlance,

@@ -75,6 +75,16 @@ class CinderClient:
     def __init__(self, adapter: ks_adapter.Adapter):
         self._adapter = adapter
 
+    @property
+    def session(self) -> ks_session.Session:
+        """The keystoneauth1 session the client's requests go through."""
+        return self._adapter.session
+
+    @property
+    def auth(self) -> ty.Any:
+        """The identity it acts as (``None``: the session's own)."""
+        return self._adapter.auth
+
     @classmethod
     def for_auth(cls, session: ks_session.Session, auth: ty.Any = None,
                  **adapter_options: ty.Any) -> CinderClient:
@@ -142,18 +152,25 @@ class CinderClient:
                 reason='the answer is not a Cinder snapshot document')
         return dict(body['snapshot'])
 
-    def list_snapshots(self, page_size: int = 200
+    def list_snapshots(self, page_size: int = 200,
+                       all_projects: bool = False
                        ) -> ty.Iterator[dict[str, ty.Any]]:
         """Every volume snapshot this identity sees.
 
         ``GET /snapshots/detail``, paged with ``limit`` and ``marker``.
 
+        :param all_projects: ask for every project's (``all_tenants=1``).
+            Cinder honours it only for an admin (``context.is_admin``)
+            and otherwise lists the caller's project alone: the caller
+            says which it asked, it cannot tell from the answer.
 
         :raises CinderError: see :func:`translate`.
         """
         marker = None
         while True:
             query = 'snapshots/detail?limit=%d' % page_size
+            if all_projects:
+                query += '&all_tenants=1'
             if marker:
                 query += '&marker=%s' % marker
             try:

@@ -183,10 +183,11 @@ def record_taken(recorder: SnapshotRecorder, image_id: str, project: str,
 
 @dataclasses.dataclass(frozen=True)
 class Scope:
-    """What the audit's Glance identity can see.
+    """What one of the audit's identities (Glance's, Cinder's) can see.
 
     :ivar project: its project id (``None``: unknown).
-    :ivar admin: it has the ``admin`` role (Glance shows it every image).
+    :ivar admin: it has the ``admin`` role (Glance shows it every image;
+        Cinder lists every project's volume snapshots when asked).
     """
 
     project: str | None
@@ -256,20 +257,32 @@ def judge(snap: ty.Mapping[str, ty.Any], named: bool, image_state: str,
 def scope_of(glance: ty.Any) -> Scope:
     """The :class:`Scope` of a :class:`~..image.glance.GlanceClient`.
 
-    From its keystoneauth session: the project and the role names of its
-    token.  Unknown (no project, no admin) when the auth plugin does not
-    say: nothing is then fixable.
+    See :func:`scope_of_session`; unknown without a session.
     """
     session: ty.Any = getattr(glance, 'session', None)
     if session is None:
         return Scope(None)
+    return scope_of_session(session)
+
+
+def scope_of_session(session: ty.Any, auth: ty.Any = None) -> Scope:
+    """The :class:`Scope` of an identity on a keystoneauth1 session.
+
+    From its token: the project and the role names.  Unknown (no
+    project, no admin) when the auth plugin does not say: nothing is then
+    fixable, and no listing asks for every project.
+
+    :param auth: the identity, when it is not the session's own (a
+        keystoneauth1 adapter's ``auth``).
+    """
+    auth = auth if auth is not None else getattr(session, 'auth', None)
     try:
-        project = session.get_project_id()
+        project = session.get_project_id(auth=auth)
     except Exception:  # any auth plugin failure: scope unknown
         return Scope(None)
     admin = False
     try:
-        access = session.auth.get_access(session)
+        access = auth.get_access(session)
         admin = 'admin' in (getattr(access, 'role_names', None) or ())
     except Exception:
         admin = False
@@ -293,7 +306,7 @@ def _image_state(auditor: audit_mod.AuditGlance,
 
 def finding_for(snap: ty.Mapping[str, ty.Any], verdict: Verdict
                 ) -> audit_mod.Finding:
-    """The audit finding of a volume snapshot (its id as ``image_id``)."""
+    """The audit finding of a volume snapshot (a Cinder subject)."""
     meta = snap.get('metadata')
     meta = meta if isinstance(meta, dict) else {}
     return audit_mod.Finding(
@@ -305,7 +318,8 @@ def finding_for(snap: ty.Mapping[str, ty.Any], verdict: Verdict
                   'why': verdict.why},
         fixable=verdict.fixable,
         fix={'op': 'delete-volume-snapshot'} if verdict.fixable else None,
-        owner=snap.get(cinder_mod.PROJECT_ATTRIBUTE))
+        owner=snap.get(cinder_mod.PROJECT_ATTRIBUTE),
+        subject=audit_mod.VOLUME_SNAPSHOT)
 
 
 def judge_snapshots(auditor: audit_mod.AuditGlance,
@@ -346,7 +360,7 @@ def repair(cinder: cinder_mod.CinderClient, auditor: audit_mod.AuditGlance,
         def action(outcome: str, reason: str = '') -> None:
             actions.append(audit_mod.Action(
                 finding.image_id, finding.kind, finding.fix, outcome,
-                reason))
+                reason, subject=finding.subject))
 
         if not act:
             action('dry-run')

@@ -48,7 +48,10 @@ def summary(report: audit.Report) -> str:
 
 
 def _text(report: audit.Report, fix: bool, act: bool) -> str:
-    lines = [summary(report) + '.']
+    from nova_snapshot_ext.backup import audit as backup_audit
+
+    lines = [summary(report) + '.',
+             backup_audit.describe_coverage(report.cinder_coverage)]
     for finding in report.findings:
         lines.append('  %s' % finding.describe())
     for item in report.not_inspected:
@@ -67,27 +70,28 @@ def _text(report: audit.Report, fix: bool, act: bool) -> str:
     return '\n'.join(lines)
 
 
-def _cinder_findings(cinder: ty.Any, auditor: audit.AuditGlance,
-                     args: ty.Any, shown: bool) -> list[audit.Finding]:
+def _cinder_checks(cinder: ty.Any, auditor: audit.AuditGlance,
+                   args: ty.Any, report: audit.Report, shown: bool) -> None:
     """Backups and volume snapshots judged with Cinder, when configured.
 
-    Only with ``[snapshot_ext_cinder]`` credentials (else none).  They
-    read the images a second time: with ``shown``, that read has its own
-    progress (label ``audit (Cinder checks)``).
+    Only with ``[snapshot_ext_cinder]`` credentials (else none, and the
+    report's ``cinder_coverage`` stays ``None``).  They read the images a
+    second time: with ``shown``, that read has its own progress (label
+    ``audit (Cinder checks)``).
     """
     from nova_snapshot_ext.backup import audit as backup_audit
 
     if cinder is None:
-        return []
+        return
     second = (progress_mod.Progress(sys.stderr, 'audit (Cinder checks)')
               if shown else None)
-    findings = backup_audit.scan(
+    findings, report.cinder_coverage = backup_audit.scan(
         auditor, cinder, page_size=args.page_size or audit.DEFAULT_PAGE_SIZE,
         filters={'owner': args.owner} if args.owner else None,
         progress=second.update if second is not None else None)
+    report.findings += findings
     if second is not None:
         second.done(second.images, second.pages)
-    return findings
 
 
 def check_args(conf: cfg.ConfigOpts) -> None:
@@ -138,8 +142,7 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
     from nova_snapshot_ext.cmd import backup as backup_cmd
 
     cinder = backup_cmd.cinder_client(conf)
-    report.findings += _cinder_findings(cinder, auditor, args,
-                                        shown is not None)
+    _cinder_checks(cinder, auditor, args, report, shown is not None)
     if args.fix:
         audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
         if cinder is not None:

@@ -70,6 +70,7 @@ from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.nova import adapter
 from nova_snapshot_ext.nova import conf as conf_mod
 from nova_snapshot_ext.nova import hook
+from nova_snapshot_ext.nova import volumes
 from nova_snapshot_ext import opts
 from nova_snapshot_ext.snapshot import service as service_mod
 
@@ -371,14 +372,17 @@ class SnapshotExtMiddleware:
                                                        bdms):
             return None
         try:
+            volumes.check_snapshot_name(action['name'])
             snapshot = adapter.request_from_nova(
                 context, instance, bdms, action['name'],
                 action.get('metadata') or {})
-        except exception.UnsafeRecord as err:
-            # Nova would write this image itself (a mapping that hands a
-            # new server this server's in-use volume, a property that
-            # makes Glance destroy a secret when the image is deleted):
-            # refused here, before Nova snapshots a volume.
+        except exception.InvalidRequest as err:
+            # Nova would fail on it after the quiesce (a name Cinder
+            # refuses for the volume snapshots), or write this image
+            # itself (a mapping that hands a new server this server's
+            # in-use volume, a property that makes Glance destroy a
+            # secret when the image is deleted): refused here, before
+            # Nova snapshots a volume.
             LOG.info('nova-snapshot-ext: refused createImage of server '
                      '%(server)s before any volume snapshot: %(reason)s',
                      {'server': server_id, 'reason': err.format_message()})

@@ -55,6 +55,47 @@ from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)
 
+#: Cinder's limit on a volume snapshot's name, in characters (its API
+#: checks ``len(name)``, 400 above it).
+CINDER_NAME_MAX = 255
+
+
+def snapshot_name(image_name: str) -> str:
+    """The name Nova gives a volume snapshot taken for ``image_name``.
+
+    Nova's own ``snapshot for <image name>`` (translated as Nova's
+    ``createImage`` path translates it), so that tools reading Cinder
+    (the audit's :data:`~..backup.leaks.NOVA_SNAPSHOT_NAME_PREFIX`) see
+    one convention.  May be longer than :data:`CINDER_NAME_MAX`: Nova
+    accepts an image name of 255 characters.
+    """
+    from nova.i18n import _
+
+    return str(_('snapshot for %s') % image_name)
+
+
+def check_snapshot_name(image_name: str) -> None:
+    """Refuse an image name whose volume snapshots Cinder would refuse.
+
+    Nova's ``createImage`` names each volume snapshot
+    :func:`snapshot_name` and gets Cinder's 400 for a name above
+    :data:`CINDER_NAME_MAX` characters, after the guest was quiesced; the
+    plugin's own ``createBackup`` path shortens it instead
+    (:meth:`VolumeSnapshots.take`).
+
+    :raises InvalidRequest: field ``name``, with the longest name that
+        works.
+    """
+    length = len(snapshot_name(image_name))
+    if length > CINDER_NAME_MAX:
+        raise exception.InvalidRequest(
+            field='name', reason='Nova names each volume snapshot '
+            '"snapshot for <name>": %d characters for this name of %d, '
+            "above Cinder's limit of %d; use a name of at most %d "
+            'characters' % (length, len(image_name), CINDER_NAME_MAX,
+                            len(image_name) - (length - CINDER_NAME_MAX)))
+
+
 #: Seconds :meth:`VolumeSnapshots.discard` waits for a volume snapshot
 #: still ``creating`` before deleting it, and between two reads.
 CREATING_WAIT = 60.0
@@ -170,7 +211,6 @@ class VolumeSnapshots:
         from nova import block_device
         from nova.compute import utils as compute_utils
         import nova.conf
-        from nova.i18n import _
 
         with compute_utils.EventReporter(self.context, EVENT,
                                          nova.conf.CONF.host,
@@ -178,7 +218,8 @@ class VolumeSnapshots:
             for bdm in self.volumes:
                 volume = self.cinder.get(self.context, bdm.volume_id)
                 snapshot = self.cinder.create_snapshot_force(
-                    self.context, volume['id'], _('snapshot for %s') % name,
+                    self.context, volume['id'],
+                    snapshot_name(name)[:CINDER_NAME_MAX],
                     volume.get('display_description'))
                 self.snapshot_ids.append(snapshot['id'])
                 if snapshot.get('size') is not None:

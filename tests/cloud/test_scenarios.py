@@ -289,12 +289,12 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
 
     profile = 'default'
 
-    def _conf_file(self):
+    def _conf_file(self, user='demo', project='demo'):
         keystone = self.cloud.keystone_url
-        auth = ('auth_type = password\nauth_url = %s\nusername = demo\n'
-                'password = %s\nproject_name = demo\n'
+        auth = ('auth_type = password\nauth_url = %s\nusername = %s\n'
+                'password = %s\nproject_name = %s\n'
                 'user_domain_id = default\nproject_domain_id = default\n'
-                % (keystone, launcher.PASSWORD))
+                % (keystone, user, launcher.PASSWORD, project))
         fd, path = tempfile.mkstemp(suffix='.conf')
         with os.fdopen(fd, 'w') as fh:
             fh.write('[snapshot_ext_glance]\n%s\n[snapshot_ext_cinder]\n%s'
@@ -361,14 +361,26 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
                 leaks.record_of(other, gone_image, 'another-project'))})
         # The image is deleted with Glance directly (not the rotation).
         self.demo.call('glance', 'DELETE', '/v2/images/%s' % gone_image)
+        # The cloud's admin (project admin) sees the member's leaks: its
+        # Cinder listing covers every project, and says so.
+        admin = self._audit(self._conf_file('admin', 'admin'))
+        self.assertTrue(admin['cinder_coverage']['all_projects'], admin)
+        seen = {f['volume_snapshot_id']: f['kind']
+                for f in admin['findings'] if 'volume_snapshot_id' in f}
+        self.assertEqual({leaks.LEAKED}, {seen.get(s) for s in leaked},
+                         admin['findings'])
         conf_file = self._conf_file()
         report = self._audit(conf_file)
-        by_snapshot = {f['image_id']: f for f in report['findings']
-                       if 'volume_snapshot' in f['evidence']}
+        self.assertEqual({'all_projects': False, 'owner': None,
+                          'project': project}, report['cinder_coverage'])
+        by_snapshot = {f['volume_snapshot_id']: f
+                       for f in report['findings']
+                       if 'volume_snapshot_id' in f}
         for snapshot_id in leaked:
             finding = by_snapshot[snapshot_id]
             self.assertEqual(leaks.LEAKED, finding['kind'], finding)
             self.assertTrue(finding['fixable'], finding)
+            self.assertEqual(gone_image, finding['image_id'])
         for name, snapshot_id in survivors.items():
             finding = by_snapshot[snapshot_id]
             self.assertEqual(leaks.UNNAMED, finding['kind'], name)
@@ -376,8 +388,13 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
         for snapshot_id in named:
             self.assertNotIn(snapshot_id, by_snapshot)
         fixed = self._audit(conf_file, '--fix', '--yes')
-        done = {a['image_id'] for a in fixed['actions']
+        done = {a['volume_snapshot_id'] for a in fixed['actions']
                 if a['outcome'] == 'done'}
+        # Each is acted on once, by the Cinder repair: no Glance "skipped
+        # (the image is gone)" beside its "done".
+        acted = [a['volume_snapshot_id'] for a in fixed['actions']
+                 if a.get('volume_snapshot_id') in leaked]
+        self.assertEqual(sorted(leaked), sorted(acted), fixed['actions'])
         self.assertTrue(set(leaked) <= done, fixed['actions'])
         self.assertTrue(done.isdisjoint(set(survivors.values()) |
                                         set(named)))

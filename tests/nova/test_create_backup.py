@@ -168,6 +168,36 @@ class TestCreateBackup(CreateBackupMixin, base.NovaServerTestCase):
         self.assertEqual(403, resp.status_int, resp.text)
         self.assertEqual({}, dict(self.cinder.volume_snapshots))
 
+    def test_longest_name_shortens_only_the_volume_snapshot_name(self):
+        # Nova takes image names of 255 characters; "snapshot for <name>"
+        # is then 268, which Cinder refuses (400).  The backup keeps the
+        # name asked for; its volume snapshot's name is cut to Cinder's
+        # limit, Nova's prefix kept.
+        from nova.volume import cinder as nova_cinder
+
+        self.flags_on()
+        server = self.create_server()
+        names = []
+        taken = nova_cinder.API.create_snapshot_force
+
+        def record(api, context, volume_id, name, description):
+            if len(name) > 255:
+                raise AssertionError('Cinder answers 400 to a name of %d '
+                                     'characters' % len(name))
+            names.append(name)
+            # Nova's CinderFixture: a mock standing in for the method.
+            return taken(context, volume_id, name, description)
+
+        self.useFixture(fixtures.MockPatch(
+            'nova.volume.cinder.API.create_snapshot_force', new=record))
+        name = 'b' * 255
+        resp = self.create_backup(server.uuid, name, rotation=1)
+        self.assertEqual(202, resp.status_int, resp.text)
+        image = self.admin_glance().images.get(
+            jsonutils.loads(resp.body)['image_id'])
+        self.assertEqual((name, 'active'), (image['name'], image['status']))
+        self.assertEqual([('snapshot for ' + name)[:255]], names)
+
     def test_cinder_failure_during_rotation_keeps_backup_and_snapshot(self):
         from nova import exception as nova_exc
 

@@ -183,6 +183,24 @@ class TestPasteFilter(PastePipelineMixin, base.NovaServerTestCase):
         self.assertEqual([], self.images_named(name))
         spy.mock.assert_not_called()
 
+    def test_name_cinder_would_refuse_refused_before_any_snapshot(self):
+        # Nova names each volume snapshot "snapshot for <name>"; above
+        # Cinder's 255 characters it would get Cinder's 400 about a name
+        # the user never typed, after quiescing the guest.
+        server = self.create_server()
+        longest = 255 - len('snapshot for ')
+        resp = self.create_image(server.uuid, 'n' * (longest + 1))
+        self.assertEqual(400, resp.status_int, resp.text)
+        message = jsonutils.loads(resp.body)['badRequest']['message']
+        self.assertIn("field 'name'", message)
+        self.assertIn('256 characters', message)
+        self.assertIn('at most %d characters' % longest, message)
+        self.assertEqual({}, dict(self.cinder.volume_snapshots))
+        self.assertEqual([], self.images_named('n' * (longest + 1)))
+        resp = self.create_image(server.uuid, 'n' * longest)
+        self.assertEqual(202, resp.status_int, resp.text)
+        self.assertEqual(1, len(self.cinder.volume_snapshots))
+
     def test_refusal_carries_novas_version_headers(self):
         server = self.create_server()
         for version in ('2.1', '2.45', 'latest'):

@@ -181,3 +181,29 @@ Captured traceback:
         self.assertEqual(['tests.c.T.test_x',
                           '    (no traceback captured)'],
                          failures.summary(found))
+
+    def test_a_failed_tempest_runs_service_errors_are_kept(self):
+        # tests/tempest_run.py prints this section after a failed run;
+        # its last lines per log reach the end of CI's output.
+        log = """\
+== errors in the box's logs while the tests ran (the last lines of each)
+cinder-volume.log:
+    2026 ERROR one
+    2026 ERROR two
+    2026 ERROR three
+    2026 ERROR oslo_messaging ImageCopyFailure: the cause
+nova-compute.log:
+    2026 ERROR boot failed
+== tempest default-plugin: 1 passed, 1 failed, 0 skipped
+cinder-volume.log:
+    not a section line
+== errors in the box's logs while the tests ran (the last lines of each)
+(none)
+"""
+        self.assertEqual([
+            ['  cinder-volume.log:\n      2026 ERROR two\n'
+             '      2026 ERROR three\n'
+             '      2026 ERROR oslo_messaging ImageCopyFailure: the cause',
+             '  nova-compute.log:\n      2026 ERROR boot failed'],
+            ['  (none)'],
+        ], failures.box_errors(log.splitlines(True)))

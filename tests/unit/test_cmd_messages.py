@@ -204,7 +204,7 @@ class TestAuditCounts(base.TestCase):
 
         conf = main.parse(['audit'])
         with mock.patch.object(audit, 'scan', scan), mock.patch.object(
-                audit_cmd, '_cinder_findings', return_value=[]):
+                audit_cmd, '_cinder_checks'):
             self.assertEqual(0, audit_cmd.run(conf, mock.Mock()))
         self.assertEqual('', stderr.getvalue())
         self.assertIn('1 image scanned: 1 volume-backed snapshot image, '

@@ -105,7 +105,7 @@ class TestAuditProgress(base.TestCase):
 
         conf = main.parse(['audit'] + argv)
         with mock.patch.object(audit, 'scan', scan), mock.patch.object(
-                audit_cmd, '_cinder_findings', return_value=[]):
+                audit_cmd, '_cinder_checks'):
             self.assertEqual(0, audit_cmd.run(conf, mock.Mock()))
         return stdout.getvalue(), stderr.getvalue()
 
@@ -131,6 +131,7 @@ class TestAuditProgress(base.TestCase):
 
     def test_cinder_checks_read_again_with_their_own_progress(self):
         from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.backup import leaks
         from nova_snapshot_ext.cmd import backup as backup_cmd
 
         stderr = Terminal()
@@ -149,7 +150,7 @@ class TestAuditProgress(base.TestCase):
         def cinder_scan(auditor, cinder, progress=None, **kwargs):
             for pages in (1, 2):
                 progress(2 * pages, pages)
-            return []
+            return [], backup_audit.coverage(leaks.Scope('p1'), None)
 
         conf = main.parse(['audit'])
         with mock.patch.object(audit, 'scan', scan), mock.patch.object(

@@ -28,13 +28,15 @@ class Auditor:
 
 
 class Cinder:
+    session = auth = None
+
     def __init__(self, snapshots):
         self.snapshots = {s['id']: s for s in snapshots}
 
     def get_snapshot(self, snapshot_id):
         return self.snapshots.get(snapshot_id)
 
-    def list_snapshots(self):
+    def list_snapshots(self, all_projects=False):
         return iter(self.snapshots.values())
 
 
@@ -49,7 +51,7 @@ class TestBackupAudit(base.TestCase):
             {'id': 'snap-03', 'name': 'snapshot for daily-3'},
             {'id': 'snap-09', 'name': 'snapshot for deleted backup'},
             {'id': 'snap-10', 'name': 'my own snapshot'}])
-        findings = backup_audit.scan(Auditor(images), cinder)
+        findings, _ = backup_audit.scan(Auditor(images), cinder)
         kinds = sorted((f.kind, f.image_id) for f in findings)
         self.assertEqual([('backup-snapshot-gone', 'img-02'),
                           ('unnamed-volume-snapshot', 'snap-09')], kinds)
@@ -65,4 +67,4 @@ class TestBackupAudit(base.TestCase):
         cinder = Cinder([
             {'id': 'snap-09', 'name': 'snapshot for x'},
             {'id': 'snap-10', 'name': 'snapshot for y'}])
-        self.assertEqual([], backup_audit.scan(Auditor([image]), cinder))
+        self.assertEqual([], backup_audit.scan(Auditor([image]), cinder)[0])

@@ -28,6 +28,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     snapshots: dict = {}
     deleted: list = []
     status: dict = {}
+    listed: list = []
 
     def log_message(self, *args):
         pass
@@ -44,6 +45,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return self.path.rsplit('/', 1)[-1]
 
     def do_GET(self):
+        if '/snapshots/detail?' in self.path:
+            self.listed.append(self.path.split('?', 1)[1])
+            return self._answer(200, {'snapshots': list(
+                self.snapshots.values())})
         snap = self.snapshots.get(self._snapshot_id())
         if self.status.get('GET'):
             return self._answer(self.status['GET'], {'error': 'x'})
@@ -72,6 +77,7 @@ class TestCinderClient(base.TestCase):
                        cinder_mod.PROJECT_ATTRIBUTE: 'p2'}}
         _Handler.deleted = []
         _Handler.status = {}
+        _Handler.listed = []
         server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
@@ -105,6 +111,15 @@ class TestCinderClient(base.TestCase):
         err = self.assertRaises(exception.CinderError,
                                 self.client.delete_snapshot, 'mine', 'p1')
         self.assertNotIsInstance(err, exception.CinderForbidden)
+
+    def test_every_project_asked_only_when_said(self):
+        # Cinder honours all_tenants for an admin only; the client asks
+        # for it exactly when its caller says so.
+        ids = [s['id'] for s in self.client.list_snapshots()]
+        self.assertEqual(['mine', 'theirs'], sorted(ids))
+        list(self.client.list_snapshots(all_projects=True))
+        self.assertEqual(['limit=200', 'limit=200&all_tenants=1'],
+                         _Handler.listed)
 
     def test_unreachable(self):
         client = cinder_mod.CinderClient.for_auth(

@@ -116,14 +116,20 @@ class TestJudge(base.TestCase):
 
 
 class FakeCinder:
+    """Cinder's volume snapshots, for an identity of unknown scope."""
+
+    session = auth = None
+
     def __init__(self, snapshots):
         self.snapshots = {s['id']: s for s in snapshots}
         self.deleted = []
+        self.listed_all_projects = []
 
     def get_snapshot(self, snapshot_id):
         return self.snapshots.get(snapshot_id)
 
-    def list_snapshots(self):
+    def list_snapshots(self, all_projects=False):
+        self.listed_all_projects.append(all_projects)
         return iter(list(self.snapshots.values()))
 
     def delete_snapshot(self, snapshot_id, owner):
@@ -243,7 +249,7 @@ class TestRecordTaken(base.TestCase):
 class _Session:
     auth = None
 
-    def get_project_id(self):
+    def get_project_id(self, auth=None):
         return PROJECT
 
 
@@ -283,7 +289,7 @@ class TestOwnerFilter(base.TestCase):
         cinder = FakeCinder([snapshot()])
         auditor = _PagedAuditor([naming])
         for owner in (None, PROJECT, 'another-project'):
-            findings = backup_audit.scan(
+            findings, _ = backup_audit.scan(
                 auditor, cinder,
                 filters={'owner': owner} if owner else None)
             report = audit.Report(findings=findings)
@@ -296,3 +302,108 @@ class TestOwnerFilter(base.TestCase):
 
         self.assertRaises(ValueError, backup_audit.scan, _PagedAuditor(),
                           FakeCinder([]), filters={'visibility': 'public'})
+
+
+class _Access:
+    def __init__(self, roles):
+        self.role_names = roles
+
+
+class _Auth:
+    def __init__(self, roles):
+        self.roles = roles
+
+    def get_access(self, session):
+        return _Access(self.roles)
+
+
+class _TokenSession:
+    """The two things a scope reads of a keystoneauth1 session."""
+
+    def __init__(self, project, roles):
+        self.project = project
+        self.auth = _Auth(roles)
+
+    def get_project_id(self, auth=None):
+        return self.project
+
+
+class TestCinderCoverage(base.TestCase):
+    """An admin lists every project's; the report says which it listed."""
+
+    def _scan(self, cinder):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        findings, cover = backup_audit.scan(_PagedAuditor(), cinder)
+        return cover, backup_audit.describe_coverage(cover)
+
+    def test_admin_lists_every_project(self):
+        cinder = FakeCinder([snapshot()])
+        cinder.session = _TokenSession('admin-project', ['admin', 'member'])
+        cover, text = self._scan(cinder)
+        self.assertEqual([True], cinder.listed_all_projects)
+        self.assertTrue(cover['all_projects'])
+        self.assertIn("every project's volume snapshots", text)
+
+    def test_member_lists_its_project_and_says_so(self):
+        cinder = FakeCinder([snapshot()])
+        cinder.session = _TokenSession(PROJECT, ['member', 'reader'])
+        cover, text = self._scan(cinder)
+        self.assertEqual([False], cinder.listed_all_projects)
+        self.assertEqual((False, PROJECT),
+                         (cover['all_projects'], cover['project']))
+        self.assertIn("project %s's volume snapshots only" % PROJECT, text)
+        self.assertIn("other projects' are not seen", text)
+
+    def test_unknown_identity_never_asks_for_every_project(self):
+        cinder = FakeCinder([snapshot()])
+        cover, text = self._scan(cinder)
+        self.assertEqual([False], cinder.listed_all_projects)
+        self.assertIn('(unknown)', text)
+
+    def test_not_run_is_said(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        self.assertIn('not run', backup_audit.describe_coverage(None))
+
+    def test_owner_filter_is_said(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        cover = backup_audit.coverage(leaks.Scope('a', admin=True), 'p9')
+        self.assertIn('findings of project p9 (--owner)',
+                      backup_audit.describe_coverage(cover))
+
+
+class TestSnapshotFindingsNamedAsSnapshots(base.TestCase):
+    """A volume snapshot's finding is named so, and Cinder's to repair."""
+
+    def _report(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        cinder = FakeCinder([snapshot()])
+        auditor = _PagedAuditor()
+        findings, _ = backup_audit.scan(auditor, cinder)
+        return cinder, auditor, audit.Report(findings=findings)
+
+    def test_json_names_the_snapshot_and_its_image(self):
+        _, _, report = self._report()
+        [finding] = report.to_dict()['findings']
+        self.assertEqual(leaks.LEAKED, finding['kind'])
+        self.assertEqual(SNAP, finding['volume_snapshot_id'])
+        self.assertEqual(IMAGE, finding['image_id'])
+        self.assertIn('volume snapshot %s ' % SNAP,
+                      report.findings[0].describe())
+
+    def test_glance_repair_leaves_it_to_cinder_repair(self):
+        from nova_snapshot_ext.backup import audit as backup_audit
+
+        cinder, auditor, report = self._report()
+        self.assertEqual([], audit.repair(auditor, report, act=True))
+        backup_audit.repair(cinder, auditor, report, act=True)
+        self.assertEqual([(SNAP, PROJECT)], cinder.deleted)
+        [action] = report.to_dict()['actions']
+        self.assertEqual(('done', SNAP),
+                         (action['outcome'], action['volume_snapshot_id']))
+        self.assertIn('volume snapshot %s ' % SNAP,
+                      report.actions[0].describe())
+        self.assertEqual([], report.unrepaired)
