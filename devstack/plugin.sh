@@ -78,13 +78,16 @@ function check_nova_snapshot_ext {
         "$NOVA_CONF" --api-paste "$NOVA_API_PASTE_INI" upgrade check \
         --json) || true
     echo "$report"
-    echo "$report" | "$NOVA_BIN_DIR/python3" -c '
-import json, sys
-failed = [c["check"] + ": " + str(c["details"])
-          for c in json.load(sys.stdin)["checks"]
-          if c["check"] in ("Paste filter", "Nova release") and c["result"]]
-sys.exit("\n".join(failed) or None)' || \
+    "$NOVA_BIN_DIR/python3" - "$report" <<'EOF' || \
         die $LINENO "nova-snapshot-ext: the upgrade check refused nova-api"
+import json
+import sys
+
+failed = [c["check"] + ": " + str(c["details"])
+          for c in json.loads(sys.argv[1])["checks"]
+          if c["check"] in ("Paste filter", "Nova release") and c["result"]]
+sys.exit("\n".join(failed) or None)
+EOF
 }
 
 # Remove [section] when no option is left in it, with the blank line

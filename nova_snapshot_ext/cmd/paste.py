@@ -26,8 +26,11 @@ Exit status: 0 written (or already right: ``changed`` false, same
 bytes); 2 a path that cannot be read or written, or a layout the edit
 does not understand (the message names the composite); nothing is
 written on any error.  ``--format json`` prints ``{"from", "output",
-"changed", "composites", "sections"}``; ``sections`` is what the edit
-wrote, shaped as OpenStack-Ansible's ``nova_api_paste_ini_overrides``.
+"changed", "composites", "removed", "sections"}``; ``sections`` is what
+the edit wrote, shaped as OpenStack-Ansible's
+``nova_api_paste_ini_overrides`` (with ``--remove``: the pipelines without
+the filter; a key-by-key merge cannot delete the ``[filter:...]``
+section, which then stays, named by no pipeline, never imported).
 """
 
 from __future__ import annotations

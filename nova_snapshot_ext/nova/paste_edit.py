@@ -171,8 +171,8 @@ class Edit:
     :ivar changed: ``False`` when ``text`` is the input, byte for byte.
     :ivar composites: the compute composite sections, file order.
     :ivar sections: ``{section: {key: value}}`` of every key the edit
-        wrote (the add's result): the shape of OpenStack-Ansible's
-        ``nova_api_paste_ini_overrides``; ``{}`` for a removal.
+        wrote (an add's filter and pipelines, a removal's pipelines): the
+        shape of OpenStack-Ansible's ``nova_api_paste_ini_overrides``.
     """
 
     text: str
@@ -376,7 +376,9 @@ def remove_filter(text: str) -> Edit:
 
     :param text: an ``api-paste.ini``.
     :returns: an :class:`Edit` (``changed`` ``False`` when nothing of the
-        plugin was there).
+        plugin was there); its ``sections`` are the pipelines it changed,
+        as written (the overrides that take the filter out by a key-by-key
+        merge; the deleted ``[filter:...]`` section is not among them).
     :raises LayoutError: the file is not nova-api's paste file; a section
         named ``snapshot_ext`` is not the plugin's filter; or a filter
         name would be left somewhere else (a ``filter-with``, a urlmap,
@@ -415,4 +417,26 @@ def remove_filter(text: str) -> Edit:
     new = ''.join(lines)
     if new != text:
         _verify(new, names)
-    return Edit(new, new != text, composites, {})
+    return Edit(new, new != text, composites,
+                _changed_values(parsed, paste.Paste(new)))
+
+
+def _changed_values(before: paste.Paste, after: paste.Paste
+                    ) -> dict[str, dict[str, str]]:
+    """``{section: {key: value}}`` of the keys ``after`` holds changed.
+
+    What a key-by-key merge (OpenStack-Ansible's ``config_template``) must
+    set over ``before`` to give ``after``'s values.  A section ``after``
+    no longer has is not in it: such a merge cannot delete one.
+    """
+    changed: dict[str, dict[str, str]] = {}
+    defaults = after.parser.defaults()
+    for section in after.parser.sections():
+        for key in after.parser[section]:
+            if key in defaults:
+                continue
+            value = after.parser[section][key]
+            if (not before.parser.has_section(section) or
+                    before.parser[section].get(key) != value):
+                changed.setdefault(section, {})[key] = value
+    return changed

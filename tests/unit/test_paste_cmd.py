@@ -155,6 +155,38 @@ class TestReleases(PasteCommandCase):
         self.assertEqual({s: dict(written[s]) for s in written.sections()},
                          {s: dict(merged[s]) for s in merged.sections()})
 
+    def test_remove_json_sections_take_the_filter_out_by_merge(self):
+        # OpenStack-Ansible's removal: os_nova merges the overrides over
+        # the live, already edited file; merged over it, the removal's
+        # sections give Nova's own pipelines, and the filter's section is
+        # the one thing left over, named by no pipeline (PasteDeploy then
+        # never imports it: nova-api starts without the package).
+        installed = os.path.join(self.tmp, 'installed.ini')
+        self.assertEqual(0, self.paste('--from', release_file('34.0.0'),
+                                       '--output', installed))
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        out = os.path.join(self.tmp, 'removed.ini')
+        self.assertEqual(0, self.paste('--from', installed, '--output', out,
+                                       '--remove', '--format', 'json'))
+        report = json.loads(self.stdout.getvalue())
+        self.assertTrue(report['removed'])
+        self.assertEqual(set(report['composites']), set(report['sections']))
+        merged = configparser.ConfigParser(interpolation=None)
+        merged.read(installed)
+        for section, keys in report['sections'].items():
+            for key, value in keys.items():
+                merged[section][key] = value
+        nova = configparser.ConfigParser(interpolation=None)
+        nova.read(release_file('34.0.0'))
+        self.assertEqual(['filter:snapshot_ext'],
+                         sorted(set(merged.sections()) -
+                                set(nova.sections())))
+        for section in nova.sections():
+            self.assertEqual(dict(nova[section]), dict(merged[section]),
+                             section)
+        self.assertEqual(read(release_file('34.0.0')), read(out))
+
     def test_permissions_of_an_edited_file_are_kept(self):
         out = os.path.join(self.tmp, 'p.ini')
         with open(out, 'wb') as f:

@@ -42,6 +42,18 @@ KNOWN_TEMPLATES = {
     # openstack/requirements; used by openstack/os-vif's .zuul.yaml.
     'check-requirements': 'requirements',
 }
+#: The tox environments each template's jobs run (openstack-zuul-jobs
+#: zuul.d/jobs.yaml: openstack-tox-pep8, -docs, -cover and
+#: build-openstack-releasenotes name them in ``tox_envlist``; the python3
+#: jobs run tox's built-in pyXY environments, which need no section).
+TEMPLATE_TOX_ENVS = {
+    'openstack-python3-jobs': ('pep8',),
+    'openstack-python3-jobs-nova': ('pep8',),
+    'publish-openstack-docs-pti': ('docs',),
+    'release-notes-jobs-python3': ('releasenotes',),
+    'openstack-cover-jobs': ('cover',),
+    'check-requirements': (),
+}
 #: Upstream jobs this file may name as a parent or in a pipeline.
 KNOWN_JOBS = {
     # openstack/tempest zuul.d/base.yaml
@@ -83,6 +95,25 @@ class TestZuulConfig(testtools.TestCase):
         self.assertIn('release-notes-jobs-python3', self.project['templates'])
         for name in self.project['templates']:
             self.assertIn(name, KNOWN_TEMPLATES)
+
+    def test_every_templates_tox_env_exists(self):
+        tox = configparser.ConfigParser(interpolation=None)
+        tox.read(os.path.join(ROOT, 'tox.ini'))
+        for name in self.project['templates']:
+            for env in TEMPLATE_TOX_ENVS[name]:
+                self.assertIn('testenv:%s' % env, tox.sections(),
+                              '%s runs tox -e %s' % (name, env))
+
+    def test_tempest_regex_is_the_box_runs(self):
+        # One list of tests: what the Zuul job runs is what the box's
+        # Tempest runner runs (tests/tempest_run.py), which
+        # doc/source/devstack.rst and tempest.rst describe.
+        from tests import tempest_run
+
+        wanted = '(%s)' % '|'.join(tempest_run.PLUGIN + tempest_run.UPSTREAM)
+        for name in self.jobs:
+            self.assertEqual(wanted,
+                             self._vars(name)['tempest_test_regex'], name)
 
     def test_pipeline_jobs_exist(self):
         for pipeline in ('check', 'gate'):
