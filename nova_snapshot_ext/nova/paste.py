@@ -79,10 +79,29 @@ def _unreadable(err: configparser.Error) -> str:
     return ' '.join(str(err).split())
 
 
+def _unclosed_headers(text: str) -> str | None:
+    """Lines that open a ``[section]`` header and do not close it.
+
+    configparser takes such a line for an option, or, first in the file,
+    says it comes before any header: the reader would look for the wrong
+    fault.  An indented line is a value's continuation, never a header.
+    """
+    bad = [str(number) for number, line in enumerate(text.splitlines(), 1)
+           if line.startswith('[') and
+           not configparser.ConfigParser.SECTCRE.match(line.rstrip())]
+    if not bad:
+        return None
+    return ('line(s) %s open a [section] header without closing it with '
+            '"]"' % ', '.join(bad))
+
+
 class Paste:
     """An ``api-paste.ini`` as PasteDeploy's loader reads it."""
 
     def __init__(self, text: str) -> None:
+        unclosed = _unclosed_headers(text)
+        if unclosed is not None:
+            raise ValueError(unclosed)
         parser = configparser.ConfigParser(
             strict=False, defaults={'here': '/etc/nova',
                                     '__file__': '/etc/nova/api-paste.ini'})

@@ -219,6 +219,22 @@ class TestRefusals(PasteCommandCase):
             text, 'composite:openstack_compute_api_v21_legacy_v2_compatible',
             'has no keystonecontext')
 
+    def test_unclosed_header_is_named_as_one(self):
+        # Kind: a "[section" line without "]", first in the file (where
+        # configparser says "before any header") or later (where it takes
+        # it for an option): its line is named, no line quoted.
+        stock = self.stock()
+        first = '[composite:osapi_compute\n' + stock.split('\n', 1)[1]
+        for text, line in ((first, 1), (
+                stock.replace('[composite:openstack_compute_api_v21]',
+                              '[composite:openstack_compute_api_v21', 1),
+                stock[:stock.index('[composite:openstack_compute_api_v21]')]
+                .count('\n') + 1)):
+            message = self.assert_refused(
+                text, 'line(s) %d open a [section] header without closing '
+                'it' % line)
+            self.assertNotIn('before any', message)
+
     def test_composite_without_keystone_pipeline(self):
         text = self.stock().replace(
             'keystone = cors http_proxy_to_wsgi compute_req_id faultwrap '
