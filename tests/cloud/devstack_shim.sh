@@ -1,3 +1,4 @@
+#!/bin/bash
 # devstack's functions that devstack/plugin.sh calls, for running its
 # phases on the cloud in a box (tests/cloud/test_deploy.py).
 #
@@ -26,7 +27,8 @@ set -o nounset
 ENABLED_SERVICES=${ENABLED_SERVICES:-}
 
 function define_plugin {
-    DEFINED_PLUGIN=$1
+    # devstack records the name for plugin_requires; nothing here reads it.
+    : "$1"
 }
 
 function enable_service {
@@ -88,8 +90,8 @@ function iniset {
         printf '\n[%s]\n' "$section" >> "$file"
     fi
     if sed -n "/^\[$section\]/,/^\[.*\]/p" "$file" | \
-            grep -q "^$option[ \t]*="; then
-        sed -i -e "/^\[$section\]/,/^\[.*\]/ s|^\($option[ \t]*=[ \t]*\).*$|\1$value|" "$file"
+            grep -q "^${option}[ \t]*="; then
+        sed -i -e "/^\[$section\]/,/^\[.*\]/ s|^\(${option}[ \t]*=[ \t]*\).*$|\1$value|" "$file"
     else
         sed -i -e "/^\[$section\]/ a\\
 $option = $value
@@ -99,5 +101,5 @@ $option = $value
 
 function inidelete {
     local file=$1 section=$2 option=$3
-    sed -i -e "/^\[$section\]/,/^\[.*\]/ { /^$option[ \t]*=/ d; }" "$file"
+    sed -i -e "/^\[$section\]/,/^\[.*\]/ { /^${option}[ \t]*=/ d; }" "$file"
 }
