@@ -51,20 +51,21 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
                fmt=conf.format, location=args.location)
 
 
-#: Modules the demo needs beyond the base install (the ``embedded`` extra).
+#: Modules the demo needs beyond the base install
+#: (``embedded-requirements.txt`` of the clone).
 EMBEDDED_MODULES = ('glance', 'gunicorn')
 
 
-INSTALL_HINT = ('the demo runs a real glance-api and needs the "embedded" '
-                'extra (glance, gunicorn): from the clone run '
-                '"pip install \'.[embedded]\'" into the virtualenv of the '
-                'command, or run the demo with "python3 -m venv ~/.venvs/tox '
-                '&& ~/.venvs/tox/bin/pip install tox && ~/.venvs/tox/bin/tox '
-                '-e demo"')
+INSTALL_HINT = ('the demo runs a real glance-api and needs the embedded '
+                'requirements (glance, gunicorn): from the clone run '
+                '"pip install -r embedded-requirements.txt" with the pip of '
+                'the command\'s virtualenv, or run the demo with "python3 -m '
+                'venv ~/.venvs/tox && ~/.venvs/tox/bin/pip install tox && '
+                '~/.venvs/tox/bin/tox -e demo"')
 
 
-def check_extra() -> None:
-    """Refuse the demo when the ``embedded`` extra is not installed.
+def check_embedded_requirements() -> None:
+    """Refuse the demo when the embedded requirements are not installed.
 
     :raises CLIError: exit 2, naming what to install.
     """
@@ -107,7 +108,7 @@ def run(profile: str = 'default', driver: str = 'libvirt',
             reason='unknown profile %r; known: %s' % (
                 profile, ', '.join(sorted(embedded.PROFILES))))
     request = request_mod.SnapshotRequest.from_file(request_path)
-    check_extra()
+    check_embedded_requirements()
     roles = request.requester.roles or ['member', 'reader']
     token = '%s:%s:%s' % (request.requester.user_id or 'demo-user',
                           request.requester.project_id, ','.join(roles))

@@ -242,7 +242,8 @@ def add_commands(subparsers: ty.Any) -> None:
         'demo', help='run against an embedded real Glance',
         description='Start a real glance-api on 127.0.0.1 in a temp dir, '
         'snapshot a request, print the image, stop Glance. Needs the '
-        '"embedded" extra (glance, gunicorn).')
+        'embedded requirements (glance, gunicorn: pip install -r '
+        'embedded-requirements.txt).')
     p.add_argument('--profile', default='default',
                    help='embedded Glance profile: default, no-raw, '
                    'vhd-only (vhd,vhdx), vmdk-only, iso-only, qcow2-only, '

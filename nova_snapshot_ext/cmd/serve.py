@@ -92,8 +92,9 @@ def add_parser(subparsers: ty.Any) -> None:
         description='Start a real glance-api on 127.0.0.1, write a '
         'configuration file for this command, print how to run probe, '
         'snapshot and audit with it, and serve until Ctrl-C (then stop '
-        'Glance and remove what serve wrote). Needs the "embedded" extra '
-        '(glance, gunicorn).')
+        'Glance and remove what serve wrote). Needs the embedded '
+        'requirements (glance, gunicorn: pip install -r '
+        'embedded-requirements.txt).')
     p.add_argument('--profile', default='default',
                    help='embedded Glance profile: %s (default: default)'
                    % ', '.join(sorted(embedded.PROFILES)))
@@ -278,7 +279,7 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
     if getattr(args, 'cloud', False):
         return run_cloud(conf, wait)
     project, roles = _check_args(args)
-    demo_cmd.check_extra()
+    demo_cmd.check_embedded_requirements()
     kwargs = dict(embedded.PROFILES[args.profile])
     if args.database != SQLITE:
         module = _database_module()

@@ -123,7 +123,7 @@ def missing(kind):
             if importlib.util.find_spec(module) is None:
                 return ('%s is not installed: install this package with '
                         "its 'mysql' extra (pip install "
-                        "'nova-snapshot-ext[embedded,mysql]', or pip install "
+                        "'nova-snapshot-ext[mysql]', or pip install "
                         '%s)' % (module, package))
         return None
     if kind == 'postgresql':
@@ -138,7 +138,7 @@ def missing(kind):
         if importlib.util.find_spec('psycopg2') is None:
             return ("psycopg2 is not installed: install this package with "
                     "its 'postgresql' extra (pip install "
-                    "'nova-snapshot-ext[embedded,postgresql]', or pip "
+                    "'nova-snapshot-ext[postgresql]', or pip "
                     'install psycopg2-binary)')
         return None
     raise ValueError('database kind must be one of %s, not %r'

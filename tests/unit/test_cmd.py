@@ -581,7 +581,8 @@ class TestDemoWithoutExtra(base.TestCase):
         out = json.loads(stdout.getvalue())
         self.assertEqual(2, out['exit_code'])
         self.assertIn('not installed: glance', out['error'])
-        self.assertIn("pip install '.[embedded]'", out['error'])
+        self.assertIn('pip install -r embedded-requirements.txt',
+                      out['error'])
         self.assertNotIn('Traceback', stderr.getvalue())
         self.assertNotIn('log', out['error'].replace('glance-api', ''))
 
@@ -681,7 +682,7 @@ class TestPermissionCheck(base.TestCase):
         failure = demo.embedded.EmbeddedGlanceError(
             'glance-api exited early with 1; log /tmp/eg-x/glance.log:\n'
             'ImportError: no module named foo')
-        with mock.patch.object(demo, 'check_extra'), \
+        with mock.patch.object(demo, 'check_embedded_requirements'), \
                 mock.patch.object(demo.embedded, 'EmbeddedGlance',
                                   side_effect=failure):
             self.assertEqual(3, main.main(['demo']))

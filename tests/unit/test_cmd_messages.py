@@ -311,8 +311,8 @@ class TestDemoStopLine(base.TestCase):
             def __exit__(self, *exc):
                 return False
 
-        with mock.patch.object(demo, 'check_extra'), mock.patch.object(
-                demo.embedded, 'EmbeddedGlance', NoStart):
+        with mock.patch.object(demo, 'check_embedded_requirements'), \
+                mock.patch.object(demo.embedded, 'EmbeddedGlance', NoStart):
             err = self.assertRaises(checks.CLIError, demo.run)
         self.assertEqual(checks.EXIT_UNREACHABLE, err.code)
         text = stderr.getvalue()

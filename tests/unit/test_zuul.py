@@ -115,6 +115,27 @@ class TestZuulConfig(testtools.TestCase):
             self.assertEqual(wanted,
                              self._vars(name)['tempest_test_regex'], name)
 
+    def test_no_service_where_the_requirements_check_reads(self):
+        # openstack/requirements' check (playbooks/files/project-
+        # requirements-change.py, run by check-requirements; run by hand
+        # on 2026-12-06, doc/source/devstack.rst) reads requirements.txt,
+        # test-requirements.txt and setup.cfg's extras, and refuses a
+        # name its global list lacks: the OpenStack services are not in
+        # it (they live in embedded- and nova-requirements.txt).
+        services = {'glance', 'nova', 'cinder', 'keystone', 'placement',
+                    'openstack-placement'}
+        setup = configparser.ConfigParser()
+        setup.read(os.path.join(ROOT, 'setup.cfg'))
+        lines = [line for extra in setup['extras'].values()
+                 for line in extra.splitlines()]
+        for name in ('requirements.txt', 'test-requirements.txt'):
+            with open(os.path.join(ROOT, name)) as f:
+                lines += f.read().splitlines()
+        named = {line.split('#')[0].strip().split('>')[0].split('=')[0]
+                 .split('<')[0].split(';')[0].strip().lower()
+                 for line in lines}
+        self.assertEqual(set(), named & services)
+
     def test_pipeline_jobs_exist(self):
         for pipeline in ('check', 'gate'):
             names = self.project[pipeline]['jobs']
