@@ -13,13 +13,17 @@
 """Judging a volume-backed snapshot image from what Glance shows.
 
 Pure functions over the image as Glance's v2 API returns it (a dict with
-the properties flattened): no client, no Tempest, so that the unit tests
-can check the judge itself.  Each check returns a list of problems, one
-sentence each, so that a failing test says everything that is wrong at
-once.
+the properties flattened) and over the bytes Glance serves for it: no
+client, no Tempest, so that the unit tests can check the judge itself.
+Each check returns a list of problems, one sentence each, so that a
+failing test says everything that is wrong at once.
 """
 
 import json
+import os
+import tempfile
+
+from oslo_utils.imageutils import format_inspector
 
 from nova_snapshot_ext.embedded.cloud import guest
 
@@ -154,6 +158,56 @@ def payload_problems(image, allowed_formats=(), expected_formats=(),
             min_disk > root_size_gb):
         problems.append('min_disk %d is above the root volume\'s %d GiB'
                         % (min_disk, root_size_gb))
+    return problems
+
+
+#: What oslo.utils' format inspector (the one Glance runs on uploads) must
+#: see in an honest payload of each ``disk_format``: Glance has no ploop
+#: inspector, so a Parallels image must look raw to it.
+INSPECTOR_SEES = {'ploop': 'raw'}
+
+
+def data_problems(image, data):
+    """What is dishonest about the bytes Glance serves for the image.
+
+    :param image: the image as Glance v2 shows it (``size``,
+        ``disk_format``).
+    :param data: the bytes of ``GET /v2/images/{id}/file``.
+    :returns: a list of sentences (empty: the bytes are what the image
+        says: ``size`` of them, none for ``raw``, else a valid image of
+        ``disk_format`` by oslo.utils' format inspector, its safety check
+        passed).
+    """
+    problems = []
+    disk_format = image.get('disk_format')
+    if image.get('size') != len(data):
+        problems.append('Glance says size %r, its download has %d bytes'
+                        % (image.get('size'), len(data)))
+    if disk_format == 'raw' or not data:
+        if data:
+            problems.append('%d bytes labelled raw: a metadata-only image '
+                            'holds no disk data' % len(data))
+        elif disk_format not in (None, 'raw'):
+            problems.append('zero bytes labelled %s (only raw is true of '
+                            'zero bytes)' % disk_format)
+        return problems
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'payload')
+        with open(path, 'wb') as fh:
+            fh.write(data)
+        inspector = format_inspector.detect_file_format(path)
+        seen = str(inspector)
+        expected = INSPECTOR_SEES.get(disk_format, disk_format)
+        if seen != expected:
+            problems.append('the bytes are %s to the format inspector, '
+                            'not %s' % (seen, expected))
+        else:
+            try:
+                inspector.safety_check()
+            except format_inspector.SafetyCheckFailed as err:
+                problems.append('the %s payload fails the format '
+                                "inspector's safety check: %s"
+                                % (disk_format, err))
     return problems
 
 

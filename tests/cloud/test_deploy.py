@@ -93,7 +93,7 @@ class _Deploy(test_scenarios._Cloud):
 
     def scenarios(self):
         """The box's own scenario tests, on this nova-api."""
-        test_scenarios._Scenario.test_boot_from_snapshot_image(self)
+        self.check_boot_from_snapshot_image()
 
 
 class DevstackPluginTest(_Deploy, oslotest_base.BaseTestCase):
@@ -154,7 +154,7 @@ class DevstackPluginTest(_Deploy, oslotest_base.BaseTestCase):
         self.assertIn('"check": "Paste filter", "result": 0', out)
 
         self.scenarios()
-        test_scenarios.DefaultGlanceTest.test_create_backup_rotation(self)
+        self.check_create_backup_rotation()
 
         self.phase('unstack')
         self.assertEqual(self.stock_paste, _read(self.paste_ini))

@@ -19,6 +19,7 @@ never logged into; the data round trip reads the marker guest's console
 """
 
 import time
+import urllib.request
 
 from oslo_log import log as logging
 from tempest.common import waiters
@@ -152,8 +153,10 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
     def _assert_honest(self, image, volumes):
         """The image is metadata-only, active and honest.
 
-        Its volume snapshots exist in Cinder, one per volume of the server,
-        the boot disk's first.
+        Its bytes, downloaded from Glance, are what its ``disk_format``
+        and ``size`` say (:func:`judge.data_problems`).  Its volume
+        snapshots exist in Cinder, one per volume of the server, the boot
+        disk's first.
         """
         allowed = judge.schema_disk_formats(
             self.schemas_client.show_schema('image'))
@@ -163,6 +166,8 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
             expected_formats=CONF.nova_snapshot_ext.expected_disk_formats,
             max_size=CONF.nova_snapshot_ext.max_payload_size,
             root_size_gb=volumes[0]['size'])
+        problems += judge.data_problems(
+            image, self.image_client.show_image_file(image['id']).data)
         self.assertEqual([], problems, 'image %s: %s' % (image['id'], image))
         source_of = {}
         for snapshot_id in judge.snapshot_ids(image):
@@ -316,9 +321,10 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
 
         With ``[nova_snapshot_ext] location_url`` set (nova-api activates
         through that location): createImage gives an active image whose
-        data Glance reads from that URL (``direct_url`` where Glance shows
-        it) and whose size is that object's; the payload is honest, and a
-        new server boots from the image on its volume snapshots.
+        data Glance serves is the object at that URL, byte for byte
+        (``direct_url`` too, where Glance shows it); the payload is
+        honest, and a new server boots from the image on its volume
+        snapshots.
         """
         location = CONF.nova_snapshot_ext.location_url
         if not location:
@@ -329,6 +335,12 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
             server['id'], name=self._name('location'))
         image = self._active_image(self._image_id(resp))
         self._assert_honest(image, volumes)
+        with urllib.request.urlopen(location, timeout=60) as resp:
+            at_location = resp.read()
+        self.assertEqual(
+            at_location, self.image_client.show_image_file(image['id']).data,
+            'image %s does not serve the object at %s' % (image['id'],
+                                                          location))
         if 'direct_url' in image:
             self.assertEqual(location, image['direct_url'],
                              'image %s was not activated through %s' % (

@@ -95,6 +95,52 @@ class MappingTest(testtools.TestCase):
         self.assertEqual(2, len(problems), problems)
 
 
+class DataTest(testtools.TestCase):
+    """The bytes Glance serves, judged by the format inspector."""
+
+    def test_every_honest_payload_passes(self):
+        from nova_snapshot_ext.image import payloads
+
+        for disk_format in ('raw', 'qcow2', 'vhd', 'vhdx', 'vmdk', 'vdi',
+                            'iso', 'ploop'):
+            data = payloads.payload(disk_format)
+            self.assertEqual([], judge.data_problems(
+                _image(disk_format=disk_format, size=len(data)), data),
+                disk_format)
+
+    def test_zero_bytes_labelled_qcow2(self):
+        problems = judge.data_problems(_image(disk_format='qcow2'), b'')
+        self.assertIn('zero bytes labelled qcow2', problems[0])
+
+    def test_bytes_of_another_format(self):
+        from nova_snapshot_ext.image import payloads
+
+        data = payloads.payload('vmdk')
+        problems = judge.data_problems(
+            _image(disk_format='qcow2', size=len(data)), data)
+        self.assertEqual(['the bytes are vmdk to the format inspector, '
+                          'not qcow2'], problems)
+
+    def test_size_and_raw_bytes(self):
+        problems = judge.data_problems(_image(size=0), b'\0' * 512)
+        self.assertEqual(['Glance says size 0, its download has 512 bytes',
+                          '512 bytes labelled raw: a metadata-only image '
+                          'holds no disk data'], problems)
+
+    def test_unsafe_qcow2_fails_the_safety_check(self):
+        from nova_snapshot_ext.image import payloads
+
+        # A backing file name in the header: Glance refuses it on upload.
+        data = bytearray(payloads.payload('qcow2'))
+        data[8:16] = (len(data) - 8).to_bytes(8, 'big')
+        data[16:20] = (8).to_bytes(4, 'big')
+        data[-8:] = b'/etc/pwd'
+        problems = judge.data_problems(
+            _image(disk_format='qcow2', size=len(data)), bytes(data))
+        self.assertEqual(1, len(problems), problems)
+        self.assertIn('safety check', problems[0])
+
+
 class PayloadTest(testtools.TestCase):
 
     def test_zero_bytes_raw_is_honest(self):
