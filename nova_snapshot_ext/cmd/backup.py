@@ -66,7 +66,8 @@ def _exit_code(failures: list[exception.SnapshotExtException]) -> int:
     if all(exception.unreachable(err) or
            isinstance(err, (exception.CinderUnavailable,
                             exception.CinderForbidden))
-           or err.kwargs.get('status') == 401 for err in failures):
+           or (isinstance(err, exception.GlanceError) and err.status == 401)
+           for err in failures):
         return checks.EXIT_UNREACHABLE
     return checks.EXIT_FAILED
 

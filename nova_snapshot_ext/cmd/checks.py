@@ -433,7 +433,7 @@ def check_glance(conf: cfg.ConfigOpts,
     except exception.GlanceForbidden as err:
         raise CLIError('Glance at %s refused the credentials (HTTP %s): set '
                        '[%s] auth_type and its options: %s'
-                       % (where, err.kwargs.get('status'), opts.GLANCE_GROUP,
+                       % (where, err.status, opts.GLANCE_GROUP,
                           err.kwargs.get('reason')), EXIT_UNREACHABLE)
     except exception.GlanceMalformedAnswer as err:
         # Twice an answer that is no version list: a cut or garbled body
@@ -444,8 +444,8 @@ def check_glance(conf: cfg.ConfigOpts,
                        % (where, option, err.kwargs.get('reason')),
                        EXIT_UNREACHABLE)
     except exception.GlanceError as err:
-        status = err.kwargs.get('status')
-        if isinstance(status, int) and status >= 500:
+        status = err.status
+        if status is not None and status >= 500:
             raise CLIError('Glance at %s (%s) failed to answer GET '
                            '/versions (HTTP %s, twice): %s'
                            % (where, option, status,
@@ -478,10 +478,9 @@ def _versions_asked_twice(glance: glance_mod.GlanceClient
     try:
         return glance.api_versions()
     except exception.GlanceError as err:
-        status = err.kwargs.get('status')
         if not (isinstance(err, (exception.GlanceUnavailable,
                                  exception.GlanceMalformedAnswer)) or (
-                isinstance(status, int) and status >= 500)):
+                err.status is not None and err.status >= 500)):
             raise
     return glance.api_versions()
 
@@ -571,7 +570,7 @@ def glance_error(err: exception.GlanceError) -> tuple[str, int]:
     refused credential (exit 3) and names ``auth_type``.
     """
     message = err.format_message()
-    status = err.kwargs.get('status')
+    status = err.status
     where = CONNECTED.get('endpoint')
     if where and where not in message:
         message = 'Glance at %s: %s' % (where, message)
@@ -619,7 +618,7 @@ def activation_failure(err: exception.ActivationFailed) -> tuple[str, int]:
         # image_id, or volume snapshot ids another record already holds):
         # bad input, met the same way on every retry of this request.
         return message, EXIT_INPUT
-    if cause.kwargs.get('status') == 401:
+    if cause.status == 401:
         return ('%s (Glance refused the request with HTTP 401: %s)'
                 % (message, _auth_hint()), EXIT_UNREACHABLE)
     return message, glance_error(cause)[1]

@@ -717,10 +717,12 @@ def _report_interrupt(err: KeyboardInterrupt, fmt: str) -> int:
     # The engine re-raises an interrupt mid-snapshot as
     # exception.SnapshotInterrupted (the original as ``interrupt``),
     # carrying what the snapshot left as ``snapshot_result``.
-    original = getattr(err, 'interrupt', err)
+    original: BaseException = err
+    result: ty.Any = None
+    if isinstance(err, exception.SnapshotInterrupted):
+        original, result = err.interrupt, err.snapshot_result
     code = (checks.EXIT_SIGTERM if isinstance(original, Terminated)
             else checks.EXIT_SIGINT)
-    result = getattr(err, 'snapshot_result', None)
     cut_short = getattr(result, 'cleanup_cut_short', False) is True
     left = list(getattr(result, 'leftover', None) or [])
     unconfirmed = list(getattr(result, 'unconfirmed', None) or [])

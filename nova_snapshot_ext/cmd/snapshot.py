@@ -284,12 +284,12 @@ def run_snapshot(conf: cfg.ConfigOpts, request: request_mod.SnapshotRequest,
             # (ActivationFailed when the image is still queued).
             seen = service.recheck(result, seen)
         image = redact_image(seen)
+    except exception.SnapshotInterrupted:
+        raise
     except KeyboardInterrupt as err:
         # Interrupted after the snapshot succeeded: say so, not "cleaned
-        # up" (main reads the result from the interrupt).
-        if getattr(err, 'snapshot_result', None) is None:
-            err.snapshot_result = result  # type: ignore[attr-defined]
-        raise
+        # up" (main reports the interrupt with the result it carries).
+        raise exception.SnapshotInterrupted(result, err) from err
     except exception.GlanceError as err:
         checks.warn('snapshot image %s is %s; it could not be read back '
                     'for display: %s' % (result.image_id, result.status,

@@ -161,10 +161,9 @@ class GlanceCapabilities:
 
 def _transient(err: exception.GlanceError) -> bool:
     """A failure that says nothing about what this Glance allows."""
-    status = err.kwargs.get('status')
     return (isinstance(err, (exception.GlanceUnavailable,
                              exception.GlanceMalformedAnswer)) or
-            not isinstance(status, int) or status >= 500)
+            err.status is None or err.status >= 500)
 
 
 def _read(what: str, func: ty.Callable[[], ty.Any]) -> ty.Any:

@@ -92,16 +92,18 @@ DELETABLE = ('queued',)
 GATEWAY_STATUSES = frozenset([502, 503, 504])
 
 
-def _glance_failed_on_record(err: exception.SnapshotExtException) -> bool:
-    """Glance itself answered 5xx to the create (not a gateway, no loss).
+def _record_failure_status(err: exception.SnapshotExtException
+                           ) -> int | None:
+    """Glance's own 5xx to the create (not a gateway's), else ``None``.
 
     Once the read-back shows no image, such a create failed on the
     record, rolled back, and fails the same way again.
     """
-    status = err.kwargs.get('status')
-    return (isinstance(err, exception.GlanceError) and
-            isinstance(status, int) and 500 <= status < 600 and
-            status not in GATEWAY_STATUSES)
+    if not isinstance(err, exception.GlanceError) or err.status is None:
+        return None
+    if 500 <= err.status < 600 and err.status not in GATEWAY_STATUSES:
+        return err.status
+    return None
 
 
 def _position(plan: ty.Sequence[plan_mod.PlannedAttempt], index: int,
@@ -462,15 +464,15 @@ class AttemptEngine:
                 if read + 1 < UNCERTAIN_READS:
                     run.ctx.sleep(run.ctx.interval)
                     continue
-                if _glance_failed_on_record(err):
+                status = _record_failure_status(err)
+                if status is not None:
                     # Glance answered, and nothing is there: it failed on
                     # this record (no id left unconfirmed, no retry
                     # invited).
                     return Outcome.fail(
                         Event.NEVER_CREATED, exception.GlanceFailedOnRecord(
                             operation='create', image_id=image_id,
-                            status=err.kwargs.get('status'),
-                            detail=err.kwargs.get('reason')))
+                            status=status, detail=err.kwargs.get('reason')))
                 run.result.unconfirmed.append(image_id)
                 return Outcome.fail(Event.NEVER_CREATED, err)
             except exception.SnapshotExtException:
@@ -511,7 +513,6 @@ class AttemptEngine:
                 exception.GlanceError)
             return Outcome.fail(Event.CONFLICT_UNREADABLE, cls(**dict(
                 err.kwargs, operation='adopt read-back', image_id=image_id,
-                status=err.kwargs.get('status'),
                 reason='Glance answered 409 to the create (the id %s is '
                 'taken) and the image could not be read back: %s; it may '
                 'be the image this run\'s own create made (a create whose '

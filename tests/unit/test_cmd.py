@@ -409,10 +409,9 @@ class TestConventions(CLITestCase):
             self.fail('SIGTERM did not interrupt')
 
         def ctrl_c(conf):
-            err = KeyboardInterrupt()
-            err.snapshot_result = mock.Mock(leftover=['img-9'], unconfirmed=[],
-                                            status='failed', image_id=None)
-            raise err
+            raise exception.SnapshotInterrupted(mock.Mock(
+                leftover=['img-9'], unconfirmed=[], status='failed',
+                image_id=None), KeyboardInterrupt())
 
         conf = self.write('c.conf', '')
         with mock.patch.dict(main.HANDLERS, probe=interrupted):
@@ -436,13 +435,11 @@ class TestConventions(CLITestCase):
         from nova_snapshot_ext.snapshot import result as result_mod
 
         def ctrl_c_twice(conf):
-            err = KeyboardInterrupt()
             result = result_mod.SnapshotResult(None, 'snap', 'failed')
             result.leftover.append('img-7')
             result.leftover_status['img-7'] = result_mod.CUT_SHORT
             result.cleanup_cut_short = True
-            err.snapshot_result = result
-            raise err
+            raise exception.SnapshotInterrupted(result, KeyboardInterrupt())
 
         conf = self.write('c.conf', '')
         before = signal.getsignal(signal.SIGINT)
@@ -462,11 +459,9 @@ class TestConventions(CLITestCase):
         from nova_snapshot_ext.snapshot import result as result_mod
 
         def ctrl_c(conf):
-            err = KeyboardInterrupt()
             result = result_mod.SnapshotResult(None, 'snap', 'failed')
             result.leave('img-8', 'queued')
-            err.snapshot_result = result
-            raise err
+            raise exception.SnapshotInterrupted(result, KeyboardInterrupt())
 
         conf = self.write('c.conf', '')
         with mock.patch.dict(main.HANDLERS, probe=ctrl_c):
@@ -783,10 +778,10 @@ class TestInterruptedReport(base.TestCase):
             'sys.stdout', io.StringIO())).new_value
         stderr = self.useFixture(fixtures.MonkeyPatch(
             'sys.stderr', io.StringIO())).new_value
-        err = main.Terminated()
-        err.snapshot_result = result_mod.SnapshotResult(
+        err = exception.SnapshotInterrupted(result_mod.SnapshotResult(
             image_id=fields.pop('image_id', None), name='n',
-            status=fields.pop('status', 'failed'), **fields)
+            status=fields.pop('status', 'failed'), **fields),
+            main.Terminated())
         code = main._interrupted(err, 'json')
         return code, json.loads(stdout.getvalue()), stderr.getvalue()
 

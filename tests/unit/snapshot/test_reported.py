@@ -18,6 +18,7 @@ import json
 import fixtures
 
 from nova_snapshot_ext.cmd import main
+from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import result as result_mod
 from tests import base
 
@@ -47,15 +48,15 @@ class TestLeftoverText(base.TestCase):
             'sys.stdout', io.StringIO())).new_value
         stderr = self.useFixture(fixtures.MonkeyPatch(
             'sys.stderr', io.StringIO())).new_value
-        err = KeyboardInterrupt()
-        err.snapshot_result = result_mod.SnapshotResult(
-            image_id='img-a', name='n', status='active')
+        err = exception.SnapshotInterrupted(result_mod.SnapshotResult(
+            image_id='img-a', name='n', status='active'), KeyboardInterrupt())
         self.assertEqual(130, main._interrupted(err, 'json'))
         self.assertNotIn('cleaned up', stderr.getvalue())
         self.assertIn('img-a was already active', stderr.getvalue())
         self.assertEqual('img-a', json.loads(stdout.getvalue())['image_id'])
         stdout.truncate(0)
         stdout.seek(0)
-        err.snapshot_result = self.result(s='saving')
+        err = exception.SnapshotInterrupted(self.result(s='saving'),
+                                            KeyboardInterrupt())
         main._interrupted(err, 'json')
         self.assertNotIn('COULD NOT DELETE', stderr.getvalue())
