@@ -56,15 +56,22 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
 EMBEDDED_MODULES = ('glance', 'gunicorn')
 
 
-INSTALL_HINT = ('the demo runs a real glance-api and needs the embedded '
-                'requirements (glance, gunicorn): from the clone run '
-                '"pip install -r embedded-requirements.txt" with the pip of '
-                'the command\'s virtualenv, or run the demo with "python3 -m '
-                'venv ~/.venvs/tox && ~/.venvs/tox/bin/pip install tox && '
-                '~/.venvs/tox/bin/tox -e demo"')
+def install_hint(command: str) -> str:
+    """What to run when the embedded requirements are missing.
+
+    Names the pip of the interpreter running ``command`` (``demo`` or
+    ``serve``), so that the packages land where the command runs, and
+    the README's tox route.
+    """
+    return ('%s runs a real glance-api and needs the embedded requirements '
+            '(glance, gunicorn): from the clone run "%s -m pip install -c '
+            'constraints.txt -r embedded-requirements.txt", or run the demo '
+            'with "python3 -m venv ~/.venvs/tox && ~/.venvs/tox/bin/pip '
+            'install tox && ~/.venvs/tox/bin/tox -e demo"'
+            % (command, sys.executable))
 
 
-def check_embedded_requirements() -> None:
+def check_embedded_requirements(command: str = 'demo') -> None:
     """Refuse the demo when the embedded requirements are not installed.
 
     :raises CLIError: exit 2, naming what to install.
@@ -73,7 +80,7 @@ def check_embedded_requirements() -> None:
                if importlib.util.find_spec(name) is None]
     if missing:
         raise checks.CLIError('not installed: %s; %s'
-                              % (', '.join(missing), INSTALL_HINT))
+                              % (', '.join(missing), install_hint(command)))
 
 
 def _check_driver(name: str) -> None:

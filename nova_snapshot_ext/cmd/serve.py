@@ -279,7 +279,7 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
     if getattr(args, 'cloud', False):
         return run_cloud(conf, wait)
     project, roles = _check_args(args)
-    demo_cmd.check_embedded_requirements()
+    demo_cmd.check_embedded_requirements('serve')
     kwargs = dict(embedded.PROFILES[args.profile])
     if args.database != SQLITE:
         module = _database_module()

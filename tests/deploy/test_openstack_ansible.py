@@ -107,14 +107,14 @@ class OpenStackAnsibleRecipeTest(testtools.TestCase):
         with open(self.live) as f:
             return f.read()
 
-    def paste_sections(self, *argv):
+    def paste_sections(self, *argv, output=None):
         """The ``sections`` of ``paste --format json`` on the live file."""
         proc = subprocess.run(
             [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'paste',
              '--from', self.live, '--output',
-             os.path.join(self.tmp, 'out.ini'), '--format', 'json'] +
-            list(argv), capture_output=True, text=True, timeout=120,
-            check=False)
+             output or os.path.join(self.tmp, 'out.ini'), '--format',
+             'json'] + list(argv), capture_output=True, text=True,
+            timeout=120, check=False)
         self.assertEqual(0, proc.returncode, proc.stderr)
         return json.loads(proc.stdout)['sections']
 
@@ -150,3 +150,26 @@ class OpenStackAnsibleRecipeTest(testtools.TestCase):
         # Step 3: the overrides deleted; the next run keeps the removal.
         again = self.run_role({})
         self.assertEqual(nova, self.pipelines(again))
+
+    def test_in_place_removal_needs_the_overrides_gone_first(self):
+        with open(NOVA_34) as f:
+            nova = f.read()
+        install = self.paste_sections()
+        self.run_role(install)
+        # Removed in place on the host while the install's overrides are
+        # still set: the next run merges the filter back.
+        self.paste_sections('--remove', output=self.live)
+        with open(self.live) as f:
+            removed = f.read()
+        # config_template rewrote the file's layout (``/: meta`` became
+        # ``/ = meta``): Nova's own settings, not Nova's own bytes.
+        self.assertEqual(self.pipelines(nova), self.pipelines(removed))
+        self.assertNotIn('snapshot_ext', removed)
+        back = self.run_role(install)
+        self.assertEqual([], paste.filter_problems(back))
+        # The documented order: overrides deleted first, then the removal
+        # in place; the next runs keep Nova's own pipelines.
+        self.paste_sections('--remove', output=self.live)
+        kept = self.run_role({})
+        self.assertEqual(self.pipelines(nova), self.pipelines(kept))
+        self.assertNotIn('snapshot_ext', kept)

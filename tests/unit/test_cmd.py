@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import signal
+import sys
 
 from unittest import mock
 
@@ -576,8 +577,10 @@ class TestDemoWithoutExtra(base.TestCase):
         out = json.loads(stdout.getvalue())
         self.assertEqual(2, out['exit_code'])
         self.assertIn('not installed: glance', out['error'])
-        self.assertIn('pip install -r embedded-requirements.txt',
+        self.assertIn('%s -m pip install -c constraints.txt -r '
+                      'embedded-requirements.txt' % sys.executable,
                       out['error'])
+        self.assertIn('demo runs a real glance-api', out['error'])
         self.assertNotIn('Traceback', stderr.getvalue())
         self.assertNotIn('log', out['error'].replace('glance-api', ''))
 
