@@ -396,6 +396,72 @@ def endpoint_source(conf: cfg.ConfigOpts, glance: ty.Any) -> str:
     return 'the image endpoint of the Keystone catalog'
 
 
+def _reached(err: exception.GlanceError) -> bool:
+    return not exception.unreachable(err)
+
+
+def _server_error(err: exception.GlanceError) -> bool:
+    return err.status is not None and err.status >= 500
+
+
+def _always(err: exception.GlanceError) -> bool:
+    return True
+
+
+#: How a failed ``GET /versions`` (asked twice) is told and which exit
+#: status it gets: the first row whose class and test match.  Fields of
+#: the sentence: ``where``, ``option``, ``status``, ``group``,
+#: ``message`` (the error's) and ``reason``.
+VERSIONS_FAILURES: tuple[tuple[type[exception.GlanceError],
+                               ty.Callable[[exception.GlanceError], bool],
+                               str, int], ...] = (
+    (exception.GlanceDeadlineExceeded, _reached,
+     'Glance at {where} ({option}) was reached but failed to answer GET '
+     '/versions in time: {message}', EXIT_FAILED),
+    (exception.GlanceDeadlineExceeded, _always,
+     'Glance at {where} ({option}) could not be reached: {message}',
+     EXIT_UNREACHABLE),
+    # Glance answered and its answer was cut mid-body (asked twice):
+    # reached, so Glance failed -- exit 1, as any cut answer
+    # (glance_error), never "could not be reached".
+    (exception.GlanceUnavailable, _reached,
+     'Glance at {where} ({option}) failed to answer GET /versions (asked '
+     'twice): {reason}', EXIT_FAILED),
+    (exception.GlanceUnavailable, _always,
+     'Glance at {where} ({option}) could not be reached: {reason}',
+     EXIT_UNREACHABLE),
+    (exception.GlanceForbidden, _always,
+     'Glance at {where} refused the credentials (HTTP {status}): set '
+     '[{group}] auth_type and its options: {reason}', EXIT_UNREACHABLE),
+    # Twice an answer that is no version list: a cut or garbled body
+    # proves nothing about what answers, so the words say both.
+    (exception.GlanceMalformedAnswer, _always,
+     'the service at {where} ({option}) answered GET /versions twice with '
+     'no readable version list ({reason}): it is not a Glance image API, '
+     'or a failing one', EXIT_UNREACHABLE),
+    (exception.GlanceError, _server_error,
+     'Glance at {where} ({option}) failed to answer GET /versions (HTTP '
+     '{status}, twice): {reason}', EXIT_FAILED),
+    (exception.GlanceError, _always,
+     'the service at {where} ({option}) is not a Glance image API: GET '
+     '/versions answered HTTP {status}: {reason}', EXIT_UNREACHABLE),
+)
+
+
+def versions_failure(err: exception.GlanceError) -> tuple[str, int]:
+    """The sentence template and exit status of a failed ``GET /versions``.
+
+    :returns: the first :data:`VERSIONS_FAILURES` row's ``(template,
+        exit status)`` for ``err``; the last row matches every Glance
+        error.
+    """
+    for cls, applies, template, code in VERSIONS_FAILURES:
+        if isinstance(err, cls) and applies(err):
+            return template, code
+    raise AssertionError('VERSIONS_FAILURES ends with a row for every '
+                         'GlanceError')
+
+
 def check_glance(conf: cfg.ConfigOpts,
                  glance: glance_mod.GlanceClient) -> list[str]:
     """Ask the endpoint for ``GET /versions`` and check it is Glance.
@@ -410,50 +476,12 @@ def check_glance(conf: cfg.ConfigOpts,
     option = endpoint_source(conf, glance)
     try:
         versions = _versions_asked_twice(glance)
-    except exception.GlanceDeadlineExceeded as err:
-        if exception.unreachable(err):
-            raise CLIError('Glance at %s (%s) could not be reached: %s'
-                           % (where, option, err.format_message()),
-                           EXIT_UNREACHABLE)
-        raise CLIError('Glance at %s (%s) was reached but failed to answer '
-                       'GET /versions in time: %s'
-                       % (where, option, err.format_message()), EXIT_FAILED)
-    except exception.GlanceUnavailable as err:
-        if not exception.unreachable(err):
-            # Glance answered and its answer was cut mid-body (asked
-            # twice): reached, so Glance failed -- exit 1, as any cut
-            # answer (glance_error), never "could not be reached".
-            raise CLIError('Glance at %s (%s) failed to answer GET '
-                           '/versions (asked twice): %s'
-                           % (where, option, err.kwargs.get('reason')),
-                           EXIT_FAILED)
-        raise CLIError('Glance at %s (%s) could not be reached: %s'
-                       % (where, option, err.kwargs.get('reason')),
-                       EXIT_UNREACHABLE)
-    except exception.GlanceForbidden as err:
-        raise CLIError('Glance at %s refused the credentials (HTTP %s): set '
-                       '[%s] auth_type and its options: %s'
-                       % (where, err.status, opts.GLANCE_GROUP,
-                          err.kwargs.get('reason')), EXIT_UNREACHABLE)
-    except exception.GlanceMalformedAnswer as err:
-        # Twice an answer that is no version list: a cut or garbled body
-        # proves nothing about what answers, so the words say both.
-        raise CLIError('the service at %s (%s) answered GET /versions '
-                       'twice with no readable version list (%s): it is '
-                       'not a Glance image API, or a failing one'
-                       % (where, option, err.kwargs.get('reason')),
-                       EXIT_UNREACHABLE)
     except exception.GlanceError as err:
-        status = err.status
-        if status is not None and status >= 500:
-            raise CLIError('Glance at %s (%s) failed to answer GET '
-                           '/versions (HTTP %s, twice): %s'
-                           % (where, option, status,
-                              err.kwargs.get('reason')), EXIT_FAILED)
-        raise CLIError('the service at %s (%s) is not a Glance image API: '
-                       'GET /versions answered HTTP %s: %s'
-                       % (where, option, status,
-                          err.kwargs.get('reason')), EXIT_UNREACHABLE)
+        template, code = versions_failure(err)
+        raise CLIError(template.format(
+            where=where, option=option, status=err.status,
+            group=opts.GLANCE_GROUP, message=err.format_message(),
+            reason=err.kwargs.get('reason')), code)
     except Exception as err:  # noqa: B902 - anything not Glance-shaped
         raise CLIError('the service at %s (%s) is not a Glance image API: '
                        'its answer to GET /versions cannot be read (%s)'

@@ -264,3 +264,49 @@ class TestVersionsCutAtConnect(base.TestCase):
                                 self.conf, self.client)
         self.assertEqual(checks.EXIT_UNREACHABLE, cli.code)
         self.assertIn('could not be reached', cli.message)
+
+
+class TestVersionsFailureTable(base.TestCase):
+    """One table decides how a failed GET /versions is told and exits."""
+
+    def told(self, err):
+        template, code = checks.versions_failure(err)
+        return template.format(
+            where='http://g', option='endpoint', status=err.status,
+            group='snapshot_ext_glance', message=err.format_message(),
+            reason=err.kwargs.get('reason')), code
+
+    def test_each_kind_of_failure(self):
+        cases = [
+            (exception.GlanceUnavailable(operation='versions',
+                                         reason='refused'),
+             'could not be reached: refused', checks.EXIT_UNREACHABLE),
+            (exception.GlanceAnswerCut(operation='versions', reason='cut'),
+             'failed to answer GET /versions (asked twice): cut',
+             checks.EXIT_FAILED),
+            (exception.GlanceDeadlineExceeded(
+                operation='versions', deadline=5, which='read timeout',
+                reason='slow',
+                reached=True),
+             'was reached but failed to answer GET /versions in time',
+             checks.EXIT_FAILED),
+            (exception.GlanceForbidden(operation='versions', status=401,
+                                       reason='no token'),
+             'refused the credentials (HTTP 401): set [snapshot_ext_glance]'
+             ' auth_type', checks.EXIT_UNREACHABLE),
+            (exception.GlanceMalformedAnswer(operation='versions',
+                                             reason='not JSON'),
+             'no readable version list (not JSON)', checks.EXIT_UNREACHABLE),
+            (exception.GlanceError(operation='versions', status=502,
+                                   reason='bad gateway'),
+             '(HTTP 502, twice): bad gateway', checks.EXIT_FAILED),
+            # A class with no row of its own: the last, not a crash.
+            (exception.GlanceConflict(operation='versions', status=409,
+                                      reason='odd'),
+             'is not a Glance image API: GET /versions answered HTTP 409',
+             checks.EXIT_UNREACHABLE),
+        ]
+        for err, words, code in cases:
+            text, exit_code = self.told(err)
+            self.assertIn(words, text, type(err).__name__)
+            self.assertEqual(code, exit_code, type(err).__name__)
