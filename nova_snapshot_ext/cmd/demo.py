@@ -51,6 +51,10 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
                fmt=conf.format, location=args.location)
 
 
+#: Properties Glance computes itself from the payload it stores: an
+#: inherited one is dropped, and the new image has its own.
+GLANCE_COMPUTED = frozenset(('checksum', 'os_hash_algo', 'os_hash_value'))
+
 #: Modules the demo needs beyond the base install
 #: (``embedded-requirements.txt`` of the clone).
 EMBEDDED_MODULES = ('glance', 'gunicorn')
@@ -143,9 +147,10 @@ def run(profile: str = 'default', driver: str = 'libvirt',
         sys.stdout.flush()
         # Only what happened: a Glance that never came up is not
         # "stopped" (its launcher removed its temp dir either way).
-        print('Glance and the object server stopped; temp dir removed.'
-              if started else 'Glance did not start; its temp dir removed.',
-              file=log)
+        print('%s stopped; temp dir removed.' % (
+            'Glance and the location\'s object server' if location
+            else 'Glance') if started else
+            'Glance did not start; its temp dir removed.', file=log)
         if log is not sys.stderr:
             log.close()
 
@@ -273,10 +278,12 @@ def explain(conf: ty.Any, conf_path: str,
             ', '.join(g['disk_formats']), info['driver']['name'],
             ', '.join(reads)),
         'Why this payload: %s.' % why,
-        'Activation plan: %s' % ('; '.join(plan) or 'none'),
         'Inherited properties dropped:' if dropped else
         'Inherited properties dropped: none']
     lines += ['  %s: %s' % (k, v) for k, v in dropped.items()]
+    if set(dropped) & GLANCE_COMPUTED:
+        lines.append('  (the image below has a checksum and hash again: '
+                     "Glance's own, of the payload this run uploaded)")
     return {'text': '\n'.join(lines), 'data': {
         'config': config_text, 'disk_formats': g['disk_formats'],
         'driver_reads': reads, 'why_payload': why, 'plan': plan,
