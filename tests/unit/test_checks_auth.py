@@ -20,6 +20,7 @@ from unittest import mock
 from glanceclient import exc as gexc
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import connection
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance
 from tests import base
@@ -55,8 +56,8 @@ class AuthTestBase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.connected = self._cleared(checks.CONNECTED)
-        self.authenticated = self._cleared(checks._AUTHENTICATED)
+        self.connected = self._cleared(connection.CONNECTED)
+        self.authenticated = self._cleared(connection._AUTHENTICATED)
 
     def _cleared(self, target):
         patcher = mock.patch.dict(target, clear=True)

@@ -21,8 +21,11 @@ from unittest import mock
 
 import fixtures
 from glanceclient import exc as gexc
+from keystoneauth1 import exceptions as ks_exc
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import connection
+from nova_snapshot_ext.cmd import errors
 from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext.snapshot import result as result_mod
@@ -138,21 +141,21 @@ class TestReason(base.TestCase):
 
     def test_long_reason_cut_at_a_word_boundary_and_marked(self):
         words = ' '.join('word%03d' % i for i in range(100))
-        text = checks._reason(Exception(words))
+        text = errors.reason_of(Exception(words))
         self.assertTrue(text.endswith(' [...]'), text)
         kept = text[:-len(' [...]')]
-        self.assertLessEqual(len(kept), checks.REASON_LIMIT)
+        self.assertLessEqual(len(kept), errors.REASON_LIMIT)
         self.assertTrue(words.startswith(kept + ' '))
         self.assertIn(kept.split()[-1], words.split())
 
     def test_unreachable_keystone_message_has_whole_words(self):
         long_url = 'https://keystone.example.org/' + 'v3/' * 150
-        err = checks.ks_exc.ConnectFailure(
+        err = ks_exc.ConnectFailure(
             'Unable to establish connection to %s: refused' % long_url)
         session = mock.Mock()
         session.get_auth_headers.side_effect = err
         conf = mock.Mock()
-        with mock.patch.object(checks, '_group_value',
+        with mock.patch.object(connection, 'group_value',
                                side_effect=lambda c, n: {
                                    'auth_url': 'https://k/v3',
                                    'auth_type': 'password'}[n]):
@@ -162,7 +165,7 @@ class TestReason(base.TestCase):
         self.assertTrue(raised.message.endswith('[...]'), raised.message)
 
     def test_short_reason_unchanged(self):
-        self.assertEqual('a b', checks._reason(Exception(' a\n b ')))
+        self.assertEqual('a b', errors.reason_of(Exception(' a\n b ')))
 
 
 class TestProbeNeverCreated(base.TestCase):
