@@ -13,30 +13,24 @@
 """The Glance client wrapper: one keystoneauth1 session, translated errors.
 
 Every call goes through python-glanceclient v2 over a keystoneauth1
-session.  Transport retries are keystoneauth's (``[snapshot_ext_glance]
-connect_retries`` / ``status_code_retries``), never a loop here, and only
-where a second send cannot do harm (:data:`IDEMPOTENT_METHODS`; a create
-with the plugin's own image id may be re-sent after a connection failure,
-its 409 is read back by the engine).  Every glanceclient, keystoneauth1,
-requests or urllib3 error -- and an answer whose body cannot be read or
-decoded -- is translated into a
-:class:`~nova_snapshot_ext.exception.GlanceError` subclass carrying
-``operation``, ``image_id`` and ``status`` kwargs: no transport error
-leaves this module untranslated.
+session (:mod:`.loading`).  Transport retries are keystoneauth's
+(``[snapshot_ext_glance] connect_retries`` / ``status_code_retries``),
+never a loop here, and only where a second send cannot do harm
+(:data:`IDEMPOTENT_METHODS`; a create with the plugin's own image id may
+be re-sent after a connection failure, its 409 is read back by the
+engine).  Every error is translated (:mod:`.translation`); every answer
+is checked to be about the image asked for (:func:`check_answer`).
 
-glanceclient has no class for HTTP 415 (Glance's format-inspection
-refusal): it raises the bare ``glanceclient.exc.HTTPException`` whose text
-starts ``HTTP 415``; :func:`translate` recognises it as
-:class:`~nova_snapshot_ext.exception.ImageFormatRejected`.
+The session, auth and translation functions the commands use are named
+here too (:func:`load_session`, :func:`translate`...): each is defined in
+its own module only.
 """
 
 from __future__ import annotations
 
 from collections import abc
 import contextlib
-import http.client
 import io
-import json
 import re
 import threading
 import time
@@ -44,67 +38,20 @@ import typing as ty
 
 import glanceclient
 from glanceclient import exc as glance_exc
-from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
-from keystoneauth1 import service_token
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 from oslo_log import log as logging
-import requests
-import urllib3
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import deadline
+from nova_snapshot_ext.image import loading
 from nova_snapshot_ext.image import quotas
+from nova_snapshot_ext.image import translation
 from nova_snapshot_ext import opts
-from nova_snapshot_ext import redaction
+
 
 LOG = logging.getLogger(__name__)
 
-_STATUS_RE = re.compile(r'HTTP (\d{3})')
-
-_CLASS_MAP: list[tuple[type, type[exception.GlanceError]]] = [
-    (glance_exc.HTTPBadRequest, exception.GlanceBadRequest),
-    (glance_exc.HTTPUnauthorized, exception.GlanceForbidden),
-    (glance_exc.HTTPForbidden, exception.GlanceForbidden),
-    (glance_exc.HTTPNotFound, exception.GlanceNotFound),
-    (glance_exc.HTTPConflict, exception.GlanceConflict),
-    (glance_exc.HTTPOverLimit, exception.GlanceOverLimit),
-    # 502/503/504: Glance, or the way to it, cannot answer now -- one
-    # cause, one class (and one exit code, doc/source/cli.rst); 500 is
-    # Glance's own failure (GlanceError).
-    (glance_exc.HTTPBadGateway, exception.GlanceUnavailable),
-    (glance_exc.HTTPServiceUnavailable, exception.GlanceUnavailable),
-    (glance_exc.HTTPNotImplemented, exception.GlanceNotImplemented),
-    (glance_exc.CommunicationError, exception.GlanceUnavailable),
-    (glance_exc.InvalidEndpoint, exception.GlanceUnavailable),
-    (ks_exc.ConnectionError, exception.GlanceUnavailable),
-    (ks_exc.EndpointNotFound, exception.GlanceUnavailable),
-    (ks_exc.DiscoveryFailure, exception.GlanceUnavailable),
-    (ks_exc.ServiceUnavailable, exception.GlanceUnavailable),
-    (ks_exc.Unauthorized, exception.GlanceForbidden),
-    (ks_exc.Forbidden, exception.GlanceForbidden),
-    # Below glanceclient and keystoneauth: a body cut mid-answer, a reset
-    # while reading, a socket error.
-    (ks_exc.ConnectionError, exception.GlanceUnavailable),
-    (requests.exceptions.ConnectionError, exception.GlanceUnavailable),
-    (requests.exceptions.Timeout, exception.GlanceUnavailable),
-    (requests.exceptions.ChunkedEncodingError, exception.GlanceUnavailable),
-    (requests.exceptions.ContentDecodingError, exception.GlanceUnavailable),
-    (urllib3.exceptions.HTTPError, exception.GlanceUnavailable),
-    (http.client.HTTPException, exception.GlanceUnavailable),
-    (OSError, exception.GlanceUnavailable),
-]
-
-#: Statuses that say Glance cannot answer now (a gateway's or its own).
-UNAVAILABLE_STATUSES = frozenset([502, 503, 504])
-
-#: Errors a Glance call may raise that :func:`translate` turns into ours.
-TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
-              ks_exc.ClientException, requests.exceptions.RequestException,
-              urllib3.exceptions.HTTPError, http.client.HTTPException,
-              OSError, ValueError, TypeError, KeyError, AttributeError,
-              deadline.DeadlineReached)
 
 #: HTTP methods keystoneauth may re-send on a retriable status code or a
 #: connection failure: a second send changes nothing.  A POST, PATCH or
@@ -118,418 +65,14 @@ TRANSLATED = (glance_exc.BaseException, glance_exc.HTTPException,
 IDEMPOTENT_METHODS = frozenset(['GET', 'HEAD', 'OPTIONS'])
 
 
-#: The Glance policy rule behind each operation of this client, and the
-#: role Glance's default policies (2024.2 and later) grant it to; named in
-#: a 403's message.  Glance 32 made location reads service-only.
-POLICY_RULES: dict[str, tuple[str, str]] = {
-    'create': ('add_image', 'member'),
-    'upload': ('upload_image', 'member'),
-    'delete': ('delete_image', 'member'),
-    'get': ('get_image', 'reader'),
-    'list': ('get_images', 'reader'),
-    'download': ('download_image', 'member'),
-    'add member': ('add_member', 'member'),
-    'set visibility': ('modify_image', 'member'),
-    'list members': ('get_members', 'reader'),
-    'add location': ('add_image_location', 'member (or service)'),
-    'get locations': ('fetch_image_location', 'service'),
-    'list tasks': ('get_image', 'reader'),
-    # (GET /v2/info/usage is checked against no policy rule in Glance 33:
-    # a 403 there is not a policy's, so it names none)
-}
-
-
-def policy_hint(operation: str) -> str:
-    """The Glance policy rule and usual role of an operation, for a 403.
-
-    :param operation: an operation name of :data:`POLICY_RULES`.
-    :returns: e.g. ``'Glance policy "upload_image"; usually the member
-        role on the image's project'``, or ``''`` for another operation.
-    """
-    rule = POLICY_RULES.get(operation)
-    if rule is None:
-        return ''
-    where = ('in the service project' if rule[1] == 'service'
-             else "on the image's project")
-    return 'Glance policy "%s"; usually the %s role %s' % (
-        rule[0], rule[1], where)
-
-
-def _status_of(err: BaseException) -> int | None:
-    code = getattr(err, 'code', None)
-    if isinstance(code, int):
-        return code
-    code = getattr(err, 'http_status', None)
-    if isinstance(code, int):
-        return code
-    match = _STATUS_RE.search(str(err))
-    return int(match.group(1)) if match else None
-
-
-def _reason(err: BaseException) -> str:
-    text = ' '.join(str(err).split())
-    return text[:500] or err.__class__.__name__
-
-
-def translate(err: BaseException, operation: str,
-              image_id: str | None = None,
-              disk_format: str | None = None,
-              secret_url: str | None = None) -> exception.GlanceError:
-    """Turn a glanceclient/keystoneauth error into our exception.
-
-    :param err: the exception raised by glanceclient or keystoneauth1.
-    :param operation: what was being done, e.g. ``'upload'``.
-    :param image_id: the image concerned, if any.
-    :param disk_format: for uploads, the disk_format declared.
-    :param secret_url: a location URL the call carried; it is redacted
-        (:func:`~nova_snapshot_ext.redaction.redact_url`) wherever
-        Glance's text quotes it.
-    :returns: a :class:`~nova_snapshot_ext.exception.GlanceError` instance
-        (not raised): ``ImageFormatRejected`` for HTTP 415,
-        ``GlanceBadRequest`` for 400 and for glanceclient's client-side
-        schema refusal (``TypeError``), ``GlanceForbidden`` 401/403,
-        ``GlanceNotFound`` 404, ``GlanceConflict`` 409,
-        ``GlanceOverLimit`` 413, ``GlanceUnavailable`` for 502, 503, 504
-        and transport failures (connection refused or reset, timeout),
-        ``GlanceAnswerCut`` (a ``GlanceUnavailable`` on a Glance that was
-        reached) for a body cut mid-answer, ``GlanceNotImplemented`` 501
-        (also raised by glanceclient itself when Glance lacks the API
-        version a call needs), ``GlanceMalformedAnswer`` for an answer
-        whose body is not the JSON document expected, ``GlanceError``
-        otherwise.
-    """
-    status = _status_of(err)
-    reason = redaction.scrub(_reason(err), secret_url)
-    kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
-                                     image_id=image_id, status=status)
-    if isinstance(err, TypeError) and operation == 'create':
-        # glanceclient validates against /v2/schemas/image before sending.
-        kwargs['status'] = 400
-        return schema_refusal(kwargs)
-    if isinstance(err, (TypeError, KeyError, AttributeError,
-                        requests.exceptions.JSONDecodeError)) or (
-            isinstance(err, ValueError) and not isinstance(
-                err, requests.exceptions.RequestException)):
-        # json.JSONDecodeError, a document of the wrong shape.
-        kwargs['status'] = None
-        kwargs['reason'] = 'unreadable answer (%s: %s)' % (
-            err.__class__.__name__, reason)
-        return exception.GlanceMalformedAnswer(**kwargs)
-    if type(err) is glance_exc.HTTPException and status == 415:
-        return exception.ImageFormatRejected(disk_format=disk_format,
-                                             **kwargs)
-    read_timeout = _read_timeout(err)
-    if read_timeout is not None:
-        # keystoneauth1 calls every timeout a ConnectTimeout (and
-        # glanceclient an InvalidEndpoint); a read timeout comes after
-        # the connection was made: Glance was reached and went silent.
-        kwargs.update(status=None, deadline=read_timeout, sent=True,
-                      reached=True,
-                      which='[%s] timeout, per read' % opts.GLANCE_GROUP,
-                      reason='Glance was reached but sent nothing more for '
-                      'that long; the answer is lost')
-        return exception.GlanceDeadlineExceeded(**kwargs)
-    if answer_cut(err):
-        # The status line came: Glance was reached, its answer is lost.
-        kwargs.update(status=None, reached=True,
-                      reason='Glance was reached but its answer was cut '
-                      'short (%s); the answer is lost' % reason)
-        return exception.GlanceAnswerCut(**kwargs)
-    if status == 403 and policy_hint(operation):
-        kwargs['reason'] = '%s (%s)' % (reason, policy_hint(operation))
-    if status == 413:
-        quota = quotas.named_in(reason)
-        if quota:
-            kwargs['reason'] = '%s (%s)' % (reason, quotas.describe(
-                quota, reason))
-    for client_cls, our_cls in _CLASS_MAP:
-        if isinstance(err, client_cls):
-            return our_cls(**kwargs)
-    if status in UNAVAILABLE_STATUSES:
-        # e.g. 504, which glanceclient raises as its bare HTTPException.
-        return exception.GlanceUnavailable(**kwargs)
-    return exception.GlanceError(**kwargs)
-
-
-def answer_cut(err: BaseException) -> bool:
-    """Whether ``err`` is an answer cut mid-body (Glance was reached).
-
-    Looks through the chain of exceptions ``err`` was raised from for
-    requests' ``ChunkedEncodingError``/``ContentDecodingError``, urllib3's
-    ``InvalidChunkLength`` or an ``IncompleteRead`` (http.client's, or
-    urllib3's inside its ``ProtocolError``): a status line and headers
-    came, the body did not come whole.  A reset before any answer is not
-    one.
-    """
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, (requests.exceptions.ChunkedEncodingError,
-                                requests.exceptions.ContentDecodingError,
-                                http.client.IncompleteRead,
-                                urllib3.exceptions.IncompleteRead,
-                                urllib3.exceptions.InvalidChunkLength)):
-            return True
-        if isinstance(current, urllib3.exceptions.ProtocolError) and any(
-                isinstance(arg, (http.client.IncompleteRead,
-                                 urllib3.exceptions.IncompleteRead))
-                for arg in current.args):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _read_timeout(err: BaseException) -> str | None:
-    """The seconds of a per-read timeout behind ``err``, if it is one.
-
-    Looks through the chain of exceptions ``err`` was raised from
-    (glanceclient's ``InvalidEndpoint`` from keystoneauth1's
-    ``ConnectTimeout`` from requests' ``ReadTimeout``).
-
-    :returns: the seconds as requests' message gives them (``'?'`` when
-        it does not), or ``None`` when no read timed out.
-    """
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, requests.exceptions.ReadTimeout):
-            found = re.search(r'read timeout=([0-9.]+)', str(current))
-            return found.group(1) if found else '?'
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def schema_refusal(kwargs: ty.Mapping[str, ty.Any]
-                   ) -> exception.GlanceSchemaRefusal:
-    """A 400 (or client-side refusal) of a create, classified.
-
-    Glance and glanceclient name the attribute they refuse in the text
-    only; this is the one place that reads it: ``format_refused`` when it
-    is ``disk_format`` or ``container_format``.
-    """
-    reason = str(kwargs.get('reason') or '')
-    return exception.GlanceSchemaRefusal(
-        format_refused=('disk_format' in reason or
-                        'container_format' in reason), **kwargs)
-
-
-def _raised_in_auth_plugin(err: BaseException) -> bool:
-    """Whether ``err`` was raised by a keystoneauth1 auth plugin itself."""
-    tb = err.__traceback__
-    module = ''
-    while tb is not None:
-        module = str(tb.tb_frame.f_globals.get('__name__', ''))
-        tb = tb.tb_next
-    return module.startswith((
-        'keystoneauth1.identity', 'keystoneauth1.loading',
-        'keystoneauth1.token_endpoint'))
-
-
-def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
-                      ) -> exception.ConfigurationError | None:
-    """The configuration error behind an auth plugin's own failure, if any.
-
-    keystoneauth1's plugins check some of their options only when they
-    first authenticate, and then raise ``OptionError`` or a bare
-    ``Exception`` (``password is a required attribute`` from the generic
-    ``password`` plugin without ``password``; ``v3applicationcredential``
-    without an id or name).  Neither is a network or Keystone answer.
-
-    :param err: what authenticating raised.
-    :returns: a :class:`~nova_snapshot_ext.exception.ConfigurationError`
-        naming ``[snapshot_ext_glance] auth_type`` and the plugin's message,
-        or ``None`` when ``err`` is something else (then handle it as
-        before).
-    """
-    if isinstance(err, ks_exc.ClientException) and not isinstance(
-            err, ks_exc.OptionError):
-        return None
-    if not (isinstance(err, ks_exc.OptionError) or (
-            type(err) in (Exception, ValueError, TypeError)
-            and _raised_in_auth_plugin(err))):
-        return None
-    group = conf[opts.GLANCE_GROUP]
-    auth_type = getattr(group, 'auth_type', None)
-    return exception.ConfigurationError(
-        group=opts.GLANCE_GROUP, option='auth_type',
-        reason='the %s plugin lacks an option it needs: %s' % (
-            auth_type, _reason(err)))
-
-
-def own_access(conf: cfg.ConfigOpts) -> bool:
-    """Whether ``[snapshot_ext_glance]`` names a way to Glance of its own.
-
-    An auth plugin (``auth_type``, or ``auth_section``) or
-    ``endpoint_override`` is set.  Without any, :func:`load_session`
-    refuses, and so do the standalone commands and nova-api with
-    ``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``;
-    nova-api with the default ``glance_connection = nova`` reaches Glance
-    through Nova's ``[glance]`` and needs neither.
-    """
-    group = conf[opts.GLANCE_GROUP]
-    return bool(group.auth_type or group.auth_section or
-                group.endpoint_override)
-
-
-def _register_auth_section(conf: cfg.ConfigOpts) -> None:
-    """Register ``auth_type`` in the group ``auth_section`` names.
-
-    keystoneauth1 reads the auth plugin from that group but registers
-    nothing there; outside nova-api (where keystonemiddleware registers
-    ``[keystone_authtoken]``) oslo.config would answer "no such option".
-    """
-    section = conf[opts.GLANCE_GROUP].auth_section
-    if not section:
-        return
-    try:
-        ks_loading.register_auth_conf_options(conf, section)
-    except cfg.DuplicateOptError:
-        pass  # registered by its owner with other attributes: theirs
-
-
-def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
-    """One keystoneauth1 session from ``[snapshot_ext_glance]``.
-
-    TLS, timeout and the auth plugin (when ``auth_type`` is set) come from
-    that group.  Reuse the session for every snapshot: it pools the HTTP
-    connections.
-
-    :raises ConfigurationError: unknown ``auth_type``, missing plugin
-        options (also those a plugin checks itself, keystoneauth1's
-        ``OptionError``), or neither an auth plugin nor
-        ``endpoint_override``.
-    """
-    _register_auth_section(conf)
-    try:
-        auth = ks_loading.load_auth_from_conf_options(conf,
-                                                      opts.GLANCE_GROUP)
-    except ks_exc.NoMatchingPlugin as err:
-        raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option='auth_type',
-            reason='%s (keystoneauth1 plugins: password, v3password, token, '
-            'admin_token, none, ...)' % err) from err
-    except ks_exc.MissingRequiredOptions as err:
-        raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option=', '.join(
-                o.dest for o in err.options), reason=str(err)) from err
-    except ks_exc.OptionError as err:
-        # e.g. v3applicationcredential with neither an id nor a name.
-        raise ty.cast(exception.ConfigurationError,
-                      auth_option_error(conf, err)) from err
-    if auth is None and not conf[opts.GLANCE_GROUP].endpoint_override:
-        raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option='auth_type',
-            reason='no auth plugin and no endpoint_override: set auth_type '
-            '(e.g. password with auth_url, username, password, project_name, '
-            'or admin_token with endpoint and token)')
-    _check_transport_numbers(conf)
-    return ks_loading.load_session_from_conf_options(
-        conf, opts.GLANCE_GROUP, auth=auth)
-
-
-#: keystoneauth1's session and adapter options that are numbers, with the
-#: smallest value each can take (keystoneauth registers them unbounded:
-#: urllib3 refuses a timeout <= 0 only at the first request, which then
-#: looked like an unreachable Glance).
-_TRANSPORT_MINIMUM = (('timeout', 0, 'a positive number of seconds'),
-                      ('connect_retries', -1, '0 or more'),
-                      ('status_code_retries', -1, '0 or more'),
-                      ('connect_retry_delay', -1, '0 or more seconds'),
-                      ('status_code_retry_delay', -1, '0 or more seconds'))
-
-
-def _check_transport_numbers(conf: cfg.ConfigOpts) -> None:
-    """Refuse a keystoneauth number in ``[snapshot_ext_glance]`` out of range.
-
-    :raises ConfigurationError: naming the option (exit 2).
-    """
-    group = conf[opts.GLANCE_GROUP]
-    for name, above, wanted in _TRANSPORT_MINIMUM:
-        value = getattr(group, name, None)
-        if value is not None and value <= above:
-            raise exception.ConfigurationError(
-                group=opts.GLANCE_GROUP, option=name,
-                reason='%s is not %s' % (value, wanted))
-
-
-def load_service_auth(conf: cfg.ConfigOpts) -> ty.Any:
-    """The ``[snapshot_ext_service_user]`` auth plugin, if enabled.
-
-    :returns: a keystoneauth1 auth plugin, or ``None`` when
-        ``send_service_user_token`` is false.
-    :raises ConfigurationError: enabled but no ``auth_type`` set.
-    """
-    if not conf[opts.SERVICE_USER_GROUP].send_service_user_token:
-        return None
-    auth = ks_loading.load_auth_from_conf_options(conf,
-                                                  opts.SERVICE_USER_GROUP)
-    if auth is None:
-        raise exception.ConfigurationError(
-            group=opts.SERVICE_USER_GROUP, option='auth_type',
-            reason='send_service_user_token is true but no auth plugin is '
-            'configured for the service user')
-    return auth
-
-
-def with_service_token(conf: cfg.ConfigOpts, user_auth: ty.Any) -> ty.Any:
-    """Wrap ``user_auth`` so a service token goes with every request.
-
-    Like Nova's ``[service_user]``: the caller's token stays the request's
-    identity (``X-Auth-Token``); the service user's token is added as
-    ``X-Service-Token`` (keystoneauth1 ``ServiceTokenAuthWrapper``).  A host
-    acting for many users (inside Nova) calls this on each user's auth.
-
-    :param conf: the configuration (``[snapshot_ext_service_user]``).
-    :param user_auth: the caller's keystoneauth1 auth plugin.
-    :returns: the wrapper, or ``user_auth`` unchanged when the service token
-        is disabled.
-    :raises ConfigurationError: see :func:`load_service_auth`; or a service
-        token is wanted but there is no user auth to wrap.
-    """
-    service_auth = load_service_auth(conf)
-    if service_auth is None:
-        return user_auth
-    if user_auth is None:
-        raise exception.ConfigurationError(
-            group=opts.SERVICE_USER_GROUP, option='send_service_user_token',
-            reason='a service token accompanies a user token, and no user '
-            'auth is configured ([snapshot_ext_glance] auth_type) or given')
-    return service_token.ServiceTokenAuthWrapper(user_auth, service_auth)
-
-
-def adapter_kwargs(conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
-    """keystoneauth1 adapter options of ``[snapshot_ext_glance]``.
-
-    :returns: keyword arguments for ``glanceclient.Client`` (which builds a
-        keystoneauth1 ``Adapter`` from them): ``service_type``,
-        ``interface``, ``region_name``, ``endpoint_override``,
-        ``connect_retries``, ``status_code_retries``...
-    """
-    group = conf[opts.GLANCE_GROUP]
-    kwargs: dict[str, ty.Any] = {
-        'service_type': group.service_type or 'image',
-        'service_name': group.service_name,
-        'interface': group.valid_interfaces,
-        'region_name': group.region_name,
-        'endpoint_override': group.endpoint_override,
-        'connect_retries': group.connect_retries,
-        'connect_retry_delay': group.connect_retry_delay,
-        'status_code_retries': group.status_code_retries,
-        'status_code_retry_delay': group.status_code_retry_delay,
-    }
-    if group.retriable_status_codes:
-        kwargs['retriable_status_codes'] = group.retriable_status_codes
-    return {k: v for k, v in kwargs.items() if v is not None}
-
-
 #: Methods that change Glance: never sent once the snapshot's deadline
 #: passed (reads and deletes still are, to clean up and to report).
 WRITE_METHODS = frozenset(['POST', 'PUT', 'PATCH'])
 
+
 #: ``/v2/images/{id}[/sub-resource]`` of a request, query string apart.
 _IMAGE_URL_RE = re.compile(r'^/v2/images/(?P<id>[^/?]+)(?P<sub>/[^?]*)?')
+
 
 #: Sub-resource of ``/v2/images/{id}`` -> what a request on it does.
 _SUB_OPERATIONS = {'': 'get', '/file': 'upload', '/locations':
@@ -733,66 +276,6 @@ class _Guard:
                 ' (%s)' % err.__class__.__name__ if err else ''))
 
 
-#: What a failed answer's body may hold that glanceclient cannot read.
-_PARSE_ERRORS = (AttributeError, TypeError, KeyError, ValueError)
-
-_TAG_RE = re.compile(r'<[^>]*>')
-
-
-def answer_message(body: bytes | str | None) -> str:
-    """The message of a failed answer's body, whatever its shape.
-
-    Glance's error bodies come as webob renders them: HTML, plain text,
-    a flat JSON document (``{"message": ..., "code": "403 Forbidden",
-    "title": ...}``, for an ``Accept: application/json`` request), or a
-    nested one (``{"error": {"message": ..., "code": 403}}``, from
-    keystonemiddleware and Glance's own JSON faults).
-
-    :returns: the message (markup removed, whitespace folded, at most 500
-        characters), or ``''``.
-    """
-    if isinstance(body, bytes):
-        body = body.decode('utf-8', 'replace')
-    text = body or ''
-    try:
-        document = ty.cast(ty.Any, json.loads(text))
-    except ValueError:
-        document = None
-    if isinstance(document, dict):
-        inner = document.get('error')
-        for holder in (document, inner if isinstance(inner, dict) else {}):
-            for key in ('message', 'title'):
-                value = holder.get(key)
-                if isinstance(value, str) and value.strip():
-                    text = value
-                    break
-            else:
-                continue
-            break
-    return ' '.join(_TAG_RE.sub(' ', text).split())[:500]
-
-
-def failed_answer(response: ty.Any) -> glance_exc.HTTPException:
-    """glanceclient's exception for a failed answer, built from its status.
-
-    For the answers glanceclient's own ``from_response`` cannot read (it
-    raises ``AttributeError`` on a flat JSON error body): the class is the
-    one glanceclient uses for the status (its bare ``HTTPException``, with
-    the status as its ``code``, for one it has no class for), the details
-    the body's message.  :func:`translate` then treats it as any other
-    answer of that status.
-    """
-    status = int(response.status_code)
-    err = glance_exc.from_response(response)  # by status only (no body)
-    if not isinstance(err.code, int):
-        err.code = status
-    message = answer_message(getattr(response, 'content', None))
-    reason = getattr(response, 'reason', None) or ''
-    err.details = ('%d %s: %s' % (status, reason, message) if message
-                   else '%d %s' % (status, reason)).strip()
-    return ty.cast(glance_exc.HTTPException, err)
-
-
 #: Statuses glanceclient's ``_handle_response`` passes through as they
 #: are (no redirect, no failure).
 _PLAIN_SUCCESS = frozenset([200, 201, 202, 204])
@@ -833,10 +316,10 @@ def _readable_failures(handle: ty.Callable[[ty.Any], ty.Any]
                 # the status only when the body happens to start with it.
                 err.code = status
             raise
-        except _PARSE_ERRORS as err:
+        except translation.PARSE_ERRORS as err:
             if not isinstance(status, int) or status < 400:
                 raise
-            raise failed_answer(response) from err
+            raise translation.failed_answer(response) from err
     return handle_response
 
 
@@ -909,12 +392,12 @@ class GlanceClient:
 
         :raises ConfigurationError: see :func:`with_service_token`.
         """
-        session = session or load_session(conf)
-        options = adapter_kwargs(conf)
+        session = session or loading.load_session(conf)
+        options = loading.adapter_kwargs(conf)
         options['request_timeout'] = conf[opts.CORE_GROUP].request_timeout
         options.update(kwargs)
         if conf[opts.SERVICE_USER_GROUP].send_service_user_token:
-            options['auth'] = with_service_token(
+            options['auth'] = loading.with_service_token(
                 conf, options.get('auth') or session.auth)
         return cls(session, **options)
 
@@ -977,10 +460,10 @@ class GlanceClient:
               secret_url: str | None = None, **kwargs: ty.Any) -> ty.Any:
         try:
             return func(*args, **kwargs)
-        except TRANSLATED as err:
-            raise translate(err, operation, image_id=image_id,
-                            disk_format=disk_format,
-                            secret_url=secret_url) from err
+        except translation.TRANSLATED as err:
+            raise translation.translate(
+                err, operation, image_id=image_id, disk_format=disk_format,
+                secret_url=secret_url) from err
 
     # --- images -----------------------------------------------------------
 
@@ -1021,7 +504,7 @@ class GlanceClient:
         except exception.GlanceBadRequest as err:
             if isinstance(err, exception.GlanceSchemaRefusal):
                 raise
-            raise schema_refusal(err.kwargs) from err
+            raise translation.schema_refusal(err.kwargs) from err
 
     def get(self, image_id: str) -> dict[str, ty.Any]:
         """``GET /v2/images/{id}``; :raises GlanceNotFound: if absent."""
@@ -1256,7 +739,7 @@ class GlanceClient:
         except exception.GlanceNotFound:
             return None
         except exception.GlanceUnavailable as err:
-            if not answer_cut(err):
+            if not translation.answer_cut(err):
                 raise
             # Glance answered; the document is unreadable, not Glance
             # unreachable (the usage read is advisory).
@@ -1312,3 +795,13 @@ class GlanceClient:
                                           '/v2/images/%s/locations'
                                           % image_id)[1]],
             image_id=image_id))
+
+
+load_session = loading.load_session
+auth_option_error = loading.auth_option_error
+own_access = loading.own_access
+with_service_token = loading.with_service_token
+adapter_kwargs = loading.adapter_kwargs
+translate = translation.translate
+answer_cut = translation.answer_cut
+answer_message = translation.answer_message

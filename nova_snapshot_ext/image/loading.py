@@ -1,0 +1,245 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The keystoneauth1 session, auth and adapter options of the client.
+
+From ``[snapshot_ext_glance]`` (and ``[service_user]`` for the service
+token): :func:`load_session` checks the transport numbers and the auth
+options before anything is sent, and names the option at fault
+(:func:`auth_option_error`).
+"""
+
+from __future__ import annotations
+
+import typing as ty
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import service_token
+from keystoneauth1 import session as ks_session
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_snapshot_ext import exception
+from nova_snapshot_ext.image import translation
+from nova_snapshot_ext import opts
+
+LOG = logging.getLogger(__name__)
+
+
+def _raised_in_auth_plugin(err: BaseException) -> bool:
+    """Whether ``err`` was raised by a keystoneauth1 auth plugin itself."""
+    tb = err.__traceback__
+    module = ''
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get('__name__', ''))
+        tb = tb.tb_next
+    return module.startswith((
+        'keystoneauth1.identity', 'keystoneauth1.loading',
+        'keystoneauth1.token_endpoint'))
+
+
+def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
+                      ) -> exception.ConfigurationError | None:
+    """The configuration error behind an auth plugin's own failure, if any.
+
+    keystoneauth1's plugins check some of their options only when they
+    first authenticate, and then raise ``OptionError`` or a bare
+    ``Exception`` (``password is a required attribute`` from the generic
+    ``password`` plugin without ``password``; ``v3applicationcredential``
+    without an id or name).  Neither is a network or Keystone answer.
+
+    :param err: what authenticating raised.
+    :returns: a :class:`~nova_snapshot_ext.exception.ConfigurationError`
+        naming ``[snapshot_ext_glance] auth_type`` and the plugin's message,
+        or ``None`` when ``err`` is something else (then handle it as
+        before).
+    """
+    if isinstance(err, ks_exc.ClientException) and not isinstance(
+            err, ks_exc.OptionError):
+        return None
+    if not (isinstance(err, ks_exc.OptionError) or (
+            type(err) in (Exception, ValueError, TypeError)
+            and _raised_in_auth_plugin(err))):
+        return None
+    group = conf[opts.GLANCE_GROUP]
+    auth_type = getattr(group, 'auth_type', None)
+    return exception.ConfigurationError(
+        group=opts.GLANCE_GROUP, option='auth_type',
+        reason='the %s plugin lacks an option it needs: %s' % (
+            auth_type, translation.reason_of(err)))
+
+
+def own_access(conf: cfg.ConfigOpts) -> bool:
+    """Whether ``[snapshot_ext_glance]`` names a way to Glance of its own.
+
+    An auth plugin (``auth_type``, or ``auth_section``) or
+    ``endpoint_override`` is set.  Without any, :func:`load_session`
+    refuses, and so do the standalone commands and nova-api with
+    ``[snapshot_ext_nova] glance_connection = snapshot_ext_glance``;
+    nova-api with the default ``glance_connection = nova`` reaches Glance
+    through Nova's ``[glance]`` and needs neither.
+    """
+    group = conf[opts.GLANCE_GROUP]
+    return bool(group.auth_type or group.auth_section or
+                group.endpoint_override)
+
+
+def _register_auth_section(conf: cfg.ConfigOpts) -> None:
+    """Register ``auth_type`` in the group ``auth_section`` names.
+
+    keystoneauth1 reads the auth plugin from that group but registers
+    nothing there; outside nova-api (where keystonemiddleware registers
+    ``[keystone_authtoken]``) oslo.config would answer "no such option".
+    """
+    section = conf[opts.GLANCE_GROUP].auth_section
+    if not section:
+        return
+    try:
+        ks_loading.register_auth_conf_options(conf, section)
+    except cfg.DuplicateOptError:
+        pass  # registered by its owner with other attributes: theirs
+
+
+def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
+    """One keystoneauth1 session from ``[snapshot_ext_glance]``.
+
+    TLS, timeout and the auth plugin (when ``auth_type`` is set) come from
+    that group.  Reuse the session for every snapshot: it pools the HTTP
+    connections.
+
+    :raises ConfigurationError: unknown ``auth_type``, missing plugin
+        options (also those a plugin checks itself, keystoneauth1's
+        ``OptionError``), or neither an auth plugin nor
+        ``endpoint_override``.
+    """
+    _register_auth_section(conf)
+    try:
+        auth = ks_loading.load_auth_from_conf_options(conf,
+                                                      opts.GLANCE_GROUP)
+    except ks_exc.NoMatchingPlugin as err:
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option='auth_type',
+            reason='%s (keystoneauth1 plugins: password, v3password, token, '
+            'admin_token, none, ...)' % err) from err
+    except ks_exc.MissingRequiredOptions as err:
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option=', '.join(
+                o.dest for o in err.options), reason=str(err)) from err
+    except ks_exc.OptionError as err:
+        # e.g. v3applicationcredential with neither an id nor a name.
+        raise ty.cast(exception.ConfigurationError,
+                      auth_option_error(conf, err)) from err
+    if auth is None and not conf[opts.GLANCE_GROUP].endpoint_override:
+        raise exception.ConfigurationError(
+            group=opts.GLANCE_GROUP, option='auth_type',
+            reason='no auth plugin and no endpoint_override: set auth_type '
+            '(e.g. password with auth_url, username, password, project_name, '
+            'or admin_token with endpoint and token)')
+    _check_transport_numbers(conf)
+    return ks_loading.load_session_from_conf_options(
+        conf, opts.GLANCE_GROUP, auth=auth)
+
+
+#: keystoneauth1's session and adapter options that are numbers, with the
+#: smallest value each can take (keystoneauth registers them unbounded:
+#: urllib3 refuses a timeout <= 0 only at the first request, which then
+#: looked like an unreachable Glance).
+_TRANSPORT_MINIMUM = (('timeout', 0, 'a positive number of seconds'),
+                      ('connect_retries', -1, '0 or more'),
+                      ('status_code_retries', -1, '0 or more'),
+                      ('connect_retry_delay', -1, '0 or more seconds'),
+                      ('status_code_retry_delay', -1, '0 or more seconds'))
+
+
+def _check_transport_numbers(conf: cfg.ConfigOpts) -> None:
+    """Refuse a keystoneauth number in ``[snapshot_ext_glance]`` out of range.
+
+    :raises ConfigurationError: naming the option (exit 2).
+    """
+    group = conf[opts.GLANCE_GROUP]
+    for name, above, wanted in _TRANSPORT_MINIMUM:
+        value = getattr(group, name, None)
+        if value is not None and value <= above:
+            raise exception.ConfigurationError(
+                group=opts.GLANCE_GROUP, option=name,
+                reason='%s is not %s' % (value, wanted))
+
+
+def load_service_auth(conf: cfg.ConfigOpts) -> ty.Any:
+    """The ``[snapshot_ext_service_user]`` auth plugin, if enabled.
+
+    :returns: a keystoneauth1 auth plugin, or ``None`` when
+        ``send_service_user_token`` is false.
+    :raises ConfigurationError: enabled but no ``auth_type`` set.
+    """
+    if not conf[opts.SERVICE_USER_GROUP].send_service_user_token:
+        return None
+    auth = ks_loading.load_auth_from_conf_options(conf,
+                                                  opts.SERVICE_USER_GROUP)
+    if auth is None:
+        raise exception.ConfigurationError(
+            group=opts.SERVICE_USER_GROUP, option='auth_type',
+            reason='send_service_user_token is true but no auth plugin is '
+            'configured for the service user')
+    return auth
+
+
+def with_service_token(conf: cfg.ConfigOpts, user_auth: ty.Any) -> ty.Any:
+    """Wrap ``user_auth`` so a service token goes with every request.
+
+    Like Nova's ``[service_user]``: the caller's token stays the request's
+    identity (``X-Auth-Token``); the service user's token is added as
+    ``X-Service-Token`` (keystoneauth1 ``ServiceTokenAuthWrapper``).  A host
+    acting for many users (inside Nova) calls this on each user's auth.
+
+    :param conf: the configuration (``[snapshot_ext_service_user]``).
+    :param user_auth: the caller's keystoneauth1 auth plugin.
+    :returns: the wrapper, or ``user_auth`` unchanged when the service token
+        is disabled.
+    :raises ConfigurationError: see :func:`load_service_auth`; or a service
+        token is wanted but there is no user auth to wrap.
+    """
+    service_auth = load_service_auth(conf)
+    if service_auth is None:
+        return user_auth
+    if user_auth is None:
+        raise exception.ConfigurationError(
+            group=opts.SERVICE_USER_GROUP, option='send_service_user_token',
+            reason='a service token accompanies a user token, and no user '
+            'auth is configured ([snapshot_ext_glance] auth_type) or given')
+    return service_token.ServiceTokenAuthWrapper(user_auth, service_auth)
+
+
+def adapter_kwargs(conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
+    """keystoneauth1 adapter options of ``[snapshot_ext_glance]``.
+
+    :returns: keyword arguments for ``glanceclient.Client`` (which builds a
+        keystoneauth1 ``Adapter`` from them): ``service_type``,
+        ``interface``, ``region_name``, ``endpoint_override``,
+        ``connect_retries``, ``status_code_retries``...
+    """
+    group = conf[opts.GLANCE_GROUP]
+    kwargs: dict[str, ty.Any] = {
+        'service_type': group.service_type or 'image',
+        'service_name': group.service_name,
+        'interface': group.valid_interfaces,
+        'region_name': group.region_name,
+        'endpoint_override': group.endpoint_override,
+        'connect_retries': group.connect_retries,
+        'connect_retry_delay': group.connect_retry_delay,
+        'status_code_retries': group.status_code_retries,
+        'status_code_retry_delay': group.status_code_retry_delay,
+    }
+    if group.retriable_status_codes:
+        kwargs['retriable_status_codes'] = group.retriable_status_codes
+    return {k: v for k, v in kwargs.items() if v is not None}
