@@ -259,6 +259,7 @@ def _subject_dict(data: dict[str, ty.Any], recorded_image: ty.Any
     ``volume_snapshot_id``, and ``image_id`` is then the image it was
     recorded for (``None``: none).
     """
+    data.pop('recorded_image', None)
     if data.get('subject') == VOLUME_SNAPSHOT:
         data['volume_snapshot_id'] = data.pop('image_id')
         data['image_id'] = recorded_image
@@ -317,6 +318,8 @@ class Action:
         (the image changed since the scan, or the fix is not safe) or
         ``'failed'`` (Glance or Cinder refused; ``reason`` says why).
     :ivar subject: the finding's.
+    :ivar recorded_image: a volume snapshot's recorded image (the
+        finding's ``image_id`` in :meth:`to_dict`).
     """
 
     image_id: str
@@ -325,18 +328,19 @@ class Action:
     outcome: str
     reason: str = ''
     subject: str = IMAGE
+    recorded_image: str | None = None
 
     def to_dict(self) -> dict[str, ty.Any]:
-        return _subject_dict(dataclasses.asdict(self), None)
+        return _subject_dict(dataclasses.asdict(self), self.recorded_image)
 
     def describe(self) -> str:
         op = (self.fix or {}).get('op', 'none')
         target = (self.fix or {}).get('path', '')
         value = (' = %s' % self.fix['value']
                  if self.fix and 'value' in self.fix else '')
-        return '%s %s: %s %s%s: %s%s' % (
+        return '%s %s: %s%s%s: %s%s' % (
             _subject_label(self.subject, self.image_id), self.kind, op,
-            target, value, self.outcome,
+            ' ' + target if target else '', value, self.outcome,
             ' (%s)' % self.reason if self.reason else '')
 
 

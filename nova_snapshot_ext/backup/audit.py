@@ -28,10 +28,10 @@ Three findings (:data:`nova_snapshot_ext.audit.KINDS`):
     why, never deleted.
 
 Only what both identities can see is judged: images of projects the
-Glance identity cannot list may still name a snapshot.  A Cinder identity
-with the ``admin`` role lists every project's volume snapshots
-(``all_tenants``); any other lists its own project's.  The report says
-which (:func:`coverage`), since Cinder's answer does not.
+Glance identity cannot list may still name a snapshot.  When both
+identities have the ``admin`` role, every project's volume snapshots are
+listed (``all_tenants``); else the Cinder identity's own project's.  The
+report says which (:func:`coverage`), since Cinder's answer does not.
 """
 
 from __future__ import annotations
@@ -63,16 +63,28 @@ def _images(auditor: audit.AuditGlance, page_size: int,
             progress(images, pages)
 
 
-def coverage(scope: leaks.Scope, owner: str | None) -> dict[str, ty.Any]:
+def coverage(cinder_scope: leaks.Scope, glance_scope: leaks.Scope,
+             owner: str | None) -> dict[str, ty.Any]:
     """Which volume snapshots the Cinder checks list, for the report.
 
-    :param scope: the Cinder identity's (:func:`.leaks.scope_of_session`).
+    Every project's only when both identities have the admin role: the
+    Cinder one to list them (``all_tenants``), the Glance one to read the
+    images that may name them (else each would be reported as not
+    provably named, a finding about a healthy snapshot).
+
+    :param cinder_scope: the Cinder identity's
+        (:func:`.leaks.scope_of_session`).
+    :param glance_scope: the Glance identity's (:func:`.leaks.scope_of`).
     :param owner: ``audit --owner`` (findings of that project only).
-    :returns: ``{'all_projects': bool, 'project': id or None, 'owner':
-        id or None}``: every project's (an admin), or ``project``'s only.
+    :returns: ``{'all_projects': bool, 'project': the Cinder identity's
+        project or None, 'owner': id or None, 'limited_by': None,
+        'cinder' or 'glance'}`` (which identity lacks the admin role).
     """
-    return {'all_projects': scope.admin, 'project': scope.project,
-            'owner': owner}
+    limited_by = (None if cinder_scope.admin and glance_scope.admin else
+                  'glance' if cinder_scope.admin else 'cinder')
+    return {'all_projects': limited_by is None,
+            'project': cinder_scope.project, 'owner': owner,
+            'limited_by': limited_by}
 
 
 def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
@@ -80,15 +92,24 @@ def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
     if cover is None:
         return ('Cinder checks: not run (no [snapshot_ext_cinder] '
                 'credentials): volume snapshots were not audited.')
+    project = cover['project'] or '(unknown)'
     if cover['all_projects']:
-        seen = ("every project's volume snapshots (the Cinder identity "
-                'has the admin role)')
+        seen = ("every project's volume snapshots (the Cinder and Glance "
+                'identities have the admin role)')
+    elif cover.get('limited_by') == 'glance':
+        seen = ("project %s's volume snapshots only (the Glance identity "
+                "has no admin role: other projects' images cannot be read "
+                'to judge theirs)' % project)
     else:
         seen = ("project %s's volume snapshots only (the Cinder identity "
                 "has no admin role: other projects' are not seen)"
-                % (cover['project'] or '(unknown)'))
-    if cover.get('owner'):
-        seen += ', findings of project %s (--owner)' % cover['owner']
+                % project)
+    owner = cover.get('owner')
+    if owner:
+        seen += ', findings of project %s (--owner)' % owner
+        if not cover['all_projects'] and owner != cover['project']:
+            seen += (": none of its volume snapshots were listed, so none "
+                     'was judged')
     return 'Cinder checks: %s.' % seen
 
 
@@ -140,13 +161,14 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
                           'backup_type': image.get('backup_type')},
                 owner=image.get('owner'), name=image.get('name')))
     scope = leaks.scope_of(getattr(auditor, 'glance', None))
-    cinder_scope = leaks.scope_of_session(cinder.session, cinder.auth)
-    snapshots = cinder.list_snapshots(all_projects=cinder_scope.admin)
+    cover = coverage(leaks.scope_of_session(cinder.session, cinder.auth),
+                     scope, owner)
+    snapshots = cinder.list_snapshots(all_projects=cover['all_projects'])
     if owner is not None:
         snapshots = (snap for snap in snapshots
                      if snap.get(cinder_mod.PROJECT_ATTRIBUTE) == owner)
     findings += leaks.judge_snapshots(auditor, snapshots, named, scope)
-    return findings, coverage(cinder_scope, owner)
+    return findings, cover
 
 
 def repair(cinder: cinder_mod.CinderClient, auditor: audit.AuditGlance,

@@ -360,7 +360,8 @@ def repair(cinder: cinder_mod.CinderClient, auditor: audit_mod.AuditGlance,
         def action(outcome: str, reason: str = '') -> None:
             actions.append(audit_mod.Action(
                 finding.image_id, finding.kind, finding.fix, outcome,
-                reason, subject=finding.subject))
+                reason, subject=finding.subject,
+                recorded_image=finding.evidence.get('recorded_image')))
 
         if not act:
             action('dry-run')

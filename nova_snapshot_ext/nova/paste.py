@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import configparser
 import difflib
+import io
 import re
 
 #: ``paste.filter_factory`` of the plugin's filter.
@@ -79,20 +80,27 @@ def _unreadable(err: configparser.Error) -> str:
     return ' '.join(str(err).split())
 
 
+class UnclosedHeader(ValueError):
+    """A line opens a ``[section]`` header and never closes it."""
+
+
 def _unclosed_headers(text: str) -> str | None:
     """Lines that open a ``[section]`` header and do not close it.
 
-    configparser takes such a line for an option, or, first in the file,
-    says it comes before any header: the reader would look for the wrong
-    fault.  An indented line is a value's continuation, never a header.
+    configparser takes such a line for an option of the section before
+    it, or, first in the file, says it comes before any header: the
+    reader would look for the wrong fault.  Lines as configparser splits
+    them (at ``\\n`` only); an indented line is a value's continuation,
+    never a header.
     """
-    bad = [str(number) for number, line in enumerate(text.splitlines(), 1)
-           if line.startswith('[') and
-           not configparser.ConfigParser.SECTCRE.match(line.rstrip())]
+    bad = [str(number) for number, line in
+           enumerate(io.StringIO(text), 1)
+           if line.startswith('[') and ']' not in line]
     if not bad:
         return None
     return ('line(s) %s open a [section] header without closing it with '
-            '"]"' % ', '.join(bad))
+            '"]" (PasteDeploy would take it for an option of the section '
+            'before)' % ', '.join(bad))
 
 
 class Paste:
@@ -101,7 +109,7 @@ class Paste:
     def __init__(self, text: str) -> None:
         unclosed = _unclosed_headers(text)
         if unclosed is not None:
-            raise ValueError(unclosed)
+            raise UnclosedHeader(unclosed)
         parser = configparser.ConfigParser(
             strict=False, defaults={'here': '/etc/nova',
                                     '__file__': '/etc/nova/api-paste.ini'})

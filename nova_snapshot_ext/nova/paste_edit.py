@@ -194,6 +194,8 @@ def _parse(text: str) -> tuple[paste.Paste, list[str]]:
     """
     try:
         parsed = paste.Paste(text)
+    except paste.UnclosedHeader as err:
+        raise LayoutError(str(err))
     except ValueError as err:
         raise LayoutError('not an ini file PasteDeploy can read: %s' % err)
     composites = _compute_composites(parsed)
@@ -432,11 +434,13 @@ def _changed_values(before: paste.Paste, after: paste.Paste
     changed: dict[str, dict[str, str]] = {}
     defaults = after.parser.defaults()
     for section in after.parser.sections():
-        for key in after.parser[section]:
+        for key in after.parser.options(section):
             if key in defaults:
                 continue
-            value = after.parser[section][key]
-            if (not before.parser.has_section(section) or
-                    before.parser[section].get(key) != value):
+            # Raw: a value with '%' is PasteDeploy's to interpolate, not
+            # this comparison's.
+            value = after.parser.get(section, key, raw=True)
+            if (not before.parser.has_option(section, key) or
+                    before.parser.get(section, key, raw=True) != value):
                 changed.setdefault(section, {})[key] = value
     return changed

@@ -383,7 +383,8 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
         conf_file = self._conf_file()
         report = self._audit(conf_file)
         self.assertEqual({'all_projects': False, 'owner': None,
-                          'project': project}, report['cinder_coverage'])
+                          'project': project, 'limited_by': 'cinder'},
+                         report['cinder_coverage'])
         by_snapshot = {f['volume_snapshot_id']: f
                        for f in report['findings']
                        if 'volume_snapshot_id' in f}

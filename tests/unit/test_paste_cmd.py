@@ -187,6 +187,24 @@ class TestReleases(PasteCommandCase):
                              section)
         self.assertEqual(read(release_file('34.0.0')), read(out))
 
+    def test_remove_reads_values_raw(self):
+        # Kind: a value PasteDeploy interpolates ('%' not followed by '%'
+        # or '('), anywhere in the file: the removal compares raw values.
+        installed = os.path.join(self.tmp, 'installed.ini')
+        self.assertEqual(0, self.paste('--from', release_file('34.0.0'),
+                                       '--output', installed))
+        with open(installed, 'a') as f:
+            f.write('\n[filter:pct]\npaste.filter_factory = x:y\n'
+                    'fmt = 100% done\n')
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        out = os.path.join(self.tmp, 'removed.ini')
+        self.assertEqual(0, self.paste('--from', installed, '--output', out,
+                                       '--remove', '--format', 'json'))
+        report = json.loads(self.stdout.getvalue())
+        self.assertEqual(set(report['composites']), set(report['sections']))
+        self.assertIn('fmt = 100% done', read(out).decode())
+
     def test_permissions_of_an_edited_file_are_kept(self):
         out = os.path.join(self.tmp, 'p.ini')
         with open(out, 'wb') as f:
@@ -234,6 +252,17 @@ class TestRefusals(PasteCommandCase):
                 text, 'line(s) %d open a [section] header without closing '
                 'it' % line)
             self.assertNotIn('before any', message)
+            self.assertNotIn('not an ini file', message)
+
+    def test_bracket_after_a_form_feed_in_a_comment_is_no_header(self):
+        # configparser splits lines at \n only: a '[' after a form feed
+        # or U+2028 inside a comment line starts no line of its own.
+        for sep in ('\x0c', '\u2028'):
+            text = '# old layout:%s[composite:old\n' % sep + self.stock()
+            source = self.write('in.ini', text)
+            out = os.path.join(self.tmp, 'out.ini')
+            self.assertEqual(0, self.paste('--from', source, '--output',
+                                           out), self.stderr.getvalue())
 
     def test_composite_without_keystone_pipeline(self):
         text = self.stock().replace(

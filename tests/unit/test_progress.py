@@ -150,7 +150,8 @@ class TestAuditProgress(base.TestCase):
         def cinder_scan(auditor, cinder, progress=None, **kwargs):
             for pages in (1, 2):
                 progress(2 * pages, pages)
-            return [], backup_audit.coverage(leaks.Scope('p1'), None)
+            return [], backup_audit.coverage(leaks.Scope('p1'),
+                                             leaks.Scope('p1'), None)
 
         conf = main.parse(['audit'])
         with mock.patch.object(audit, 'scan', scan), mock.patch.object(

@@ -329,29 +329,44 @@ class _TokenSession:
 
 
 class TestCinderCoverage(base.TestCase):
-    """An admin lists every project's; the report says which it listed."""
+    """Every project's only with two admins; the report says which."""
 
-    def _scan(self, cinder):
+    def _scan(self, cinder, glance_roles=None):
         from nova_snapshot_ext.backup import audit as backup_audit
 
-        findings, cover = backup_audit.scan(_PagedAuditor(), cinder)
+        auditor = _PagedAuditor()
+        if glance_roles is not None:
+            auditor.glance.session = _TokenSession('admin-project',
+                                                   glance_roles)
+        findings, cover = backup_audit.scan(auditor, cinder)
         return cover, backup_audit.describe_coverage(cover)
 
-    def test_admin_lists_every_project(self):
+    def test_two_admins_list_every_project(self):
         cinder = FakeCinder([snapshot()])
         cinder.session = _TokenSession('admin-project', ['admin', 'member'])
-        cover, text = self._scan(cinder)
+        cover, text = self._scan(cinder, glance_roles=['admin'])
         self.assertEqual([True], cinder.listed_all_projects)
         self.assertTrue(cover['all_projects'])
         self.assertIn("every project's volume snapshots", text)
 
+    def test_cinder_admin_with_a_glance_member_lists_its_project(self):
+        # Listing every project's would report each healthy snapshot of
+        # a project the Glance identity cannot read as not provably named.
+        cinder = FakeCinder([snapshot()])
+        cinder.session = _TokenSession('admin-project', ['admin'])
+        cover, text = self._scan(cinder, glance_roles=['member'])
+        self.assertEqual([False], cinder.listed_all_projects)
+        self.assertEqual('glance', cover['limited_by'])
+        self.assertIn('the Glance identity has no admin role', text)
+
     def test_member_lists_its_project_and_says_so(self):
         cinder = FakeCinder([snapshot()])
         cinder.session = _TokenSession(PROJECT, ['member', 'reader'])
-        cover, text = self._scan(cinder)
+        cover, text = self._scan(cinder, glance_roles=['admin'])
         self.assertEqual([False], cinder.listed_all_projects)
-        self.assertEqual((False, PROJECT),
-                         (cover['all_projects'], cover['project']))
+        self.assertEqual((False, PROJECT, 'cinder'),
+                         (cover['all_projects'], cover['project'],
+                          cover['limited_by']))
         self.assertIn("project %s's volume snapshots only" % PROJECT, text)
         self.assertIn("other projects' are not seen", text)
 
@@ -369,9 +384,16 @@ class TestCinderCoverage(base.TestCase):
     def test_owner_filter_is_said(self):
         from nova_snapshot_ext.backup import audit as backup_audit
 
-        cover = backup_audit.coverage(leaks.Scope('a', admin=True), 'p9')
-        self.assertIn('findings of project p9 (--owner)',
-                      backup_audit.describe_coverage(cover))
+        admin = leaks.Scope('a', admin=True)
+        text = backup_audit.describe_coverage(
+            backup_audit.coverage(admin, admin, 'p9'))
+        self.assertIn('findings of project p9 (--owner)', text)
+        self.assertNotIn('none of its', text)
+        # A member asked about another project: nothing of it was listed.
+        member = leaks.Scope('p1')
+        text = backup_audit.describe_coverage(
+            backup_audit.coverage(member, member, 'p9'))
+        self.assertIn('none of its volume snapshots were listed', text)
 
 
 class TestSnapshotFindingsNamedAsSnapshots(base.TestCase):
@@ -402,8 +424,13 @@ class TestSnapshotFindingsNamedAsSnapshots(base.TestCase):
         backup_audit.repair(cinder, auditor, report, act=True)
         self.assertEqual([(SNAP, PROJECT)], cinder.deleted)
         [action] = report.to_dict()['actions']
-        self.assertEqual(('done', SNAP),
-                         (action['outcome'], action['volume_snapshot_id']))
+        self.assertEqual(('done', SNAP, IMAGE),
+                         (action['outcome'], action['volume_snapshot_id'],
+                          action['image_id']))
+        self.assertNotIn('recorded_image', action)
+        self.assertEqual('volume snapshot %s leaked-volume-snapshot: '
+                         'delete-volume-snapshot: done' % SNAP,
+                         report.actions[0].describe())
         self.assertIn('volume snapshot %s ' % SNAP,
                       report.actions[0].describe())
         self.assertEqual([], report.unrepaired)
