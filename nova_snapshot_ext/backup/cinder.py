@@ -47,13 +47,26 @@ DELETED = 'deleted'
 GONE = 'already gone'
 
 
+#: What keystoneauth1 raises on its way to Cinder: its own errors, and a
+#: ``ValueError`` when it cannot choose an endpoint for the token (a
+#: system-scoped token, whose catalog has no project endpoints).
+SENT_ERRORS = (ks_exc.ClientException, ValueError)
+
+
 def translate(err: BaseException, operation: str,
               snapshot_id: str) -> exception.CinderError:
     """A keystoneauth1 error as the plugin's Cinder exception (not raised).
 
     :returns: ``CinderForbidden`` for 401/403, ``CinderUnavailable`` for a
-        transport failure or 503, ``CinderError`` otherwise.
+        transport failure or 503, ``CinderError`` otherwise (an endpoint
+        keystoneauth could not choose names the options).
     """
+    if isinstance(err, ValueError):
+        return exception.CinderError(
+            operation=operation, snapshot_id=snapshot_id,
+            reason='keystoneauth could not choose a Cinder endpoint for '
+            'these credentials (%s): scope [snapshot_ext_cinder] to a '
+            'project, not the system' % ' '.join(str(err).split())[:300])
     reason = ' '.join(str(err).split())[:500] or err.__class__.__name__
     kwargs = dict(operation=operation, snapshot_id=snapshot_id,
                   reason=reason)
@@ -128,7 +141,7 @@ class CinderClient:
         try:
             return self._adapter.request('snapshots/%s' % snapshot_id,
                                          method, raise_exc=True)
-        except ks_exc.ClientException as err:
+        except SENT_ERRORS as err:
             if isinstance(err, ks_exc.NotFound):
                 return None
             raise translate(err, operation, snapshot_id) from err
@@ -175,9 +188,10 @@ class CinderClient:
                 query += '&marker=%s' % marker
             try:
                 resp = self._adapter.get(query, raise_exc=True)
-                body = resp.json()
-            except ks_exc.ClientException as err:
+            except SENT_ERRORS as err:
                 raise translate(err, 'list', '(all)') from err
+            try:
+                body = resp.json()
             except ValueError as err:
                 raise exception.CinderError(
                     operation='list', snapshot_id='(all)',
@@ -205,7 +219,7 @@ class CinderClient:
             self._adapter.post('snapshots/%s/metadata' % snapshot_id,
                                json={'metadata': dict(metadata)},
                                raise_exc=True)
-        except ks_exc.ClientException as err:
+        except SENT_ERRORS as err:
             raise translate(err, 'set metadata', snapshot_id) from err
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:

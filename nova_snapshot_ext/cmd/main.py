@@ -823,6 +823,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(message, checks.EXIT_INPUT, fmt)
     except exception.GlanceError as err:
         return _fail(*checks.glance_error(err), fmt)
+    except (exception.CinderForbidden, exception.CinderUnavailable) as err:
+        # Cinder unreachable or its credentials refused: exit 3, as for
+        # Glance (the message names [snapshot_ext_cinder]).
+        return _fail(err.format_message(), checks.EXIT_UNREACHABLE, fmt)
     except exception.SnapshotExtException as err:
         return _fail(err.format_message(), checks.EXIT_FAILED, fmt)
     except KeyboardInterrupt as err:

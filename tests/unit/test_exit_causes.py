@@ -169,6 +169,21 @@ class TestOverQuotaIsOneCause(base.TestCase):
             return main.main(['snapshot', 'r.json', '--config-file',
                               self.conf] + list(extra))
 
+    def test_cinder_refused_or_unreachable_is_exit_3(self):
+        # As for Glance: Cinder's credentials refused or Cinder down is
+        # "cannot reach or authenticate", a Cinder 500 a failure.
+        for err, code in (
+                (exception.CinderForbidden(operation='read', reason='401',
+                                           snapshot_id='s'),
+                 checks.EXIT_UNREACHABLE),
+                (exception.CinderUnavailable(operation='list', reason='r',
+                                             snapshot_id='(all)'),
+                 checks.EXIT_UNREACHABLE),
+                (exception.CinderError(operation='delete', reason='500',
+                                       snapshot_id='s'),
+                 checks.EXIT_FAILED)):
+            self.assertEqual(code, self._exit(err), type(err).__name__)
+
     def _paths(self, resource):
         preflight = exception.GlanceQuotaExceeded(
             project='p', resource=resource,

@@ -121,6 +121,24 @@ class TestCinderClient(base.TestCase):
         self.assertEqual(['limit=200', 'limit=200&all_tenants=1'],
                          _Handler.listed)
 
+    def test_endpoint_keystoneauth_cannot_choose_names_the_options(self):
+        # A system-scoped token: keystoneauth raises ValueError choosing
+        # the endpoint; the client says what to change, never crashes.
+        from unittest import mock
+
+        with mock.patch.object(self.client._adapter, 'request',
+                               side_effect=ValueError('Programming error '
+                                                      'choosing an endpoint')):
+            err = self.assertRaises(exception.CinderError,
+                                    self.client.get_snapshot, 'mine')
+        self.assertIn('scope [snapshot_ext_cinder] to a project',
+                      err.format_message())
+        with mock.patch.object(self.client._adapter, 'get',
+                               side_effect=ValueError('Programming error')):
+            err = self.assertRaises(exception.CinderError, list,
+                                    self.client.list_snapshots())
+        self.assertNotIn('not JSON', err.format_message())
+
     def test_unreachable(self):
         client = cinder_mod.CinderClient.for_auth(
             ks_session.Session(), endpoint_override='http://127.0.0.1:9/v3',
