@@ -155,21 +155,31 @@ class TestReleases(PasteCommandCase):
         self.assertEqual({s: dict(written[s]) for s in written.sections()},
                          {s: dict(merged[s]) for s in merged.sections()})
 
+    def install_then_remove(self, appended=''):
+        """Nova 34's file installed (plus ``appended``), then removed.
+
+        :returns: the installed file's path, the removed one's, and the
+            removal's JSON report.
+        """
+        installed = os.path.join(self.tmp, 'installed.ini')
+        self.assertEqual(0, self.paste('--from', release_file('34.0.0'),
+                                       '--output', installed))
+        with open(installed, 'a') as f:
+            f.write(appended)
+        self.stdout.seek(0)
+        self.stdout.truncate()
+        out = os.path.join(self.tmp, 'removed.ini')
+        self.assertEqual(0, self.paste('--from', installed, '--output', out,
+                                       '--remove', '--format', 'json'))
+        return installed, out, json.loads(self.stdout.getvalue())
+
     def test_remove_json_sections_take_the_filter_out_by_merge(self):
         # OpenStack-Ansible's removal: os_nova merges the overrides over
         # the live, already edited file; merged over it, the removal's
         # sections give Nova's own pipelines, and the filter's section is
         # the one thing left over, named by no pipeline (PasteDeploy then
         # never imports it: nova-api starts without the package).
-        installed = os.path.join(self.tmp, 'installed.ini')
-        self.assertEqual(0, self.paste('--from', release_file('34.0.0'),
-                                       '--output', installed))
-        self.stdout.seek(0)
-        self.stdout.truncate()
-        out = os.path.join(self.tmp, 'removed.ini')
-        self.assertEqual(0, self.paste('--from', installed, '--output', out,
-                                       '--remove', '--format', 'json'))
-        report = json.loads(self.stdout.getvalue())
+        installed, out, report = self.install_then_remove()
         self.assertTrue(report['removed'])
         self.assertEqual(set(report['composites']), set(report['sections']))
         merged = configparser.ConfigParser(interpolation=None)
@@ -190,18 +200,8 @@ class TestReleases(PasteCommandCase):
     def test_remove_reads_values_raw(self):
         # Kind: a value PasteDeploy interpolates ('%' not followed by '%'
         # or '('), anywhere in the file: the removal compares raw values.
-        installed = os.path.join(self.tmp, 'installed.ini')
-        self.assertEqual(0, self.paste('--from', release_file('34.0.0'),
-                                       '--output', installed))
-        with open(installed, 'a') as f:
-            f.write('\n[filter:pct]\npaste.filter_factory = x:y\n'
-                    'fmt = 100% done\n')
-        self.stdout.seek(0)
-        self.stdout.truncate()
-        out = os.path.join(self.tmp, 'removed.ini')
-        self.assertEqual(0, self.paste('--from', installed, '--output', out,
-                                       '--remove', '--format', 'json'))
-        report = json.loads(self.stdout.getvalue())
+        installed, out, report = self.install_then_remove(
+            '\n[filter:pct]\npaste.filter_factory = x:y\nfmt = 100% done\n')
         self.assertEqual(set(report['composites']), set(report['sections']))
         self.assertIn('fmt = 100% done', read(out).decode())
 
