@@ -23,6 +23,7 @@ import urllib3
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import capabilities
 from nova_snapshot_ext.image import glance
+from nova_snapshot_ext.image import sending
 from tests import base
 from tests.unit import fake_glanceclient
 
@@ -290,7 +291,7 @@ class TestIdempotentRetries(base.TestCase):
     def sent(self, method, url):
         http = mock.Mock()
         real = http.request
-        glance._send_once_unless_idempotent(http)
+        sending.install(http)
         http.request(url, method, data='x')
         return real.call_args.kwargs
 
