@@ -166,8 +166,11 @@ KINDS: dict[str, tuple[str, bool]] = {
 DEFAULT_QUEUED_AGE = 24 * 3600
 #: Default largest payload (bytes) downloaded to inspect.
 DEFAULT_MAX_DOWNLOAD = 1024 * 1024
-#: Default ``limit`` of one ``GET /v2/images`` page.
-DEFAULT_PAGE_SIZE = 200
+#: Default ``limit`` of one ``GET /v2/images`` page: Glance's own
+#: ``api_limit_max`` default (a Glance set lower answers fewer per page,
+#: and the audit follows ``next``).  Measured on 100,000 images: 81 s in
+#: 102 pages, against 173 s in 502 pages at 200 (doc/source/benchmark.rst).
+DEFAULT_PAGE_SIZE = 1000
 
 #: Kinds (:func:`nova_snapshot_ext.snapshot.metadata.never_inherited_kind`)
 #: never judged on an image: Glance writes its own state, Nova the mapping.

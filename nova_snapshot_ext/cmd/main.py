@@ -223,7 +223,9 @@ def add_commands(subparsers: ty.Any) -> None:
                    default=None, help='largest payload downloaded to '
                    'inspect (default: 1048576)')
     p.add_argument('--page-size', type=int, metavar='N', default=None,
-                   help='images per GET /v2/images page (default: 200)')
+                   help='images per GET /v2/images page (default: 1000, '
+                   "Glance's own api_limit_max; a Glance set lower "
+                   'answers fewer)')
     p.add_argument('--owner', metavar='PROJECT_ID', type=_project_id,
                    help='only images owned by this project')
     shown = p.add_mutually_exclusive_group()
