@@ -215,6 +215,41 @@ class GlanceFixture(fixtures.Fixture):
         self.addDetail('glance-endpoint',
                        content.text_content(self.glance.endpoint))
 
+    def attach_errors_on_failure(self, test):
+        """When ``test`` fails, attach glance-api's ERROR lines since now.
+
+        The shared Glance's log lives in its temp dir, gone after the run:
+        a failure that was Glance's own (a 500) says why, as a detail
+        ``errors in glance-api.log`` (the last :data:`ERROR_LINES`).
+        """
+        path = getattr(self.glance, 'log_file', None)
+        if not path:
+            return
+        try:
+            start = os.path.getsize(path)
+        except OSError:
+            return
+
+        def attach(exc_info):
+            try:
+                with open(path, 'rb') as fh:
+                    fh.seek(start)
+                    lines = [line.decode('utf-8', 'replace')
+                             for line in fh if b' ERROR ' in line or
+                             b' CRITICAL ' in line]
+            except OSError:
+                return
+            if lines:
+                test.addDetail('errors in glance-api.log',
+                               content.text_content(
+                                   ''.join(lines[-ERROR_LINES:])))
+
+        test.addOnException(attach)
+
+
+#: ERROR lines of Glance's log attached to a failed test (the last ones).
+ERROR_LINES = 20
+
 
 class FunctionalTestCase(_BaseTestCase):
     """Base class for tests against a real, embedded glance-api.
@@ -237,6 +272,7 @@ class FunctionalTestCase(_BaseTestCase):
                 kind, embedded_database.missing(kind)))
         fixture = self.useFixture(
             GlanceFixture(self.GLANCE_PROFILE, **self.GLANCE_OVERRIDES))
+        fixture.attach_errors_on_failure(self)
         self.glance = fixture.glance
         #: What this Glance release does, from
         #: :data:`~nova_snapshot_ext.embedded.glance_venv.RELEASES`.
