@@ -29,6 +29,8 @@ import typing as ty
 from oslo_config import cfg
 
 from nova_snapshot_ext import audit
+from nova_snapshot_ext.backup import audit as backup_audit
+from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import progress as progress_mod
 
@@ -48,8 +50,6 @@ def summary(report: audit.Report) -> str:
 
 
 def _text(report: audit.Report, fix: bool, act: bool) -> str:
-    from nova_snapshot_ext.backup import audit as backup_audit
-
     lines = [summary(report) + '.',
              backup_audit.describe_coverage(report.cinder_coverage)]
     for finding in report.findings:
@@ -79,8 +79,6 @@ def _cinder_checks(cinder: ty.Any, auditor: audit.AuditGlance,
     second time: with ``shown``, that read has its own progress (label
     ``audit (Cinder checks)``).
     """
-    from nova_snapshot_ext.backup import audit as backup_audit
-
     if cinder is None:
         return
     second = (progress_mod.Progress(sys.stderr, 'audit (Cinder checks)')
@@ -138,8 +136,6 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
         progress=progress)
     if shown is not None:
         shown.done(report.scanned, report.pages)
-    from nova_snapshot_ext.backup import audit as backup_audit
-    from nova_snapshot_ext.cmd import backup as backup_cmd
 
     cinder = backup_cmd.cinder_client(conf)
     _cinder_checks(cinder, auditor, args, report, shown is not None)

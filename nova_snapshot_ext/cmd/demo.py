@@ -51,10 +51,6 @@ def cmd_demo(conf: cfg.ConfigOpts) -> int:
                fmt=conf.format, location=args.location)
 
 
-#: Properties Glance computes itself from the payload it stores: an
-#: inherited one is dropped, and the new image has its own.
-GLANCE_COMPUTED = frozenset(('checksum', 'os_hash_algo', 'os_hash_value'))
-
 #: Modules the demo needs beyond the base install
 #: (``embedded-requirements.txt`` of the clone).
 EMBEDDED_MODULES = ('glance', 'gunicorn')
@@ -281,9 +277,11 @@ def explain(conf: ty.Any, conf_path: str,
         'Inherited properties dropped:' if dropped else
         'Inherited properties dropped: none']
     lines += ['  %s: %s' % (k, v) for k, v in dropped.items()]
-    if set(dropped) & GLANCE_COMPUTED:
-        lines.append('  (the image below has a checksum and hash again: '
-                     "Glance's own, of the payload this run uploaded)")
+    if set(dropped) & metadata.NEVER_INHERITED_KINDS['foreign-data']:
+        # Glance computes these itself from the payload it stores.
+        lines.append('  (the image below has its size, checksum and hash '
+                     "again: Glance's own, of the payload this run "
+                     'uploaded)')
     return {'text': '\n'.join(lines), 'data': {
         'config': config_text, 'disk_formats': g['disk_formats'],
         'driver_reads': reads, 'why_payload': why, 'plan': plan,
