@@ -269,3 +269,43 @@ def marker_problems(source, copy):
             problems.append('%s: the copy\'s disk has %d sectors, the '
                             'source\'s %d' % (disk, copied, size))
     return problems
+
+
+def consistency_problems(source, copy, disk=guest.LOG_DISK):
+    """How a quiesced snapshot of the writing guest fails to be consistent.
+
+    :param source: :func:`console_markers` of the source server read after
+        the snapshot: its agent's ``freeze`` and ``thaw`` with the records
+        the guest had written at each.
+    :param copy: :func:`console_markers` of the server booted from the
+        snapshot image: what it found on ``disk``'s log filesystem.
+    :returns: a list of sentences (empty when the copy's journal is
+        clean, ``e2fsck -fn`` found nothing, and the log holds every
+        record written before the freeze and no more than at the thaw,
+        none cut short).  One sentence when the source shows no freeze
+        and thaw (its image lacks ``hw_qemu_guest_agent=yes``): then no
+        consistency can be claimed.
+    """
+    if source['freezes'][-2:] != ['freeze', 'thaw']:
+        return ['the source shows no freeze and thaw (%s): no quiesce to '
+                'judge' % (' '.join(source['freezes']) or 'none')]
+    at_freeze, at_thaw = source['written'][-2:]
+    found = copy['filesystems'].get(disk)
+    if found is None:
+        return ['%s: the copy shows no log filesystem' % disk]
+    problems = []
+    if found.get('journal') != 'clean':
+        problems.append('%s: the journal needs recovery: the snapshot was '
+                        'not taken while the filesystem was frozen' % disk)
+    if found.get('fsck') != 0:
+        problems.append('%s: e2fsck -fn exited with %s' % (disk,
+                                                           found.get('fsck')))
+    if found.get('log') != 'ok':
+        problems.append('%s: a log record is cut short or out of order'
+                        % disk)
+    records = found.get('records', -1)
+    if not at_freeze <= records <= at_thaw:
+        problems.append('%s: the log holds %d records; the guest had '
+                        'written %d at the freeze and %d at the thaw'
+                        % (disk, records, at_freeze, at_thaw))
+    return problems

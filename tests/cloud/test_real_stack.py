@@ -51,33 +51,36 @@ class _RealStack(test_scenarios._Cloud):
         super().setUp()
         self.ceph = base.ceph_of(self.cloud)
 
-    def _guest_server(self, data=True):
+    def _guest_server(self, data=True, data_snapshot=None):
         """The marker guest on a root volume (+ a data volume), ACTIVE.
 
+        :param data: with a new, empty data volume (``vdb``).
+        :param data_snapshot: a Cinder snapshot id: the data volume is made
+            from it (its marker is read, not written).
         :returns: ``(server, {'vda': root volume id, 'vdb': data volume
             id}, {'vda': marker, 'vdb': marker})`` once the guest wrote
-            its markers.
+            or read its markers.
         """
         tag = uuid.uuid4().hex[:8]
         root = self.demo.create_volume(
             image=self.cloud.ids['images']['guest'], name='root-' + tag)
         self.addCleanup(self._delete_volume_when_free, root['id'])
-        bdm = [{'boot_index': 0, 'uuid': root['id'], 'source_type': 'volume',
-                'destination_type': 'volume', 'delete_on_termination': False}]
         volumes = {'vda': root['id']}
-        if data:
-            vol = self.demo.create_volume(name='data-' + tag)
+        if data or data_snapshot:
+            vol = self.demo.create_volume(name='data-' + tag,
+                                          snapshot=data_snapshot)
             self.addCleanup(self._delete_volume_when_free, vol['id'])
-            bdm.append({'boot_index': -1, 'uuid': vol['id'],
-                        'source_type': 'volume',
-                        'destination_type': 'volume',
-                        'delete_on_termination': False})
             volumes['vdb'] = vol['id']
+        bdm = [{'boot_index': 0 if disk == 'vda' else -1, 'uuid': volume_id,
+                'source_type': 'volume', 'destination_type': 'volume',
+                'delete_on_termination': False}
+               for disk, volume_id in sorted(volumes.items())]
         server = self.demo.boot('guest-' + tag, bdm=bdm)
         self.addCleanup(self.demo.delete_server, server['id'])
         said = self._console(server['id'], sorted(volumes))
-        for disk in volumes:
-            self.assertEqual('WROTE', said['markers'][disk][0], said)
+        self.assertEqual('WROTE', said['markers']['vda'][0], said)
+        self.assertEqual('READ' if data_snapshot else 'WROTE',
+                         said['markers'].get('vdb', ('READ',))[0], said)
         markers = {d: said['markers'][d][1] for d in volumes}
         return server, volumes, markers
 
@@ -229,6 +232,64 @@ class FileStoreTest(_RoundTrip, oslotest_base.BaseTestCase):
         image_id = self._create_image(server['id'])
         self._assert_round_trip(image_id, volumes, markers,
                                 sizes={'vda': 1, 'vdb': 2})
+
+    def test_snapshot_while_writing_is_consistent(self):
+        """A snapshot of a guest that writes holds a quiesced filesystem.
+
+        The marker guest appends a numbered 64-byte record to a log on an
+        ext4 filesystem of its data disk five times a second, never
+        syncing, so the newest records are only in its page cache.
+        ``createImage`` quiesces it: the agent's freeze writes them out,
+        flushes ext4's journal and clears its needs-recovery flag before
+        Cinder snapshots the volumes.  A guest booted from the image then
+        finds, before mounting, a clean journal, nothing for ``e2fsck
+        -fn`` to report, and a log of every record written before the
+        freeze (and none after the thaw), none cut short.  Side by side, a
+        Cinder snapshot of the same volume taken without the agent (what
+        any storage-side snapshot is) holds a filesystem that needs
+        journal recovery: the judge tells the two apart.
+        """
+        server, volumes, markers = self._guest_server()
+        # Some seconds of writes, all still in the guest's page cache.
+        self.demo.wait(
+            'the guest\'s first %d records' % guest.PROGRESS_EVERY,
+            lambda: guest.read_console(self.demo.console(server['id'])),
+            lambda s: s['progress'].get(guest.LOG_DISK), timeout=60)
+        image_id = self._create_image(server['id'])
+        source = self.demo.wait(
+            'the freeze and thaw of createImage',
+            lambda: guest.read_console(self.demo.console(server['id'])),
+            lambda s: len(s['freezes']) >= 2, timeout=120)
+        self.assertEqual(['freeze', 'thaw'], source['freezes'])
+        at_freeze, at_thaw = source['written']
+        self.assertGreaterEqual(at_freeze, guest.PROGRESS_EVERY, source)
+        _image, booted = self._assert_round_trip(image_id, volumes, markers)
+        restored = self._console(booted['id'], sorted(volumes))
+        found = restored['filesystems'][guest.LOG_DISK]
+        self.addDetail('log disk from the image',
+                       test_scenarios._text('%r; records written at the '
+                                            'freeze %d, at the thaw %d'
+                                            % (found, at_freeze, at_thaw)))
+        self.assertEqual({'journal': 'clean', 'fsck': 0, 'log': 'ok'},
+                         {k: found[k] for k in ('journal', 'fsck', 'log')})
+        self.assertTrue(at_freeze <= found['records'] <= at_thaw, found)
+
+        crash = self.demo.create_snapshot(volumes[guest.LOG_DISK],
+                                          name='no-quiesce')
+        self.addCleanup(self._delete_snapshot, crash['id'])
+        other, _volumes, _markers = self._guest_server(
+            data_snapshot=crash['id'])
+        said = self._console(other['id'], ['vda', guest.LOG_DISK])
+        unquiesced = said['filesystems'][guest.LOG_DISK]
+        self.addDetail('log disk from a snapshot without quiesce',
+                       test_scenarios._text(repr(unquiesced)))
+        # Deterministic: ext4 sets the flag at mount and clears it only
+        # at unmount or freeze.  Its log is often torn too (a record
+        # whose size was journaled before its data was written back):
+        # shown in the detail, not asserted.
+        self.assertEqual('recovery', unquiesced['journal'], unquiesced)
+        self.assertEqual(markers[guest.LOG_DISK],
+                         said['markers'][guest.LOG_DISK][1])
 
     def test_create_backup_rotation_on_rbd(self):
         """createBackup, rotation 2, four times, on Ceph.

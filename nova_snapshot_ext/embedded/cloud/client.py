@@ -78,10 +78,14 @@ class Api(object):
         return self.json('cinder', 'GET', self.project_path(
             '/volumes/%s' % volume_id))['volume']
 
-    def create_volume(self, size=1, image=None, name='cloud-test'):
+    def create_volume(self, size=1, image=None, name='cloud-test',
+                      snapshot=None):
+        """A new volume, ``available``: blank, from an image or a snapshot."""
         body = {'size': size, 'name': name}
         if image:
             body['imageRef'] = image
+        if snapshot:
+            body['snapshot_id'] = snapshot
         vol = self.json('cinder', 'POST', self.project_path('/volumes'),
                         json={'volume': body})['volume']
         return self.wait('volume %s' % vol['id'],
@@ -107,6 +111,21 @@ class Api(object):
         except Exception as exc:  # noqa: B902 - never hide the failure
             return '; Cinder messages not read: %r' % exc
         return '; Cinder messages: %s' % ('; '.join(said) or 'none')
+
+    def create_snapshot(self, volume_id, name='cloud-test'):
+        """A Cinder snapshot of a volume, ``available``.
+
+        ``force``: of an in-use volume too, with no quiesce (a
+        crash-consistent copy, as a storage-side snapshot is).
+        """
+        snap = self.json('cinder', 'POST', self.project_path('/snapshots'),
+                         json={'snapshot': {'volume_id': volume_id,
+                                            'name': name, 'force': True}}
+                         )['snapshot']
+        return self.wait('snapshot %s' % snap['id'],
+                         lambda: self.snapshot(snap['id']),
+                         lambda s: s['status'] == 'available',
+                         failed=('error',), why=self._cinder_says)
 
     def snapshot(self, snapshot_id, ok=(200,)):
         resp = self.call('cinder', 'GET', self.project_path(

@@ -29,16 +29,32 @@ What the guest does, on its serial console (``console=ttyS0``): first
 * else ``NSE-WROTE vdX <marker>``: it wrote a new random marker there
   (then ``sync``: QEMU runs Cinder's RBD disks with ``cache='none'``).
 
+Then, when there is a second disk (:data:`LOG_DISK`), a writer that
+shows whether a snapshot of it is consistent.  Its first :data:`LOG_MIB`
+MiB hold an ext4 filesystem (made by e2fsprogs' ``mke2fs`` when the
+disk's first 64 KiB are zeros, as on a new volume; the marker lies past
+it).  A disk that holds something else is left alone: ``NSE-JOURNAL vdb
+foreign``, and no writer.  Before mounting it, the guest says what
+it found: ``NSE-JOURNAL vdb clean|recovery`` (the superblock's
+needs-recovery flag: set while ext4 is mounted, cleared by a freeze),
+``NSE-FSCK vdb <status>`` (``e2fsck -fn``; 0: nothing wrong) and ``NSE-LOG
+vdb <records> ok|torn`` (the log's records, each numbered and whole, or
+``torn``).  Then, mounted on ``/vol``, it appends one
+:data:`RECORD_BYTES`-byte record five times a second to ``/vol/log``,
+never syncing: the newest records are only in the page cache until the
+kernel writes them back (up to 30 s) or a freeze flushes them.  Every
+:data:`PROGRESS_EVERY` records it says ``NSE-WRITTEN vdb <records>``.
+
 Then, when the hypervisor gave it the QEMU guest agent's channel (Nova
 does for an image with ``hw_qemu_guest_agent=yes``), it starts Debian's
 ``qemu-ga`` there (``NSE-AGENT <port>``), with an fsfreeze hook that
-prints ``NSE-FSFREEZE freeze`` and ``NSE-FSFREEZE thaw``: a quiesce and
-its thaw are seen on the console.  One filesystem is there to freeze: ext2
-on a 4 MiB RAM disk (``brd``) mounted on ``/data``, so the agent's
-``guest-fsfreeze-status`` says ``frozen`` until someone thaws it (with no
-filesystem at all, qemu-ga would thaw at once by itself and prove
-nothing).  It holds none of the volumes' data: the markers are written
-to the raw disks.
+prints ``NSE-FSFREEZE freeze <n>`` and ``NSE-FSFREEZE thaw <n>`` (``n``:
+the records written when the hook ran): a quiesce and its thaw are seen
+on the console.  The agent freezes every filesystem: the log's, and ext2
+on a 4 MiB RAM disk (``brd``) mounted on ``/data``, there so that a guest
+with one disk has something to freeze too (with no filesystem at all,
+qemu-ga would thaw at once by itself and prove nothing), and so the
+agent's ``guest-fsfreeze-status`` says ``frozen`` until someone thaws it.
 
 Then ``NSE-DONE`` and it stays up (``os-getConsoleOutput`` answers 404
 once a domain is shut off).  A disk is "told" to get a marker by being
@@ -72,6 +88,22 @@ MODULES = ('virtio_ring', 'virtio', 'virtio_pci_legacy_dev',
            'virtio_console')
 #: Modules copied but loaded with their own arguments (the RAM disk).
 OTHER_MODULES = ('brd',)
+#: The disk whose first :data:`LOG_MIB` MiB hold the writer's ext4
+#: filesystem (below :data:`MARKER_SECTOR`: the marker stays where it is).
+LOG_DISK = 'vdb'
+LOG_MIB = 16
+#: One record of the writer's log: ``NSEREC <8 digits> x...x\n``.
+RECORD_BYTES = 64
+#: The writer's pause between two records (microseconds): 5 a second.
+RECORD_PAUSE_US = 200000
+#: The writer says how far it got every so many records (``NSE-WRITTEN``).
+PROGRESS_EVERY = 25
+#: e2fsprogs' programs copied from the host (busybox's mke2fs makes no
+#: journal and it has no e2fsck).
+FS_PROGRAMS = ('mke2fs', 'e2fsck')
+#: Where they are in the guest, called by path: busybox's shell prefers
+#: its own applet (a journal-less ``mke2fs``) to a program of that name.
+_SBIN = '/usr/sbin'
 #: Debian's package of the QEMU guest agent (downloaded, never installed;
 #: its libraries are copied from the host, where QEMU's packages put them).
 AGENT_PACKAGE = 'qemu-guest-agent'
@@ -88,13 +120,17 @@ PROGRAMS = {
     'mkfs.vfat': 'dosfstools',
     'sfdisk': 'fdisk',
     'cpio': 'cpio',
+    'mke2fs': 'e2fsprogs',
+    'e2fsck': 'e2fsprogs',
 }
 KERNEL_ARGS = 'console=ttyS0,115200 rdinit=/init panic=-1 quiet'
+#: The writer's count of records appended to the journal disk's log.
+_RECORDS = '/var/run/nse-records'
 _HOOK = """#!/bin/sh
 # qemu-ga's fsfreeze hook (nova_snapshot_ext.embedded.cloud.guest).
-echo "NSE-FSFREEZE $1" >/dev/console
+echo "NSE-FSFREEZE $1 $(cat %s 2>/dev/null || echo 0)" >/dev/console
 exit 0
-"""
+""" % _RECORDS
 #: One thing the guest says; a whole word (nothing glued before or after:
 #: a longer marker or ``XNSE-READ`` is not one).
 _TOKEN = re.compile(
@@ -102,7 +138,11 @@ _TOKEN = re.compile(
     r'BOOT (?P<boot>[0-9a-f]{16})|'
     r'DISK (?P<disk>vd[a-z]+) (?P<size>\d+)|'
     r'(?P<how>READ|WROTE) (?P<on>vd[a-z]+) (?P<marker>NSEMARK-[0-9a-f]{24})|'
-    r'FSFREEZE (?P<freeze>freeze|thaw)|'
+    r'FSFREEZE (?P<freeze>freeze|thaw)(?: (?P<written>\d+))?|'
+    r'JOURNAL (?P<jdisk>vd[a-z]+) (?P<journal>clean|recovery|foreign)|'
+    r'FSCK (?P<fdisk>vd[a-z]+) (?P<fsck>\d+)|'
+    r'LOG (?P<ldisk>vd[a-z]+) (?P<records>\d+) (?P<log>ok|torn)|'
+    r'WRITTEN (?P<wdisk>vd[a-z]+) (?P<progress>\d+)|'
     r'(?P<done>DONE)'
     r')(?![\w-])')
 #: Terminal control sequences (syslinux and the kernel clear the screen).
@@ -115,6 +155,7 @@ mount -t devtmpfs dev /dev
 exec </dev/console >/dev/console 2>&1
 mount -t proc proc /proc
 mount -t sysfs sys /sys
+mkdir -p /etc /var/run && ln -sf /proc/mounts /etc/mtab
 for m in %(modules)s; do insmod /lib/modules/$m.ko; done
 echo "NSE-BOOT $(head -c 8 /dev/urandom | hexdump -v -e '8/1 "%%02x"')"
 n=0
@@ -135,6 +176,44 @@ for d in /dev/vd[a-z]; do
     ;;
   esac
 done
+if [ -b /dev/%(disk)s ]; then
+  magic=$(dd if=/dev/%(disk)s bs=1 skip=1080 count=2 2>/dev/null |
+          hexdump -v -e '2/1 "%%02x"')
+  used=$(dd if=/dev/%(disk)s bs=65536 count=1 2>/dev/null | tr -d '\000' |
+         head -c 1 | wc -c)
+  if [ "$magic" != 53ef ] && [ "$used" -ne 0 ]; then
+    echo "NSE-JOURNAL %(disk)s foreign"
+  else
+    [ "$magic" = 53ef ] ||
+      %(sbin)s/mke2fs -q -F -t ext4 -E nodiscard /dev/%(disk)s %(log_mib)dM
+    mkdir -p /vol
+  fi
+fi
+if [ -d /vol ]; then
+  incompat=$(dd if=/dev/%(disk)s bs=1 skip=1120 count=1 2>/dev/null |
+             hexdump -v -e '1/1 "%%u"')
+  if [ $((incompat & 4)) -ne 0 ]; then j=recovery; else j=clean; fi
+  echo "NSE-JOURNAL %(disk)s $j"
+  %(sbin)s/e2fsck -fn /dev/%(disk)s >/dev/null 2>&1
+  echo "NSE-FSCK %(disk)s $?"
+fi
+if [ -d /vol ] && mount -t ext4 /dev/%(disk)s /vol; then
+  touch /vol/log
+  counted=$(awk 'BEGIN { ok = "ok" }
+    $1 != "NSEREC" || $2 != sprintf("%%08d", NR) ||
+    length($0) != %(line)d { ok = "torn" }
+    END { print NR + 0, ok }' /vol/log)
+  echo "NSE-LOG %(disk)s $counted"
+  n=${counted%%%% *}
+  echo $n >%(records)s
+  while true; do
+    n=$((n + 1))
+    printf 'NSEREC %%08d %%s\n' $n %(pad)s >>/vol/log
+    echo $n >%(records)s
+    [ $((n %% %(every)d)) -ne 0 ] || echo "NSE-WRITTEN %(disk)s $n"
+    usleep %(pause_us)d
+  done &
+fi
 insmod /lib/modules/brd.ko rd_nr=1 rd_size=4096
 mkdir -p /data
 mke2fs -q /dev/ram0 && mount -t ext2 /dev/ram0 /data && echo written >/data/f
@@ -157,7 +236,12 @@ class GuestError(proc_mod.CloudError):
 def init_script():
     """The guest's ``/init`` (text)."""
     return _INIT % {'modules': ' '.join(MODULES),
-                    'sector': MARKER_SECTOR, 'channel': AGENT_CHANNEL}
+                    'sector': MARKER_SECTOR, 'channel': AGENT_CHANNEL,
+                    'disk': LOG_DISK, 'log_mib': LOG_MIB,
+                    'line': RECORD_BYTES - 1,
+                    'pad': 'x' * (RECORD_BYTES - len('NSEREC 00000000 \n')),
+                    'records': _RECORDS, 'pause_us': RECORD_PAUSE_US,
+                    'sbin': _SBIN, 'every': PROGRESS_EVERY}
 
 
 def _run(cmd, cwd, timeout=120, stdin=b'', raw=False):
@@ -212,15 +296,29 @@ def candidate_version(package):
     return ''
 
 
-def recipe_key(kernel, agent=''):
+def recipe_key(kernel, agent='', programs=()):
     """A key of what makes the disk: the packages and the recipe.
 
-    :param kernel: the kernel package; ``agent`` the guest agent's version.
+    :param kernel: the kernel package; ``agent`` the guest agent's version;
+        ``programs`` :func:`programs_key`.
     """
     text = '\n'.join([kernel, agent, init_script(), _HOOK, KERNEL_ARGS,
                       str(DISK_MIB), str(PARTITION_KIB)] + list(MODULES) +
-                     list(OTHER_MODULES))
+                     list(OTHER_MODULES) + list(programs))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def programs_key():
+    """The identity of the host programs a guest carries (their digests).
+
+    :returns: a list of ``'<name> <sha256>'``, for :func:`recipe_key`.
+    :raises GuestError: when the host lacks one.
+    """
+    key = []
+    for name in FS_PROGRAMS:
+        with open(host_program(name), 'rb') as fh:
+            key.append('%s %s' % (name, hashlib.sha256(fh.read()).hexdigest()))
+    return key
 
 
 def ensure(directory=None):
@@ -239,7 +337,8 @@ def ensure(directory=None):
         raise GuestError('apt knows no %s; run: apt-get update'
                          % AGENT_PACKAGE)
     path = os.path.join(directory,
-                        'guest-%s.raw' % recipe_key(kernel, agent))
+                        'guest-%s.raw' % recipe_key(kernel, agent,
+                                                    programs_key()))
     if os.path.exists(path):
         return path
     os.makedirs(directory, exist_ok=True)
@@ -308,14 +407,33 @@ def shared_libraries(program):
     return found
 
 
-def _add_agent(root, agent):
-    """qemu-ga, the libraries it loads and its fsfreeze hook."""
-    shutil.copy(agent, os.path.join(root, 'bin', 'qemu-ga'))
-    for path in shared_libraries(agent):
+def host_program(name):
+    """The absolute path of a host program (on PATH or in sbin).
+
+    :raises GuestError: when the host has none.
+    """
+    found = shutil.which(name, path=os.environ.get('PATH', '') +
+                         ':/usr/sbin:/sbin')
+    if not found:
+        raise GuestError('this host has no %s' % name)
+    return os.path.realpath(found)
+
+
+def _add_program(root, program, path):
+    """A dynamically linked program at ``path``, with its libraries."""
+    dst = os.path.join(root, path.lstrip('/'))
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy(program, dst)
+    for path in shared_libraries(program):
         dst = os.path.join(root, path.lstrip('/'))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copyfile(path, dst)  # the file a link names, not the link
         os.chmod(dst, 0o755)
+
+
+def _add_agent(root, agent):
+    """qemu-ga, the libraries it loads and its fsfreeze hook."""
+    _add_program(root, agent, '/bin/qemu-ga')
     hook = os.path.join(root, 'bin', 'nse-fsfreeze-hook')
     with open(hook, 'w') as fh:
         fh.write(_HOOK)
@@ -340,6 +458,8 @@ def _initramfs(work, modules_dir, agent):
     for name, src in found.items():
         shutil.copy(src, os.path.join(root, 'lib', 'modules', name + '.ko'))
     _add_agent(root, agent)
+    for name in FS_PROGRAMS:
+        _add_program(root, host_program(name), _SBIN + '/' + name)
     init = os.path.join(root, 'init')
     with open(init, 'w') as fh:
         fh.write(init_script())
@@ -390,32 +510,56 @@ def read_console(text):
     :param text: the console output (``os-getConsoleOutput``).
     :returns: ``{'boot': id or None, 'done': bool, 'disks': {'vda':
         sectors, ...}, 'markers': {'vda': ('READ' or 'WROTE', marker),
-        ...}, 'freezes': ['freeze', 'thaw', ...]}``: the last boot's lines
-        only (a console may hold several boots); ``freezes`` in the order
-        the agent's fsfreeze hook printed them.
+        ...}, 'freezes': ['freeze', 'thaw', ...], 'written': [records,
+        ...], 'filesystems': {'vdb': {'journal': 'clean', 'recovery' or
+        'foreign' (neither ext4 nor blank: left alone),
+        'fsck': e2fsck's exit status, 'records': count, 'log': 'ok' or
+        'torn'}}, 'progress': {'vdb': records}}``: the last boot's lines
+        only (a console may hold several boots).  ``freezes`` is in the
+        order the agent's fsfreeze hook printed them, ``written`` beside
+        it: how many records the writer had appended when the hook ran.
+        ``filesystems`` is what the guest found on the log disk at boot,
+        before mounting it: the ext4 superblock's needs-recovery flag,
+        ``e2fsck -fn``'s status (0: clean) and the log's complete,
+        numbered records (``torn``: a record cut short, out of order or
+        garbage); ``progress`` the records the writer had appended when
+        it last said so (every :data:`PROGRESS_EVERY`).
     """
     if isinstance(text, bytes):
         text = text.decode('utf-8', 'replace')
-    markers = {}
-    disks = {}
-    done = False
-    boot = None
-    freezes = []
-    for said in _TOKEN.finditer(_ESCAPES.sub('', text)):
-        if said.group('boot'):
-            boot, markers, disks, done = said.group('boot'), {}, {}, False
-            freezes = []
-        elif said.group('disk'):
-            disks[said.group('disk')] = int(said.group('size'))
-        elif said.group('marker'):
-            markers[said.group('on')] = (said.group('how'),
-                                         said.group('marker'))
-        elif said.group('freeze'):
-            freezes.append(said.group('freeze'))
+    said = _new_boot(None)
+    for token in _TOKEN.finditer(_ESCAPES.sub('', text)):
+        found = token.groupdict()
+        if found['boot']:
+            said = _new_boot(found['boot'])
+        elif found['disk']:
+            said['disks'][found['disk']] = int(found['size'])
+        elif found['marker']:
+            said['markers'][found['on']] = (found['how'], found['marker'])
+        elif found['freeze']:
+            said['freezes'].append(found['freeze'])
+            said['written'].append(int(found['written'] or 0))
+        elif found['jdisk']:
+            _filesystem(said, found['jdisk'])['journal'] = found['journal']
+        elif found['fdisk']:
+            _filesystem(said, found['fdisk'])['fsck'] = int(found['fsck'])
+        elif found['wdisk']:
+            said['progress'][found['wdisk']] = int(found['progress'])
+        elif found['ldisk']:
+            _filesystem(said, found['ldisk']).update(
+                records=int(found['records']), log=found['log'])
         else:
-            done = True
-    return {'boot': boot, 'done': done, 'disks': disks, 'markers': markers,
-            'freezes': freezes}
+            said['done'] = True
+    return said
+
+
+def _new_boot(boot):
+    return {'boot': boot, 'done': False, 'disks': {}, 'markers': {},
+            'freezes': [], 'written': [], 'filesystems': {}, 'progress': {}}
+
+
+def _filesystem(said, disk):
+    return said['filesystems'].setdefault(disk, {})
 
 
 def main(argv=None):

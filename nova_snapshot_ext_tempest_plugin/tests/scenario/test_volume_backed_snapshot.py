@@ -283,6 +283,10 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
            volume.
         3. A server booted from the image reads, on each disk at the same
            device name, the marker the first guest wrote there.
+        4. When the first guest runs the QEMU guest agent (its image has
+           ``hw_qemu_guest_agent=yes``), the log it kept writing on the
+           data volume is consistent in the copy: clean journal, clean
+           ``e2fsck``, every record written before the freeze.
         """
         image_ref = CONF.nova_snapshot_ext.marker_image_ref
         if not image_ref:
@@ -310,9 +314,18 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
         image = self._active_image(self._image_id(resp))
         self._assert_honest(image, volumes)
         copy = self._assert_boots(image, volumes)
-        self.assertEqual([], judge.marker_problems(
-            source, self._console(copy['id'], sorted(source['markers']))),
-            'the data did not come back through image %s' % image['id'])
+        restored = self._console(copy['id'], sorted(source['markers']))
+        self.assertEqual([], judge.marker_problems(source, restored),
+                         'the data did not come back through image %s'
+                         % image['id'])
+        # The guest wrote to its data volume all along: with the agent
+        # (the image has hw_qemu_guest_agent=yes), the snapshot must hold
+        # the frozen filesystem.
+        frozen = self._console(server['id'], ('vda', 'vdb'))
+        if frozen['freezes']:
+            self.assertEqual([], judge.consistency_problems(frozen,
+                                                            restored),
+                             'image %s' % image['id'])
 
     @decorators.idempotent_id('c3e1a7b4-52d9-4f0e-9b6a-81d4e2f7a903')
     @decorators.attr(type='slow')

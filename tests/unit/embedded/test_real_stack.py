@@ -79,6 +79,53 @@ class ReadConsoleTest(testtools.TestCase):
         self.assertEqual(['freeze', 'thaw', 'freeze'],
                          guest.read_console(text)['freezes'])
 
+    def test_records_written_at_each_freeze_and_thaw(self):
+        said = guest.read_console(
+            'NSE-BOOT 0000000000000001\nNSE-FSFREEZE freeze 17\n'
+            'NSE-FSFREEZE thaw 19\nNSE-FSFREEZE freeze\n')
+        self.assertEqual(['freeze', 'thaw', 'freeze'], said['freezes'])
+        self.assertEqual([17, 19, 0], said['written'])
+
+    def test_what_the_log_disk_held_at_boot(self):
+        said = guest.read_console(
+            self.BOOT + 'NSE-JOURNAL vdb recovery\nNSE-FSCK vdb 4\n'
+            'NSE-LOG vdb 340 torn\nNSE-DONE\n')
+        self.assertEqual({'vdb': {'journal': 'recovery', 'fsck': 4,
+                                  'records': 340, 'log': 'torn'}},
+                         said['filesystems'])
+        again = guest.read_console(
+            self.BOOT + 'NSE-JOURNAL vdb recovery\nNSE-DONE\n'
+            'NSE-BOOT 0000000000000002\nNSE-JOURNAL vdb clean\n'
+            'NSE-LOG vdb 0 ok\n')
+        self.assertEqual({'vdb': {'journal': 'clean', 'records': 0,
+                                  'log': 'ok'}}, again['filesystems'])
+
+    def test_a_foreign_log_disk_is_left_alone(self):
+        said = guest.read_console(self.BOOT + 'NSE-JOURNAL vdb foreign\n'
+                                  'NSE-DONE\n')
+        self.assertEqual({'vdb': {'journal': 'foreign'}},
+                         said['filesystems'])
+        # The guest formats only a disk whose first 64 KiB are zeros.
+        script = guest.init_script()
+        self.assertIn('bs=65536 count=1', script)
+        self.assertLess(script.index('NSE-JOURNAL %s foreign'
+                                     % guest.LOG_DISK),
+                        script.index('mke2fs -q -F -t ext4'))
+
+    def test_the_writer_progress(self):
+        said = guest.read_console(
+            self.BOOT + 'NSE-LOG vdb 0 ok\nNSE-DONE\nNSE-WRITTEN vdb 25\n'
+            'NSE-WRITTEN vdb 50\n')
+        self.assertEqual({'vdb': 50}, said['progress'])
+        self.assertEqual({}, guest.read_console(self.BOOT)['progress'])
+
+    def test_filesystem_look_alikes_are_not_read(self):
+        said = guest.read_console(
+            'NSE-BOOT 0000000000000001\nNSE-JOURNAL vdb dirty\n'
+            'NSE-LOG vdb many ok\nNSE-FSCK vdb\n'
+            'echo "NSE-LOG %(disk)s $counted"\n')
+        self.assertEqual({}, said['filesystems'])
+
     def test_whole_words_only_and_boots_in_order(self):
         said = guest.read_console(
             'NSE-BOOT 0000000000000001\r\n'
@@ -122,7 +169,26 @@ class InitScriptTest(testtools.TestCase):
         self.assertIn(guest.AGENT_CHANNEL, script)
         self.assertIn('-F/bin/nse-fsfreeze-hook', script)
         self.assertIn('mount -t ext2 /dev/ram0 /data', script)
-        self.assertIn('NSE-FSFREEZE $1', guest._HOOK)
+        self.assertIn('NSE-FSFREEZE $1 $(cat %s' % guest._RECORDS,
+                      guest._HOOK)
+
+    def test_the_log_lies_before_the_marker_and_its_records_fit(self):
+        script = guest.init_script()
+        self.assertLessEqual(guest.LOG_MIB * 1024 * 1024,
+                             guest.MARKER_SECTOR * 512)
+        self.assertIn('/dev/%s %dM' % (guest.LOG_DISK, guest.LOG_MIB),
+                      script)
+        self.assertIn('length($0) != %d' % (guest.RECORD_BYTES - 1), script)
+        line = 'NSEREC %08d ' % 1
+        record = re.search(r"printf 'NSEREC %08d %s\\n' \$n (x+)",
+                           script)
+        self.assertIsNotNone(record, script)
+        self.assertEqual(guest.RECORD_BYTES,
+                         len(line) + len(record.group(1)) + 1)
+        # e2fsprogs' programs are called by path (busybox's shell would
+        # run its own journal-less mke2fs for the bare name).
+        self.assertIn('%s/mke2fs -q -F -t ext4' % guest._SBIN, script)
+        self.assertIn('%s/e2fsck -fn' % guest._SBIN, script)
 
     def test_shared_libraries_of_a_program(self):
         found = guest.shared_libraries('/bin/ls')
@@ -140,6 +206,8 @@ class InitScriptTest(testtools.TestCase):
             'linux-image-6.1.0-58-cloud-amd64', '7.2'))
         self.assertNotEqual(key, guest.recipe_key(
             'linux-image-6.1.0-57-cloud-amd64', '7.3'))
+        self.assertNotEqual(key, guest.recipe_key(
+            'linux-image-6.1.0-57-cloud-amd64', '7.2', ['mke2fs 00']))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_snapshot_ext.embedded.cloud.guest.MARKER_SECTOR', 61441))
         self.assertNotEqual(key, guest.recipe_key(

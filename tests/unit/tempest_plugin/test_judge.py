@@ -258,3 +258,46 @@ class MarkerTest(testtools.TestCase):
     def test_the_option_is_registered(self):
         names = [o.name for o in dict(config.list_opts())['nova_snapshot_ext']]
         self.assertIn('marker_image_ref', names)
+
+
+class ConsistencyProblemsTest(testtools.TestCase):
+
+    FROZEN = ('NSE-BOOT 0000000000000001\nNSE-LOG vdb 0 ok\nNSE-DONE\n'
+              'NSE-FSFREEZE freeze 40\nNSE-FSFREEZE thaw 43\n')
+
+    def copy(self, journal='clean', fsck=0, records=41, log='ok'):
+        return judge.console_markers(
+            'NSE-BOOT 0000000000000002\nNSE-JOURNAL vdb %s\n'
+            'NSE-FSCK vdb %d\nNSE-LOG vdb %d %s\nNSE-DONE\n'
+            % (journal, fsck, records, log))
+
+    def test_a_frozen_snapshot_is_consistent(self):
+        source = judge.console_markers(self.FROZEN)
+        for records in (40, 41, 43):
+            self.assertEqual([], judge.consistency_problems(
+                source, self.copy(records=records)))
+
+    def test_each_kind_of_inconsistency_named(self):
+        source = judge.console_markers(self.FROZEN)
+        self.assertEqual(
+            ['vdb: the journal needs recovery: the snapshot was not taken '
+             'while the filesystem was frozen',
+             'vdb: e2fsck -fn exited with 4',
+             'vdb: a log record is cut short or out of order',
+             'vdb: the log holds 39 records; the guest had written 40 at '
+             'the freeze and 43 at the thaw'],
+            judge.consistency_problems(source, self.copy(
+                journal='recovery', fsck=4, records=39, log='torn')))
+        self.assertEqual(
+            ['vdb: the log holds 44 records; the guest had written 40 at '
+             'the freeze and 43 at the thaw'],
+            judge.consistency_problems(source, self.copy(records=44)))
+        bare = judge.console_markers('NSE-BOOT 0000000000000002\nNSE-DONE\n')
+        self.assertEqual(['vdb: the copy shows no log filesystem'],
+                         judge.consistency_problems(source, bare))
+
+    def test_no_quiesce_no_claim(self):
+        source = judge.console_markers('NSE-BOOT 0000000000000001\nNSE-DONE')
+        self.assertEqual(['the source shows no freeze and thaw (none): no '
+                          'quiesce to judge'],
+                         judge.consistency_problems(source, self.copy()))
