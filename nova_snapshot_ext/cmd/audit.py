@@ -29,7 +29,7 @@ import typing as ty
 from oslo_config import cfg
 
 from nova_snapshot_ext import audit
-from nova_snapshot_ext.backup import audit as backup_audit
+from nova_snapshot_ext.audit import backups as backup_audit
 from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import progress as progress_mod

@@ -30,6 +30,7 @@ import uuid
 
 from oslotest import base as oslotest_base
 
+from nova_snapshot_ext.audit import volume_snapshots as vs_audit
 from nova_snapshot_ext.backup import leaks
 from nova_snapshot_ext.embedded.cloud import launcher
 from nova_snapshot_ext.image import payloads
@@ -378,7 +379,7 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
         self.assertTrue(admin['cinder_coverage']['all_projects'], admin)
         seen = {f['volume_snapshot_id']: f['kind']
                 for f in admin['findings'] if 'volume_snapshot_id' in f}
-        self.assertEqual({leaks.LEAKED}, {seen.get(s) for s in leaked},
+        self.assertEqual({vs_audit.LEAKED}, {seen.get(s) for s in leaked},
                          admin['findings'])
         conf_file = self._conf_file()
         report = self._audit(conf_file)
@@ -390,12 +391,12 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
                        if 'volume_snapshot_id' in f}
         for snapshot_id in leaked:
             finding = by_snapshot[snapshot_id]
-            self.assertEqual(leaks.LEAKED, finding['kind'], finding)
+            self.assertEqual(vs_audit.LEAKED, finding['kind'], finding)
             self.assertTrue(finding['fixable'], finding)
             self.assertEqual(gone_image, finding['image_id'])
         for name, snapshot_id in survivors.items():
             finding = by_snapshot[snapshot_id]
-            self.assertEqual(leaks.UNNAMED, finding['kind'], name)
+            self.assertEqual(vs_audit.UNNAMED, finding['kind'], name)
             self.assertFalse(finding['fixable'], name)
         for snapshot_id in named:
             self.assertNotIn(snapshot_id, by_snapshot)

@@ -290,12 +290,12 @@ class TestAudit(fbase.FunctionalTestCase):
                     refs.extend(weakref.ref(image) for image in images)
                     yield images
 
-        source = audit.__file__
+        source = audit.images.__file__
         held, alive = [], []
 
         def progress(report):
             # urlsplit's cache (128 entries) keeps each page's URL, a
-            # string audit.py built: bounded, but it would show here.
+            # string audit/images.py built: bounded, but it would show here.
             urllib.parse.clear_cache()
             gc.collect()
             alive.append(sum(1 for ref in refs if ref() is not None))

@@ -130,8 +130,8 @@ class TestAuditProgress(base.TestCase):
                                              'pages'))
 
     def test_cinder_checks_read_again_with_their_own_progress(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
-        from nova_snapshot_ext.backup import leaks
+        from nova_snapshot_ext.audit import backups as backup_audit
+        from nova_snapshot_ext.audit import volume_snapshots as vs_audit
         from nova_snapshot_ext.cmd import backup as backup_cmd
 
         stderr = Terminal()
@@ -150,8 +150,8 @@ class TestAuditProgress(base.TestCase):
         def cinder_scan(auditor, cinder, progress=None, **kwargs):
             for pages in (1, 2):
                 progress(2 * pages, pages)
-            return [], backup_audit.coverage(leaks.Scope('p1'),
-                                             leaks.Scope('p1'), None)
+            return [], backup_audit.coverage(vs_audit.Scope('p1'),
+                                             vs_audit.Scope('p1'), None)
 
         conf = main.parse(['audit'])
         with mock.patch.object(audit, 'scan', scan), mock.patch.object(

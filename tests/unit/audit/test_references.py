@@ -13,10 +13,10 @@
 """Images naming a tagged volume snapshot without the tag."""
 
 from nova_snapshot_ext import audit
-from nova_snapshot_ext.backup import references
+from nova_snapshot_ext.audit import references
 from nova_snapshot_ext.snapshot import tags
 from tests import base
-from tests.unit import test_audit
+from tests.unit.audit import test_images as test_audit
 
 SNAP = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c01'
 OTHER = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c02'

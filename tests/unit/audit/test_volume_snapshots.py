@@ -15,6 +15,7 @@
 import json
 
 from nova_snapshot_ext import audit
+from nova_snapshot_ext.audit import volume_snapshots as vs_audit
 from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import leaks
 from nova_snapshot_ext import exception
@@ -38,9 +39,9 @@ def snapshot(snap_id=SNAP, image_id=IMAGE, project=PROJECT, owner=PROJECT,
     return snap
 
 
-OWNER_SCOPE = leaks.Scope(PROJECT)
-ADMIN_SCOPE = leaks.Scope('admin-project', admin=True)
-OTHER_SCOPE = leaks.Scope(OTHER)
+OWNER_SCOPE = vs_audit.Scope(PROJECT)
+ADMIN_SCOPE = vs_audit.Scope('admin-project', admin=True)
+OTHER_SCOPE = vs_audit.Scope(OTHER)
 
 
 class TestRecord(base.TestCase):
@@ -77,15 +78,15 @@ class TestJudge(base.TestCase):
     """The decision table (doc/source/backups.rst)."""
 
     def test_table(self):
-        nf, vis, unread = (leaks.IMAGE_NOT_FOUND, leaks.IMAGE_VISIBLE,
-                           leaks.IMAGE_UNREAD)
-        leaked, unnamed = leaks.LEAKED, leaks.UNNAMED
+        nf, vis, unread = (vs_audit.IMAGE_NOT_FOUND, vs_audit.IMAGE_VISIBLE,
+                           vs_audit.IMAGE_UNREAD)
+        leaked, unnamed = vs_audit.LEAKED, vs_audit.UNNAMED
         rows = [
             # snapshot, named, image state, scope -> kind, fixable
             (snapshot(), False, nf, OWNER_SCOPE, leaked, True),
             (snapshot(), False, nf, ADMIN_SCOPE, leaked, True),
             (snapshot(), False, nf, OTHER_SCOPE, unnamed, False),
-            (snapshot(), False, nf, leaks.Scope(None), unnamed, False),
+            (snapshot(), False, nf, vs_audit.Scope(None), unnamed, False),
             (snapshot(), True, nf, OWNER_SCOPE, None, False),
             (snapshot(), False, vis, OWNER_SCOPE, unnamed, False),
             (snapshot(), False, unread, ADMIN_SCOPE, unnamed, False),
@@ -108,7 +109,7 @@ class TestJudge(base.TestCase):
              False),
         ]
         for i, (snap, named, state, scope, kind, fixable) in enumerate(rows):
-            verdict = leaks.judge(snap, named, state, scope)
+            verdict = vs_audit.judge(snap, named, state, scope)
             self.assertEqual((kind, fixable),
                              (verdict.kind, verdict.fixable),
                              'row %d: %s' % (i, verdict.why))
@@ -163,8 +164,8 @@ class FakeAuditor:
 class TestScanAndRepair(base.TestCase):
 
     def findings(self, auditor, cinder, named=()):
-        return leaks.judge_snapshots(auditor, cinder.list_snapshots(),
-                                     set(named), OWNER_SCOPE)
+        return vs_audit.judge_snapshots(auditor, cinder.list_snapshots(),
+                                        set(named), OWNER_SCOPE)
 
     def test_fix_deletes_only_the_proven_leak(self):
         kept_by_image = snapshot(SNAP[:-1] + '3', image_id='img-live')
@@ -179,10 +180,10 @@ class TestScanAndRepair(base.TestCase):
         self.assertEqual(IMAGE, by_id[SNAP].evidence['recorded_image'])
         self.assertEqual([SNAP], [f.image_id for f in report.findings
                                   if f.fixable])
-        dry = leaks.repair(cinder, auditor, report, False, OWNER_SCOPE)
+        dry = vs_audit.repair(cinder, auditor, report, False, OWNER_SCOPE)
         self.assertEqual(['dry-run'], [a.outcome for a in dry])
         self.assertEqual([], cinder.deleted)
-        done = leaks.repair(cinder, auditor, report, True, OWNER_SCOPE)
+        done = vs_audit.repair(cinder, auditor, report, True, OWNER_SCOPE)
         self.assertEqual(['done'], [a.outcome for a in done])
         self.assertEqual([(SNAP, PROJECT)], cinder.deleted)
         self.assertEqual(3, len(cinder.snapshots))
@@ -194,7 +195,7 @@ class TestScanAndRepair(base.TestCase):
         # Between the scan and the fix, an image tagged with it appears.
         auditor.glance.images.append({'id': 'copy', 'os_hidden': True,
                                       'tags': [tags.tag_of(SNAP)]})
-        actions = leaks.repair(cinder, auditor, report, True, OWNER_SCOPE)
+        actions = vs_audit.repair(cinder, auditor, report, True, OWNER_SCOPE)
         self.assertEqual(['skipped'], [a.outcome for a in actions])
         self.assertIn('no longer applies', actions[0].reason)
         self.assertEqual([], cinder.deleted)
@@ -205,7 +206,7 @@ class TestScanAndRepair(base.TestCase):
         report = audit.Report(findings=self.findings(auditor, cinder))
         cinder.snapshots[SNAP]['metadata'][leaks.PROJECT_KEY] = OTHER
         del cinder.snapshots[SNAP[:-1] + '6']
-        actions = leaks.repair(cinder, auditor, report, True, OWNER_SCOPE)
+        actions = vs_audit.repair(cinder, auditor, report, True, OWNER_SCOPE)
         self.assertEqual(['skipped', 'skipped'],
                          [a.outcome for a in actions])
         self.assertEqual([], cinder.deleted)
@@ -278,7 +279,7 @@ class TestOwnerFilter(base.TestCase):
     """``audit --owner``: it narrows the findings, never the proof."""
 
     def test_snapshot_named_outside_the_owner_filter_is_kept(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
         # Kind: an image the filter leaves out (another project's, or the
         # snapshot's own project when --owner names another) still names
@@ -298,7 +299,7 @@ class TestOwnerFilter(base.TestCase):
             self.assertEqual([], [f.kind for f in findings], owner)
 
     def test_other_filters_refused(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
         self.assertRaises(ValueError, backup_audit.scan, _PagedAuditor(),
                           FakeCinder([]), filters={'visibility': 'public'})
@@ -332,7 +333,7 @@ class TestCinderCoverage(base.TestCase):
     """Every project's only with two admins; the report says which."""
 
     def _scan(self, cinder, glance_roles=None):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
         auditor = _PagedAuditor()
         if glance_roles is not None:
@@ -377,20 +378,20 @@ class TestCinderCoverage(base.TestCase):
         self.assertIn('(unknown)', text)
 
     def test_not_run_is_said(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
         self.assertIn('not run', backup_audit.describe_coverage(None))
 
     def test_owner_filter_is_said(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
-        admin = leaks.Scope('a', admin=True)
+        admin = vs_audit.Scope('a', admin=True)
         text = backup_audit.describe_coverage(
             backup_audit.coverage(admin, admin, 'p9'))
         self.assertIn('findings of project p9 (--owner)', text)
         self.assertNotIn('none of its', text)
         # A member asked about another project: nothing of it was listed.
-        member = leaks.Scope('p1')
+        member = vs_audit.Scope('p1')
         text = backup_audit.describe_coverage(
             backup_audit.coverage(member, member, 'p9'))
         self.assertIn('none of its volume snapshots were listed', text)
@@ -400,7 +401,7 @@ class TestSnapshotFindingsNamedAsSnapshots(base.TestCase):
     """A volume snapshot's finding is named so, and Cinder's to repair."""
 
     def _report(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
         cinder = FakeCinder([snapshot()])
         auditor = _PagedAuditor()
@@ -410,14 +411,14 @@ class TestSnapshotFindingsNamedAsSnapshots(base.TestCase):
     def test_json_names_the_snapshot_and_its_image(self):
         _, _, report = self._report()
         [finding] = report.to_dict()['findings']
-        self.assertEqual(leaks.LEAKED, finding['kind'])
+        self.assertEqual(vs_audit.LEAKED, finding['kind'])
         self.assertEqual(SNAP, finding['volume_snapshot_id'])
         self.assertEqual(IMAGE, finding['image_id'])
         self.assertIn('volume snapshot %s ' % SNAP,
                       report.findings[0].describe())
 
     def test_glance_repair_leaves_it_to_cinder_repair(self):
-        from nova_snapshot_ext.backup import audit as backup_audit
+        from nova_snapshot_ext.audit import backups as backup_audit
 
         cinder, auditor, report = self._report()
         self.assertEqual([], audit.repair(auditor, report, act=True))

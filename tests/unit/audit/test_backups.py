@@ -12,7 +12,7 @@
 
 """Audit with Cinder: unrestorable backups and leaked volume snapshots."""
 
-from nova_snapshot_ext.backup import audit as backup_audit
+from nova_snapshot_ext.audit import backups as backup_audit
 from tests import base
 from tests.unit.backup import test_rotation
 

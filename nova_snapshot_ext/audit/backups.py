@@ -20,12 +20,12 @@ Three findings (:data:`nova_snapshot_ext.audit.KINDS`):
     restored.  Reported, never fixed.
 ``leaked-volume-snapshot``
     a volume snapshot the plugin recorded taking for an image that is
-    provably gone (:mod:`.leaks`); ``--fix --yes`` deletes it.
+    provably gone (:mod:`.volume_snapshots`); ``--fix --yes`` deletes it.
 ``unnamed-volume-snapshot``
     a volume snapshot no image the identity can list names, that Nova's
     name (``snapshot for <image name>``) or a plugin record says was taken
-    for an image, without the proof :mod:`.leaks` needs: reported with
-    why, never deleted.
+    for an image, without the proof :mod:`.volume_snapshots` needs:
+    reported with why, never deleted.
 
 Only what both identities can see is judged: images of projects the
 Glance identity cannot list may still name a snapshot.  When both
@@ -38,14 +38,15 @@ from __future__ import annotations
 
 import typing as ty
 
-from nova_snapshot_ext import audit
+from nova_snapshot_ext.audit import images as images_mod
+from nova_snapshot_ext.audit import report as report_mod
+from nova_snapshot_ext.audit import volume_snapshots as snapshots_mod
 from nova_snapshot_ext.backup import cinder as cinder_mod
-from nova_snapshot_ext.backup import leaks
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.snapshot import tags
 
 
-def _images(auditor: audit.AuditGlance, page_size: int,
+def _images(auditor: images_mod.AuditGlance, page_size: int,
             filters: ty.Mapping[str, ty.Any] | None,
             progress: ty.Callable[[int, int], None] | None
             ) -> ty.Iterator[dict[str, ty.Any]]:
@@ -55,7 +56,7 @@ def _images(auditor: audit.AuditGlance, page_size: int,
         read so far.
     """
     images = pages = 0
-    for page in audit.listed_pages(auditor, page_size, filters):
+    for page in images_mod.listed_pages(auditor, page_size, filters):
         yield from page
         images += len(page)
         pages += 1
@@ -63,7 +64,8 @@ def _images(auditor: audit.AuditGlance, page_size: int,
             progress(images, pages)
 
 
-def coverage(cinder_scope: leaks.Scope, glance_scope: leaks.Scope,
+def coverage(cinder_scope: snapshots_mod.Scope,
+             glance_scope: snapshots_mod.Scope,
              owner: str | None) -> dict[str, ty.Any]:
     """Which volume snapshots the Cinder checks list, for the report.
 
@@ -73,8 +75,9 @@ def coverage(cinder_scope: leaks.Scope, glance_scope: leaks.Scope,
     provably named, a finding about a healthy snapshot).
 
     :param cinder_scope: the Cinder identity's
-        (:func:`.leaks.scope_of_session`).
-    :param glance_scope: the Glance identity's (:func:`.leaks.scope_of`).
+        (:func:`.volume_snapshots.scope_of_session`).
+    :param glance_scope: the Glance identity's
+        (:func:`.volume_snapshots.scope_of`).
     :param owner: ``audit --owner`` (findings of that project only).
     :returns: ``{'all_projects': bool, 'project': the Cinder identity's
         project or None, 'owner': id or None, 'limited_by': None,
@@ -113,11 +116,11 @@ def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
     return 'Cinder checks: %s.' % seen
 
 
-def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
-         page_size: int = audit.DEFAULT_PAGE_SIZE,
+def scan(auditor: images_mod.AuditGlance, cinder: cinder_mod.CinderClient,
+         page_size: int = images_mod.DEFAULT_PAGE_SIZE,
          filters: ty.Mapping[str, ty.Any] | None = None,
          progress: ty.Callable[[int, int], None] | None = None
-         ) -> tuple[list[audit.Finding], dict[str, ty.Any]]:
+         ) -> tuple[list[report_mod.Finding], dict[str, ty.Any]]:
     """The Cinder findings over every image and volume snapshot seen.
 
     Reads every image the identity can list again (one page at a time),
@@ -142,7 +145,7 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
     if filters:
         raise ValueError('the Cinder checks filter by owner only, not %s'
                          % ', '.join(sorted(filters)))
-    findings: list[audit.Finding] = []
+    findings: list[report_mod.Finding] = []
     named: set[str] = set()
     for image in _images(auditor, page_size, None, progress):
         ids = mark.mapped_snapshot_ids(image)
@@ -154,25 +157,30 @@ def scan(auditor: audit.AuditGlance, cinder: cinder_mod.CinderClient,
         gone = [snap_id for snap_id in ids
                 if cinder.get_snapshot(snap_id) is None]
         if gone:
-            findings.append(audit.Finding(
+            findings.append(report_mod.Finding(
                 image_id=image['id'], kind='backup-snapshot-gone',
                 evidence={'volume_snapshots_gone': gone,
                           'instance_uuid': image.get('instance_uuid'),
                           'backup_type': image.get('backup_type')},
                 owner=image.get('owner'), name=image.get('name')))
-    scope = leaks.scope_of(getattr(auditor, 'glance', None))
-    cover = coverage(leaks.scope_of_session(cinder.session, cinder.auth),
+    scope = snapshots_mod.scope_of(getattr(auditor, 'glance', None))
+    cover = coverage(snapshots_mod.scope_of_session(cinder.session,
+                                                    cinder.auth),
                      scope, owner)
     snapshots = cinder.list_snapshots(all_projects=cover['all_projects'])
     if owner is not None:
         snapshots = (snap for snap in snapshots
                      if snap.get(cinder_mod.PROJECT_ATTRIBUTE) == owner)
-    findings += leaks.judge_snapshots(auditor, snapshots, named, scope)
+    findings += snapshots_mod.judge_snapshots(auditor, snapshots, named,
+                                              scope)
     return findings, cover
 
 
-def repair(cinder: cinder_mod.CinderClient, auditor: audit.AuditGlance,
-           report: audit.Report, act: bool) -> list[audit.Action]:
-    """``--fix``: delete leaked volume snapshots (:func:`.leaks.repair`)."""
-    return leaks.repair(cinder, auditor, report, act,
-                        leaks.scope_of(auditor.glance))
+def repair(cinder: cinder_mod.CinderClient, auditor: images_mod.AuditGlance,
+           report: report_mod.Report, act: bool) -> list[report_mod.Action]:
+    """``--fix``: delete leaked volume snapshots.
+
+    See :func:`.volume_snapshots.repair`.
+    """
+    return snapshots_mod.repair(cinder, auditor, report, act,
+                                snapshots_mod.scope_of(auditor.glance))
