@@ -236,7 +236,8 @@ def console_markers(output):
 
     :param output: ``os-getConsoleOutput``'s text.
     :returns: :func:`nova_snapshot_ext.embedded.cloud.guest.read_console`'s
-        dict: ``boot``, ``done``, ``disks`` and ``markers``.
+        dict: ``boot``, ``done``, ``disks``, ``markers``, ``freezes``,
+        ``written``, ``filesystems`` and ``progress``.
     """
     return guest.read_console(output or '')
 
@@ -290,20 +291,29 @@ def consistency_problems(source, copy, disk=guest.LOG_DISK):
         return ['the source shows no freeze and thaw (%s): no quiesce to '
                 'judge' % (' '.join(source['freezes']) or 'none')]
     at_freeze, at_thaw = source['written'][-2:]
+    if at_freeze is None or at_thaw is None:
+        return ['the source\'s freeze and thaw lines give no record count '
+                '(a marker guest built before the log): rebuild it']
     found = copy['filesystems'].get(disk)
     if found is None:
         return ['%s: the copy shows no log filesystem' % disk]
+    if found.get('journal') == 'foreign':
+        return ['%s: the copy holds a filesystem that is not the marker '
+                'guest\'s log' % disk]
+    if not {'journal', 'fsck', 'records', 'log'} <= set(found):
+        return ['%s: the copy\'s console lacks %s' % (disk, ', '.join(
+            sorted({'journal', 'fsck', 'records', 'log'} - set(found))))]
     problems = []
-    if found.get('journal') != 'clean':
+    if found['journal'] != 'clean':
         problems.append('%s: the journal needs recovery: the snapshot was '
                         'not taken while the filesystem was frozen' % disk)
-    if found.get('fsck') != 0:
+    if found['fsck'] != 0:
         problems.append('%s: e2fsck -fn exited with %s' % (disk,
-                                                           found.get('fsck')))
-    if found.get('log') != 'ok':
+                                                           found['fsck']))
+    if found['log'] != 'ok':
         problems.append('%s: a log record is cut short or out of order'
                         % disk)
-    records = found.get('records', -1)
+    records = found['records']
     if not at_freeze <= records <= at_thaw:
         problems.append('%s: the log holds %d records; the guest had '
                         'written %d at the freeze and %d at the thaw'

@@ -17,7 +17,8 @@ holding Debian's *cloud* kernel (LZ4: about 5 s to boot under QEMU's TCG,
 where the generic XZ kernel takes 23-35 s), a busybox initramfs and
 ``syslinux.cfg``.  Nothing is mounted to build it (``mtools`` writes the
 FAT, ``syslinux --offset`` the boot sector): 2-3 s, cached by the kernel's
-package version and this module's recipe.
+and the guest agent's package versions, the host programs copied in (and
+their libraries) and this module's recipe.
 
 What the guest does, on its serial console (``console=ttyS0``): first
 ``NSE-BOOT <16 hex>``, an id of this boot; then for every virtio disk
@@ -26,15 +27,19 @@ What the guest does, on its serial console (``console=ttyS0``): first
 * ``NSE-DISK vdX <sectors>``: the disk and its size in 512-byte sectors;
 * ``NSE-READ vdX <marker>`` when sector :data:`MARKER_SECTOR` holds a
   marker (``NSEMARK-<24 hex>``);
-* else ``NSE-WROTE vdX <marker>``: it wrote a new random marker there
-  (then ``sync``: QEMU runs Cinder's RBD disks with ``cache='none'``).
+* else, when that sector is all zeros, ``NSE-WROTE vdX <marker>``: it
+  wrote a new random marker there (then ``sync``: QEMU runs Cinder's RBD
+  disks with ``cache='none'``);
+* else ``NSE-KEPT vdX``: the sector holds other data, left as it is (no
+  marker).
 
 Then, when there is a second disk (:data:`LOG_DISK`), a writer that
 shows whether a snapshot of it is consistent.  Its first :data:`LOG_MIB`
-MiB hold an ext4 filesystem (made by e2fsprogs' ``mke2fs`` when the
-disk's first 64 KiB are zeros, as on a new volume; the marker lies past
-it).  A disk that holds something else is left alone: ``NSE-JOURNAL vdb
-foreign``, and no writer.  Before mounting it, the guest says what
+MiB hold an ext4 filesystem labelled :data:`LOG_LABEL` (made by
+e2fsprogs' ``mke2fs`` when the disk's first 64 KiB are zeros, as on a new
+volume; the marker lies past it).  A disk that holds anything else, an
+ext4 filesystem of another label included, is left alone: ``NSE-JOURNAL
+vdb foreign``, and no writer.  Before mounting it, the guest says what
 it found: ``NSE-JOURNAL vdb clean|recovery`` (the superblock's
 needs-recovery flag: set while ext4 is mounted, cleared by a freeze),
 ``NSE-FSCK vdb <status>`` (``e2fsck -fn``; 0: nothing wrong) and ``NSE-LOG
@@ -42,7 +47,9 @@ vdb <records> ok|torn`` (the log's records, each numbered and whole, or
 ``torn``).  Then, mounted on ``/vol``, it appends one
 :data:`RECORD_BYTES`-byte record five times a second to ``/vol/log``,
 never syncing: the newest records are only in the page cache until the
-kernel writes them back (up to 30 s) or a freeze flushes them.  Every
+kernel writes them back (up to 30 s) or a freeze flushes them.  It stops
+at the first record it cannot write (a full filesystem: after about 11
+hours).  Every
 :data:`PROGRESS_EVERY` records it says ``NSE-WRITTEN vdb <records>``.
 
 Then, when the hypervisor gave it the QEMU guest agent's channel (Nova
@@ -92,6 +99,9 @@ OTHER_MODULES = ('brd',)
 #: filesystem (below :data:`MARKER_SECTOR`: the marker stays where it is).
 LOG_DISK = 'vdb'
 LOG_MIB = 16
+#: The log filesystem's label: only a filesystem with it is the guest's
+#: (any other on that disk is ``foreign``, left alone).
+LOG_LABEL = 'NSE-LOG'
 #: One record of the writer's log: ``NSEREC <8 digits> x...x\n``.
 RECORD_BYTES = 64
 #: The writer's pause between two records (microseconds): 5 a second.
@@ -165,9 +175,15 @@ for d in /dev/vd[a-z]; do
   name=${d#/dev/}
   echo "NSE-DISK $name $(cat /sys/block/$name/size)"
   found=$(dd if=$d bs=512 skip=%(sector)d count=1 2>/dev/null | head -c 32)
+  used=$(dd if=$d bs=512 skip=%(sector)d count=1 2>/dev/null |
+         tr -d '\000' | head -c 1 | wc -c)
   case "$found" in
   NSEMARK-*) echo "NSE-READ $name $found" ;;
   *)
+    if [ "$used" -ne 0 ]; then
+      echo "NSE-KEPT $name: sector %(sector)d holds other data"
+      continue
+    fi
     new=NSEMARK-$(head -c 12 /dev/urandom | hexdump -v -e '12/1 "%%02x"')
     printf '%%s' "$new" | dd of=$d bs=512 seek=%(sector)d count=1 conv=sync \
       2>/dev/null
@@ -177,16 +193,16 @@ for d in /dev/vd[a-z]; do
   esac
 done
 if [ -b /dev/%(disk)s ]; then
-  magic=$(dd if=/dev/%(disk)s bs=1 skip=1080 count=2 2>/dev/null |
-          hexdump -v -e '2/1 "%%02x"')
+  label=$(dd if=/dev/%(disk)s bs=1 skip=1144 count=%(label_len)d 2>/dev/null)
   used=$(dd if=/dev/%(disk)s bs=65536 count=1 2>/dev/null | tr -d '\000' |
          head -c 1 | wc -c)
-  if [ "$magic" != 53ef ] && [ "$used" -ne 0 ]; then
-    echo "NSE-JOURNAL %(disk)s foreign"
-  else
-    [ "$magic" = 53ef ] ||
-      %(sbin)s/mke2fs -q -F -t ext4 -E nodiscard /dev/%(disk)s %(log_mib)dM
+  if [ "$label" = %(label)s ]; then
     mkdir -p /vol
+  elif [ "$used" -eq 0 ]; then
+    %(sbin)s/mke2fs -q -F -t ext4 -E nodiscard -L %(label)s /dev/%(disk)s \
+      %(log_mib)dM && mkdir -p /vol
+  else
+    echo "NSE-JOURNAL %(disk)s foreign"
   fi
 fi
 if [ -d /vol ]; then
@@ -208,8 +224,8 @@ if [ -d /vol ] && mount -t ext4 /dev/%(disk)s /vol; then
   echo $n >%(records)s
   while true; do
     n=$((n + 1))
-    printf 'NSEREC %%08d %%s\n' $n %(pad)s >>/vol/log
-    echo $n >%(records)s
+    printf 'NSEREC %%08d %%s\n' $n %(pad)s >>/vol/log || break
+    echo $n >%(records)s.new && mv %(records)s.new %(records)s
     [ $((n %% %(every)d)) -ne 0 ] || echo "NSE-WRITTEN %(disk)s $n"
     usleep %(pause_us)d
   done &
@@ -241,7 +257,8 @@ def init_script():
                     'line': RECORD_BYTES - 1,
                     'pad': 'x' * (RECORD_BYTES - len('NSEREC 00000000 \n')),
                     'records': _RECORDS, 'pause_us': RECORD_PAUSE_US,
-                    'sbin': _SBIN, 'every': PROGRESS_EVERY}
+                    'sbin': _SBIN, 'every': PROGRESS_EVERY,
+                    'label': LOG_LABEL, 'label_len': len(LOG_LABEL)}
 
 
 def _run(cmd, cwd, timeout=120, stdin=b'', raw=False):
@@ -311,13 +328,20 @@ def recipe_key(kernel, agent='', programs=()):
 def programs_key():
     """The identity of the host programs a guest carries (their digests).
 
-    :returns: a list of ``'<name> <sha256>'``, for :func:`recipe_key`.
+    Each program's and each library's it loads: a library upgraded on the
+    host makes a new guest.
+
+    :returns: a list of ``'<name> <path> <sha256>'``, for
+        :func:`recipe_key`.
     :raises GuestError: when the host lacks one.
     """
     key = []
     for name in FS_PROGRAMS:
-        with open(host_program(name), 'rb') as fh:
-            key.append('%s %s' % (name, hashlib.sha256(fh.read()).hexdigest()))
+        program = host_program(name)
+        for path in [program] + shared_libraries(program):
+            with open(path, 'rb') as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            key.append('%s %s %s' % (name, path, digest))
     return key
 
 
@@ -517,7 +541,8 @@ def read_console(text):
         'torn'}}, 'progress': {'vdb': records}}``: the last boot's lines
         only (a console may hold several boots).  ``freezes`` is in the
         order the agent's fsfreeze hook printed them, ``written`` beside
-        it: how many records the writer had appended when the hook ran.
+        it: how many records the writer had appended when the hook ran
+        (None: the line gave no count, as a guest built before it did).
         ``filesystems`` is what the guest found on the log disk at boot,
         before mounting it: the ext4 superblock's needs-recovery flag,
         ``e2fsck -fn``'s status (0: clean) and the log's complete,
@@ -538,7 +563,8 @@ def read_console(text):
             said['markers'][found['on']] = (found['how'], found['marker'])
         elif found['freeze']:
             said['freezes'].append(found['freeze'])
-            said['written'].append(int(found['written'] or 0))
+            said['written'].append(int(found['written'])
+                                   if found['written'] else None)
         elif found['jdisk']:
             _filesystem(said, found['jdisk'])['journal'] = found['journal']
         elif found['fdisk']:

@@ -84,7 +84,7 @@ class ReadConsoleTest(testtools.TestCase):
             'NSE-BOOT 0000000000000001\nNSE-FSFREEZE freeze 17\n'
             'NSE-FSFREEZE thaw 19\nNSE-FSFREEZE freeze\n')
         self.assertEqual(['freeze', 'thaw', 'freeze'], said['freezes'])
-        self.assertEqual([17, 19, 0], said['written'])
+        self.assertEqual([17, 19, None], said['written'])
 
     def test_what_the_log_disk_held_at_boot(self):
         said = guest.read_console(
@@ -108,9 +108,20 @@ class ReadConsoleTest(testtools.TestCase):
         # The guest formats only a disk whose first 64 KiB are zeros.
         script = guest.init_script()
         self.assertIn('bs=65536 count=1', script)
-        self.assertLess(script.index('NSE-JOURNAL %s foreign'
-                                     % guest.LOG_DISK),
-                        script.index('mke2fs -q -F -t ext4'))
+        self.assertIn('elif [ "$used" -eq 0 ]; then\n    %s/mke2fs'
+                      % guest._SBIN, script)
+        self.assertIn('else\n    echo "NSE-JOURNAL %s foreign"'
+                      % guest.LOG_DISK, script)
+
+    def test_a_marker_sector_holding_other_data_is_kept(self):
+        script = guest.init_script()
+        self.assertIn('NSE-KEPT $name', script)
+        self.assertLess(script.index('NSE-KEPT $name'),
+                        script.index('seek=%d' % guest.MARKER_SECTOR))
+        said = guest.read_console(
+            'NSE-BOOT 0000000000000001\nNSE-DISK vdb 8\n'
+            'NSE-KEPT vdb: sector 61440 holds other data\nNSE-DONE\n')
+        self.assertEqual({}, said['markers'])
 
     def test_the_writer_progress(self):
         said = guest.read_console(
@@ -176,7 +187,17 @@ class InitScriptTest(testtools.TestCase):
         script = guest.init_script()
         self.assertLessEqual(guest.LOG_MIB * 1024 * 1024,
                              guest.MARKER_SECTOR * 512)
-        self.assertIn('/dev/%s %dM' % (guest.LOG_DISK, guest.LOG_MIB),
+        self.assertIn('-L %s /dev/%s' % (guest.LOG_LABEL, guest.LOG_DISK),
+                      script)
+        self.assertIn(' %dM && mkdir -p /vol' % guest.LOG_MIB, script)
+        # Only the filesystem of that label is the guest's (superblock
+        # offset 1024 + 0x78, s_volume_name).
+        self.assertIn('skip=1144 count=%d' % len(guest.LOG_LABEL), script)
+        self.assertLessEqual(len(guest.LOG_LABEL), 16)
+        # A record the writer cannot write stops it; its count is
+        # replaced whole (the fsfreeze hook never reads it half-written).
+        self.assertIn('>>/vol/log || break', script)
+        self.assertIn('mv %s.new %s' % (guest._RECORDS, guest._RECORDS),
                       script)
         self.assertIn('length($0) != %d' % (guest.RECORD_BYTES - 1), script)
         line = 'NSEREC %08d ' % 1

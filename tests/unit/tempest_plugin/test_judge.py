@@ -296,6 +296,31 @@ class ConsistencyProblemsTest(testtools.TestCase):
         self.assertEqual(['vdb: the copy shows no log filesystem'],
                          judge.consistency_problems(source, bare))
 
+    def test_a_foreign_or_unread_log_is_named_as_such(self):
+        source = judge.console_markers(self.FROZEN)
+        foreign = judge.console_markers(
+            'NSE-BOOT 0000000000000002\nNSE-JOURNAL vdb foreign\n'
+            'NSE-DONE\n')
+        self.assertEqual(["vdb: the copy holds a filesystem that is not "
+                          "the marker guest's log"],
+                         judge.consistency_problems(source, foreign))
+        partial = judge.console_markers(
+            'NSE-BOOT 0000000000000002\nNSE-JOURNAL vdb clean\n'
+            'NSE-DONE\n')
+        self.assertEqual(["vdb: the copy's console lacks fsck, log, records"],
+                         judge.consistency_problems(source, partial))
+
+    def test_a_freeze_without_a_count_proves_nothing(self):
+        for text in ('NSE-FSFREEZE freeze\nNSE-FSFREEZE thaw 43\n',
+                     'NSE-FSFREEZE freeze 40\nNSE-FSFREEZE thaw \n'):
+            source = judge.console_markers('NSE-BOOT 0000000000000001\n'
+                                           + text)
+            self.assertEqual(["the source's freeze and thaw lines give no "
+                              "record count (a marker guest built before "
+                              "the log): rebuild it"],
+                             judge.consistency_problems(source, self.copy()),
+                             text)
+
     def test_no_quiesce_no_claim(self):
         source = judge.console_markers('NSE-BOOT 0000000000000001\nNSE-DONE')
         self.assertEqual(['the source shows no freeze and thaw (none): no '
