@@ -50,6 +50,17 @@ Action = report.Action
 Report = report.Report
 record_actions = report.record_actions
 
+NOT_JUDGED_KINDS = images.NOT_JUDGED_KINDS
+NOT_REMOVABLE_KINDS = images.NOT_REMOVABLE_KINDS
+NOT_REMOVABLE_PREFIXES = images.NOT_REMOVABLE_PREFIXES
+OWN_IDENTITY_WITH_SNAPSHOT_TYPE = images.OWN_IDENTITY_WITH_SNAPSHOT_TYPE
+GLANCE_ATTRIBUTES = images.GLANCE_ATTRIBUTES
+FORBIDDEN_MAPPING_FIELDS = images.FORBIDDEN_MAPPING_FIELDS
+RAW_LIKE = images.RAW_LIKE
+borrowed_kind = images.borrowed_kind
+root_volume_limit = images.root_volume_limit
+unsafe_entries = images.unsafe_entries
+json_pointer = images.json_pointer
 DEFAULT_QUEUED_AGE = images.DEFAULT_QUEUED_AGE
 DEFAULT_MAX_DOWNLOAD = images.DEFAULT_MAX_DOWNLOAD
 DEFAULT_PAGE_SIZE = images.DEFAULT_PAGE_SIZE

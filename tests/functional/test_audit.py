@@ -269,7 +269,7 @@ class TestAudit(fbase.FunctionalTestCase):
 
         Every image the auditor hands over is a weakly referenced dict:
         after each page the images still alive are counted (after a
-        collection), and what ``nova_snapshot_ext/audit.py`` itself has
+        collection), and what ``nova_snapshot_ext/audit/images.py`` itself has
         allocated and still holds is measured with tracemalloc.  Neither
         may grow with the pages read.
         """
@@ -320,7 +320,7 @@ class TestAudit(fbase.FunctionalTestCase):
         # one image scan's loop variable still names.
         self.assertLessEqual(max(alive), 3, alive)
         self.assertLessEqual(alive[-1], 1, alive)
-        # What audit.py holds after page 2 and after page 8 (both full
+        # What audit/images.py holds after page 2 and after page 8 (both full
         # pages in hand): equal but for allocator noise, far below one
         # image per page read (a set of 18 more ids would be 1 KiB+).
         self.assertLess(held[7] - held[1], 512, held)

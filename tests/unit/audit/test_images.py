@@ -436,8 +436,8 @@ class TestRepair(base.TestCase):
         made = ours(status='queued', size=None,
                     updated_at='2026-11-01T00:00:00Z')
         finding = audit.judge(made, now=NOW, queued_age=60)[0]
-        self.assertEqual('', audit.images._still_same(finding, made,
-                                               made['updated_at']))
+        self.assertEqual('', audit.images._still_same(
+            finding, made, made['updated_at']))
         why = audit.images._still_same(finding, image(**{
             k: v for k, v in made.items()
             if k != identity.FINGERPRINT_PROPERTY}), made['updated_at'])
