@@ -31,7 +31,7 @@ warns) on another configured to fail it:
   location mode the embedded Glance's fake tokens (``admin_token``) do not
   tell keystoneauth the roles, so the check warns that it cannot tell (the
   role cases are unit tests over keystoneauth access objects).
-* Paste filter: :mod:`tests.unit.test_status` and ``tests/nova`` (Nova's
+* Paste filter: :mod:`tests.unit.cmd.test_status` and ``tests/nova`` (Nova's
   real ``api-paste.ini``).
 """
 

@@ -26,8 +26,8 @@ from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import main
 from tests import base
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 
 
 def _read(*path):

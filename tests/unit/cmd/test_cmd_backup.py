@@ -17,7 +17,7 @@ import json
 from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext import exception
 from tests import base
-from tests.unit import test_cmd
+from tests.unit.cmd import test_cmd
 
 
 class TestBackupCommand(test_cmd.CLITestCase):

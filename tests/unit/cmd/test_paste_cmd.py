@@ -33,10 +33,10 @@ from nova_snapshot_ext.cmd import paste as paste_cmd
 from nova_snapshot_ext.cmd import status
 from nova_snapshot_ext.nova import paste
 from nova_snapshot_ext.nova import paste_edit
-from tests.unit import test_cmd
+from tests.unit.cmd import test_cmd
 
-FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                     'paste_files')
+FILES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), 'paste_files')
 #: The Nova releases whose paste file is kept here.
 RELEASES = ('29.0.0', '30.0.0', '31.0.0', '32.0.0', '33.0.0', '34.0.0')
 

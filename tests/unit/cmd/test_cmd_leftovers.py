@@ -30,11 +30,11 @@ from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext.snapshot import result as result_mod
 from tests import base
+from tests.unit.cmd import test_cmd
 from tests.unit.snapshot import test_service
-from tests.unit import test_cmd
 
-DOC_SOURCE = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))), 'doc', 'source')
+DOC_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), 'doc', 'source')
 
 
 class NoNetwork(fixtures.Fixture):
