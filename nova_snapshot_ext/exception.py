@@ -391,17 +391,19 @@ class GlanceFailedOnRecord(GlanceError):
     """Glance answered 5xx to a create and no image exists afterwards.
 
     Glance itself (not a gateway) failed while storing this record and
-    rolled it back: the same record fails the same way on every retry,
-    typically because Glance's database refuses something the preflight
-    could not foresee.  Nothing was made; ``image_id`` names the id the
-    create asked for.
+    rolled it back.  Nothing was made; ``image_id`` names the id the
+    create asked for.  Which cause it was, only Glance's log says: the
+    record (a property its database refuses, which the preflight could
+    not foresee: every retry fails the same way) or Glance's own state
+    (a database busy or gone: a later retry may succeed).
     """
 
     msg_fmt = _("Glance failed on this record (HTTP %(status)s on the "
                 "create of image %(image_id)s; Glance's answer: "
-                "%(detail)s) and made no image: a retry will fail the "
-                "same way unless the record changes; Glance's log names "
-                "the cause (often a property its database refuses)")
+                "%(detail)s) and made no image; Glance's log names the "
+                "cause: a property its database refuses fails the same "
+                "way on every retry until the record changes, a database "
+                "that was busy or down may not")
 
 
 class ImageFormatRejected(GlanceError):

@@ -202,8 +202,9 @@ class GlanceFailsOnRecord(DatabaseTestBase):
         proc = self.run_cli(self.request())
         self.assertEqual(1, proc.returncode, proc.stderr)
         self.assertIn('Glance failed on this record (HTTP 500', proc.stderr)
-        self.assertIn('a retry will fail the same way unless the record '
-                      'changes', proc.stderr)
+        self.assertIn('a property its database refuses fails the same '
+                      'way on every retry until the record changes',
+                      proc.stderr)
         self.assertNotIn('adopts', proc.stderr)
         self.assertEqual([], self.project_images())
 

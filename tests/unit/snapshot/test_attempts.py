@@ -271,8 +271,8 @@ class TestUncertainCreate(AttemptTestBase):
         message = err.format_message()
         self.assertEqual([], err.result.unconfirmed)
         self.assertIn('Glance failed on this record', message)
-        self.assertIn('a retry will fail the same way unless the record '
-                      'changes', message)
+        self.assertIn('a property its database refuses fails the same '
+                      'way on every retry until the record changes', message)
         self.assertIn('Data too long', message)
         self.assertNotIn('adopts', message)
         self.assertEqual(500, err.code)
