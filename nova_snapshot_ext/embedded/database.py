@@ -50,7 +50,6 @@ import logging as std_logging
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -59,6 +58,7 @@ import uuid
 
 from oslo_log import log as logging
 
+from nova_snapshot_ext.embedded import process as proc_mod
 from nova_snapshot_ext.embedded import watchdog
 
 LOG = logging.getLogger(__name__)
@@ -401,10 +401,8 @@ class PostgreSQLServer(_Server):
               '-U', 'postgres', '--auth=trust', '-E', 'UTF8',
               '--locale=C.UTF-8', '--no-sync'], 'initdb',
              cwd=self.base_dir, **self._as_pg_user())
-        sock = socket.socket()
-        sock.bind(('127.0.0.1', 0))
-        self.port = sock.getsockname()[1]
-        sock.close()
+        # The one port rule (postgres binds the port itself).
+        self.port = proc_mod.free_ports(1)[0]
         self._watchdog = _start_watchdog(self.base_dir)
         log = open(os.path.join(self.base_dir, 'postgres.log'), 'ab')
         try:

@@ -15,9 +15,11 @@
 :class:`EmbeddedGlance` writes a small ``glance-api.conf`` and paste ini
 into a (temporary) directory, prepares a SQLite database, and serves
 ``glance.wsgi.api:application`` with gunicorn on a free port of 127.0.0.1
-(glance 33 is WSGI only).  There is no Keystone: identity comes from
-request headers (``identity='headers'``) or from a fake token
-(``identity='token'``, see :mod:`nova_snapshot_ext.embedded.tokenauth`).
+below the ephemeral range (glance 33 is WSGI only), started, awaited and
+stopped with :mod:`nova_snapshot_ext.embedded.process`.  There is no
+Keystone: identity comes from request headers (``identity='headers'``)
+or from a fake token (``identity='token'``, see
+:mod:`nova_snapshot_ext.embedded.tokenauth`).
 
 Example::
 
@@ -32,21 +34,19 @@ import copy
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import typing as ty
-import urllib.error
-import urllib.request
 
 from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded import database as database_mod
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import logs
+from nova_snapshot_ext.embedded import process as proc_mod
 from nova_snapshot_ext.embedded import tokenauth
 
 LOG = logging.getLogger(__name__)
@@ -527,12 +527,8 @@ class EmbeddedGlance(object):
             started = time.monotonic()
             self._prepare_base_dir()
             try:
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock = proc_mod.listening_socket(self._requested_port)
                 try:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR,
-                                    1)
-                    sock.bind(('127.0.0.1', self._requested_port or 0))
-                    sock.listen(128)
                     self.port = sock.getsockname()[1]
                     self._write_config()
                     self._prepare_database()
@@ -603,16 +599,13 @@ class EmbeddedGlance(object):
             if down_seconds:
                 time.sleep(down_seconds)
             started = time.monotonic()
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    sock.bind(('127.0.0.1', self.port))
-                except OSError as exc:
-                    raise EmbeddedGlanceError(
-                        'cannot restart glance-api on port %d: %s' %
-                        (self.port, exc))
-                sock.listen(128)
+                sock = proc_mod.listening_socket(self.port)
+            except OSError as exc:
+                raise EmbeddedGlanceError(
+                    'cannot restart glance-api on port %d: %s' %
+                    (self.port, exc))
+            try:
                 self._launch(sock)
             finally:
                 sock.close()
@@ -624,29 +617,15 @@ class EmbeddedGlance(object):
             return self
 
     @staticmethod
-    def _terminate(process):
-        """Stop a gunicorn master and its worker.
+    def _terminate(master):
+        """Stop a gunicorn master and its workers (SIGINT: at once).
 
-        :param process: the :class:`subprocess.Popen` of the master.
+        :param master: the :class:`subprocess.Popen` of the master.
         :returns: None
         """
-        if process.poll() is None:
-            try:
-                process.send_signal(signal.SIGINT)
-            except ProcessLookupError:
-                pass
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                LOG.warning('glance-api pid %s did not stop on SIGINT; '
-                            'killing it', process.pid)
-        # The master runs in its own session: kill whatever is left of
-        # the group (normally nothing).
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        process.wait()
+        if not proc_mod.stop_group(master, STOP_TIMEOUT, signal.SIGINT):
+            LOG.warning('glance-api pid %s did not stop on SIGINT; '
+                        'killed it', master.pid)
 
     def _prepare_base_dir(self):
         """Create the base directory and its sub directories.
@@ -851,20 +830,10 @@ class EmbeddedGlance(object):
         :raises EmbeddedGlanceError: if the process cannot be started.
         """
         fd = sock.fileno()
-        cmd = [self.python, '-m', 'gunicorn',
-               '--bind', 'fd://%d' % fd,
-               '--workers', str(self.workers),
-               '--worker-class', 'gthread',
-               '--threads', '8',
-               '--timeout', '300',
-               '--graceful-timeout', '5',
-               '--no-control-socket',
-               '--worker-tmp-dir', self.base_dir,
-               '--chdir', self.base_dir,
-               '--name', 'embedded-glance-%d' % self.port]
-        if self.access_log_file:
-            cmd += ['--access-logfile', self.access_log_file]
-        cmd.append(_WSGI_APP)
+        cmd = proc_mod.gunicorn_command(
+            self.python, _WSGI_APP, 'fd://%d' % fd,
+            'embedded-glance-%d' % self.port, self.base_dir,
+            workers=self.workers, access_log=self.access_log_file)
         log = self._open_log()
         log.write(b'--- gunicorn glance-api ---\n')
         log.flush()
@@ -885,27 +854,11 @@ class EmbeddedGlance(object):
             passes first.
         """
         url = self.endpoint + '/healthcheck'
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        delay = 0.05
-        while True:
-            rc = self._process.poll()
-            if rc is not None:
-                raise EmbeddedGlanceError(
-                    'glance-api exited early with %s; log %s:\n%s' %
-                    (rc, self.log_file, logs.tail(self.log_file)))
-            try:
-                with opener.open(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise EmbeddedGlanceError(
-                    'glance-api not healthy at %s after %.0f s; log %s:\n%s'
-                    % (url, START_TIMEOUT, self.log_file,
-                       logs.tail(self.log_file)))
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
+        proc_mod.wait_for(lambda: proc_mod.http_ok(url),
+                          'glance-api healthy at %s' % url,
+                          deadline - time.monotonic(), self._process,
+                          'glance-api', self.log_file,
+                          error=EmbeddedGlanceError, max_delay=0.25)
 
     # ------------------------------------------------------------------
     # clients

@@ -13,8 +13,9 @@
 """Run a real Keystone (PyPI ``keystone``) for functional tests.
 
 :class:`EmbeddedKeystone` serves ``keystone.wsgi.api`` with gunicorn on a
-free port of 127.0.0.1 from its own cached virtualenv
-(:data:`RELEASE`, installed by
+free port of 127.0.0.1 (below the ephemeral range, as every embedded
+service: :mod:`nova_snapshot_ext.embedded.process`) from its own cached
+virtualenv (:data:`RELEASE`, installed by
 :func:`nova_snapshot_ext.embedded.glance_venv.ensure_release`), with a
 SQLite database and fernet tokens.
 
@@ -55,18 +56,16 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
 from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import logs
+from nova_snapshot_ext.embedded import process as proc_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -146,18 +145,6 @@ _tmp_lock = threading.Lock()
 
 class EmbeddedKeystoneError(RuntimeError):
     """The embedded Keystone could not be prepared, started or used."""
-
-
-def _free_socket():
-    """A listening socket on a free port of 127.0.0.1.
-
-    :returns: a :class:`socket.socket`.
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(('127.0.0.1', 0))
-    sock.listen(128)
-    return sock
 
 
 class _Server(object):
@@ -252,14 +239,10 @@ class _Server(object):
         """
         self.port = sock.getsockname()[1]
         fd = sock.fileno()
-        cmd = [self.python, '-m', 'gunicorn', '--bind', 'fd://%d' % fd,
-               '--workers', '1', '--worker-class', 'gthread',
-               '--threads', '8', '--timeout', '300',
-               '--graceful-timeout', '5', '--no-control-socket',
-               '--worker-tmp-dir', self.base_dir, '--chdir', self.base_dir,
-               '--pythonpath', self.base_dir,
-               '--name', 'embedded-keystone-%d' % self.port,
-               '%s:application' % _WSGI_NAME[:-3]]
+        cmd = proc_mod.gunicorn_command(
+            self.python, '%s:application' % _WSGI_NAME[:-3], 'fd://%d' % fd,
+            'embedded-keystone-%d' % self.port, self.base_dir,
+            pythonpath=self.base_dir)
         log = self._open_log()
         log.write(b'--- gunicorn keystone ---\n')
         log.flush()
@@ -270,50 +253,22 @@ class _Server(object):
                 pass_fds=(fd,), start_new_session=True)
         except OSError as exc:
             raise EmbeddedKeystoneError('cannot run %s: %s' % (cmd[0], exc))
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        deadline = time.monotonic() + START_TIMEOUT
-        delay = 0.1
-        while True:
-            rc = self.process.poll()
-            if rc is not None:
-                raise EmbeddedKeystoneError(
-                    'keystone exited early with %s; log %s:\n%s' % (
-                        rc, self.log_file, logs.tail(self.log_file)))
-            try:
-                with opener.open(self.url, timeout=5) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise EmbeddedKeystoneError(
-                    'keystone not ready at %s after %.0f s; log %s:\n%s' % (
-                        self.url, START_TIMEOUT, self.log_file,
-                        logs.tail(self.log_file)))
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
+        proc_mod.wait_for(lambda: proc_mod.http_ok(self.url, timeout=5),
+                          'keystone answering at %s' % self.url,
+                          START_TIMEOUT, self.process, 'keystone',
+                          self.log_file, error=EmbeddedKeystoneError,
+                          max_delay=0.5)
 
     def stop(self):
         """Stop gunicorn (SIGINT, then SIGKILL of its group).
 
         :returns: None
         """
-        process, self.process = self.process, None
-        if process is not None:
-            if process.poll() is None:
-                try:
-                    process.send_signal(signal.SIGINT)
-                    process.wait(STOP_TIMEOUT)
-                except ProcessLookupError:
-                    pass
-                except subprocess.TimeoutExpired:
-                    LOG.warning('keystone pid %s did not stop on SIGINT',
-                                process.pid)
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            process.wait()
+        master, self.process = self.process, None
+        if master is not None and not proc_mod.stop_group(
+                master, STOP_TIMEOUT, signal.SIGINT):
+            LOG.warning('keystone pid %s did not stop on SIGINT; killed it',
+                        master.pid)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -466,7 +421,7 @@ def ensure_template(python=None):
         server = _Server(python, work, DEFAULT_TOKEN_EXPIRATION)
         server.write_config()
         user = _account()
-        sock = _free_socket()
+        sock = proc_mod.listening_socket()
         try:
             server.manage('db_sync')
             for setup in ('fernet_setup', 'credential_setup',
@@ -592,7 +547,7 @@ class EmbeddedKeystone(object):
             self._server = _Server(self.python, self.base_dir,
                                    self.token_expiration)
             self._server.write_config()
-            sock = _free_socket()
+            sock = proc_mod.listening_socket()
             try:
                 self._server.start(sock)
             finally:

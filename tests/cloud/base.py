@@ -183,7 +183,7 @@ class CloudFixture(fixtures.Fixture):
             self.addCleanup(proxy.clear)
 
     def _start(self):
-        from nova_snapshot_ext.embedded.cloud import process
+        from nova_snapshot_ext.embedded import process
         from tests.functional import faultproxy
 
         port = process.free_ports(1)[0] if self.glance_proxy else None

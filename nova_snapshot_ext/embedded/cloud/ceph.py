@@ -36,7 +36,7 @@ import os
 import subprocess
 import uuid
 
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded import process as proc_mod
 
 #: The pools made on every start: Cinder's volumes, Glance's images.
 POOLS = ('volumes', 'images')

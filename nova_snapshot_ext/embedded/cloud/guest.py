@@ -79,8 +79,8 @@ import subprocess
 import tempfile
 
 from nova_snapshot_ext.embedded.cloud import host
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
 from nova_snapshot_ext.embedded import glance_venv
+from nova_snapshot_ext.embedded import process as proc_mod
 
 #: The sector (of 512 bytes) that holds a disk's marker: 30 MiB, past the
 #: boot partition, inside the 32 MiB image and any volume made from it.

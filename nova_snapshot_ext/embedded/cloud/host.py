@@ -20,7 +20,7 @@ starts and names what is missing with the one command that installs it.
 import os
 import shutil
 
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded import process as proc_mod
 
 #: Where root's programs are when ``PATH`` lacks the sbin directories.
 _SBIN = ('/usr/sbin', '/sbin')

@@ -25,7 +25,7 @@ import signal
 import socket
 import subprocess
 
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded import process as proc_mod
 from nova_snapshot_ext.embedded import watchdog
 
 MARIADBD = '/usr/sbin/mariadbd'

@@ -41,7 +41,6 @@ from oslo_log import log as logging
 from nova_snapshot_ext.embedded.cloud import config
 from nova_snapshot_ext.embedded.cloud import debian
 from nova_snapshot_ext.embedded.cloud import infra
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
 from nova_snapshot_ext.embedded.cloud import realstack
 from nova_snapshot_ext.embedded.cloud import venv
 from nova_snapshot_ext.embedded import demo as embedded_demo
@@ -49,6 +48,7 @@ from nova_snapshot_ext.embedded import glance as glance_mod
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import keystone as keystone_mod
 from nova_snapshot_ext.embedded import logs
+from nova_snapshot_ext.embedded import process as proc_mod
 from nova_snapshot_ext.image import payloads
 
 LOG = logging.getLogger(__name__)
@@ -449,16 +449,11 @@ class Cloud(object):
 
     def _gunicorn(self, name, port, app, directory, env, threads=4,
                   pythonpath=None):
-        cmd = [self.python, '-m', 'gunicorn',
-               '--bind', '127.0.0.1:%d' % port,
-               '--workers', '1', '--worker-class', 'gthread',
-               '--threads', str(threads), '--timeout', '300',
-               '--graceful-timeout', '5', '--no-control-socket',
-               '--worker-tmp-dir', directory, '--chdir', directory,
-               '--name', 'cloud-%s-%d' % (name, port)]
-        if pythonpath:
-            cmd += ['--pythonpath', pythonpath]
-        return self.procs.start(name, cmd + [app], env=env, cwd=directory)
+        cmd = proc_mod.gunicorn_command(
+            self.python, app, '127.0.0.1:%d' % port,
+            'cloud-%s-%d' % (name, port), directory, threads=threads,
+            pythonpath=pythonpath)
+        return self.procs.start(name, cmd, env=env, cwd=directory)
 
     def _wait_http(self, service, url, what=None, timeout=START_TIMEOUT):
         def ready():

@@ -36,8 +36,8 @@ import os
 import signal
 import subprocess
 
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
 from nova_snapshot_ext.embedded import glance_venv
+from nova_snapshot_ext.embedded import process as proc_mod
 
 START_TIMEOUT = 120.0
 #: The host directories bound to the cloud's: ``{host path: sub-dir}``.

@@ -47,7 +47,7 @@ import sys
 from nova_snapshot_ext.embedded.cloud import ceph as ceph_mod
 from nova_snapshot_ext.embedded.cloud import guest
 from nova_snapshot_ext.embedded.cloud import libvirtd as libvirtd_mod
-from nova_snapshot_ext.embedded.cloud import process as proc_mod
+from nova_snapshot_ext.embedded import process as proc_mod
 
 #: ``stack`` values of the cloud.
 STACKS = ('fake', 'real')

@@ -24,8 +24,8 @@ import testtools
 
 from nova_snapshot_ext.embedded.cloud import config
 from nova_snapshot_ext.embedded.cloud import network
-from nova_snapshot_ext.embedded.cloud import process
 from nova_snapshot_ext.embedded.cloud import venv
+from nova_snapshot_ext.embedded import process
 
 
 def _parse(text):

@@ -30,8 +30,8 @@ from nova_snapshot_ext.embedded.cloud import guest
 from nova_snapshot_ext.embedded.cloud import host
 from nova_snapshot_ext.embedded.cloud import infra
 from nova_snapshot_ext.embedded.cloud import libvirtd
-from nova_snapshot_ext.embedded.cloud import process
 from nova_snapshot_ext.embedded.cloud import realstack
+from nova_snapshot_ext.embedded import process
 
 
 def _ini(text):

@@ -14,7 +14,7 @@
 
 A "launcher" process starts the watchdog for its directory, then a
 service in a process group of its own (recorded in ``pgids``, as the
-cloud's :class:`~nova_snapshot_ext.embedded.cloud.process.Processes` does)
+cloud's :class:`~nova_snapshot_ext.embedded.process.Processes` does)
 and a daemon known only by its pid file (as RabbitMQ's node and the test
 databases).  The launcher is then killed with SIGKILL: no atexit handler,
 no ``stop()``.  The watchdog must end both and remove the directory.

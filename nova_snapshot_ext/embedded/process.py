@@ -10,11 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Processes of the cloud: ports, start, bounded waits, stop by PID.
+"""The process base of every embedded service: start, wait, stop.
 
 Every process runs in its own session (process group) with its output in
-a log file of the cloud's directory; :meth:`Processes.stop_all` ends them
-in reverse start order, SIGTERM then SIGKILL to the whole group.
+a log file.  One gunicorn command line (:func:`gunicorn_command`), one
+bounded wait that names the process and shows its log's tail
+(:func:`wait_for`), one stop of a whole group (:func:`stop_group`): the
+standalone Glance and Keystone use them, and the cloud's
+:class:`Processes` tracks its processes with them and ends them in
+reverse start order.
 """
 
 import collections
@@ -115,6 +119,41 @@ def free_ports(count, taken=(), rng=None, port_range=PORT_RANGE,
     return chosen
 
 
+def listening_socket(port=None, host='127.0.0.1', rng=None,
+                     port_range=PORT_RANGE):
+    """A listening TCP socket, held for a service to inherit.
+
+    The one port rule of the embedded services: ``port`` when asked, else
+    a free port below the ephemeral range (:data:`PORT_RANGE`), like the
+    cloud's.  Held open until the service inherits it (gunicorn's
+    ``fd://``), so no other process takes the port in between.
+
+    :param port: the port wanted, or None.
+    :param rng: a :class:`random.Random` (tests pass a seeded one).
+    :returns: a bound, listening :class:`socket.socket` (close it once
+        the service has inherited it).
+    :raises OSError: ``port`` was asked and cannot be bound.
+    :raises CloudError: no free port was found in ``port_range``.
+    """
+    rng = rng or random.SystemRandom()
+    low, high = port_range
+    candidates = [port] if port else [rng.randint(low, high)
+                                      for _ in range(200)]
+    for candidate in candidates:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, candidate))
+        except OSError:
+            sock.close()
+            if port:
+                raise
+            continue
+        sock.listen(128)
+        return sock
+    raise CloudError('no free port found in %d-%d' % (low, high))
+
+
 def http_ok(url, timeout=2.0):
     """Whether ``url`` answers with a status below 500 (no proxy).
 
@@ -130,6 +169,98 @@ def http_ok(url, timeout=2.0):
         return exc.code < 500
     except (urllib.error.URLError, OSError):
         return False
+
+
+def gunicorn_command(python, app, bind, name, directory, workers=1,
+                     threads=8, pythonpath=None, access_log=None):
+    """The gunicorn command line of an embedded WSGI service.
+
+    gthread workers, a 300 s request timeout, 5 s to finish requests on
+    stop, no control socket, the worker heartbeat files and the working
+    directory in ``directory``.
+
+    :param python: the interpreter of the service's virtualenv.
+    :param app: the WSGI application, ``module:callable``.
+    :param bind: ``'127.0.0.1:PORT'``, or ``'fd://N'`` for a listening
+        socket the process inherits (``pass_fds``).
+    :param name: the process title (``ps`` shows it).
+    :param directory: the service's directory.
+    :param workers: worker processes; ``threads`` threads each.
+    :param pythonpath: a directory to import ``app`` from, or None.
+    :param access_log: a file for one line per request, or None.
+    :returns: a list of strings.
+    """
+    cmd = [python, '-m', 'gunicorn', '--bind', bind,
+           '--workers', str(workers), '--worker-class', 'gthread',
+           '--threads', str(threads), '--timeout', '300',
+           '--graceful-timeout', '5', '--no-control-socket',
+           '--worker-tmp-dir', directory, '--chdir', directory,
+           '--name', name]
+    if pythonpath:
+        cmd += ['--pythonpath', pythonpath]
+    if access_log:
+        cmd += ['--access-logfile', access_log]
+    return cmd + [app]
+
+
+def wait_for(check, what, timeout, process=None, name=None, log=None,
+             error=None, max_delay=1.0):
+    """Wait until ``check()`` is true, at most ``timeout`` seconds.
+
+    :param check: a callable returning a bool.
+    :param what: what is awaited, for the message.
+    :param timeout: seconds.
+    :param process: the :class:`subprocess.Popen` that must stay alive
+        meanwhile, or None.
+    :param name: the process's label, for the message.
+    :param log: its log file: its tail ends the message.
+    :param error: the exception class raised (:class:`CloudError`).
+    :param max_delay: the longest pause between two checks (seconds).
+    :returns: the seconds waited.
+    :raises error: ``<name> exited with <status> before <what>`` or
+        ``<what> not reached after <timeout> s``, with the log's tail.
+    """
+    error = error or CloudError
+    started = time.monotonic()
+    delay = 0.05
+    while True:
+        if check():
+            return time.monotonic() - started
+        if process is not None and process.poll() is not None:
+            raise error('%s exited with %s before %s; log %s:\n%s'
+                        % (name, process.returncode, what, log,
+                           logs.tail(log) if log else ''))
+        if time.monotonic() - started > timeout:
+            raise error('%s not reached after %.0f s; log %s:\n%s'
+                        % (what, timeout, log or '-',
+                           logs.tail(log) if log else ''))
+        time.sleep(delay)
+        delay = min(delay * 1.5, max_delay)
+
+
+def stop_group(process, timeout=STOP_TIMEOUT, first=signal.SIGTERM):
+    """Stop a process started in its own session, and all of its group.
+
+    ``first`` to the group, SIGKILL when it has not exited after
+    ``timeout`` seconds, then SIGKILL to whatever is left of the group
+    (gunicorn's workers).  The process is reaped.
+
+    :param process: a :class:`subprocess.Popen` started with
+        ``start_new_session=True``.
+    :param first: the polite signal (gunicorn: SIGTERM waits for requests
+        to finish, SIGINT does not).
+    :returns: True when it exited on ``first``, False when killed.
+    """
+    polite = True
+    for sig, wait in ((first, timeout), (signal.SIGKILL, 5)):
+        _killpg(process.pid, sig)
+        try:
+            process.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            polite = False
+    _killpg(process.pid, signal.SIGKILL)
+    return polite
 
 
 def _killpg(pgid, sig):
@@ -167,29 +298,20 @@ class Service(object):
 
         :returns: None
         """
+        self.run_stop_command()
+        if self.process is not None:
+            stop_group(self.process, timeout)
+
+    def run_stop_command(self):
+        """The service's own stop command, if it has one (RabbitMQ's).
+
+        Its failure is ignored: the process group is stopped regardless.
+        """
         if self._stop is not None:
             try:
                 self._stop()
             except Exception:  # noqa: B902 - stop the group regardless
                 pass
-        process = self.process
-        if process is None:
-            return
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(process.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                process.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        # Whatever is left of the group (gunicorn workers).
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _line_start(fh, offset, back=65536):
@@ -287,22 +409,10 @@ class Processes(object):
         :returns: the seconds waited.
         :raises CloudError: if the process exits or time runs out.
         """
-        started = time.monotonic()
-        delay = 0.1
-        while True:
-            if check():
-                return time.monotonic() - started
-            if service is not None and service.process is not None and \
-                    service.process.poll() is not None:
-                raise CloudError('%s exited with %s before %s; log %s:\n%s'
-                                 % (service.name, service.process.returncode,
-                                    what, service.log, logs.tail(service.log)))
-            if time.monotonic() - started > timeout:
-                log = service.log if service is not None else '-'
-                raise CloudError('%s not reached after %.0f s; log %s:\n%s'
-                                 % (what, timeout, log, logs.tail(log)))
-            time.sleep(delay)
-            delay = min(delay * 1.5, 1.0)
+        if service is None:
+            return wait_for(check, what, timeout)
+        return wait_for(check, what, timeout, service.process, service.name,
+                        service.log)
 
     def stop_all(self, timeout=STOP_TIMEOUT):
         """Stop every process at once (idempotent).
@@ -315,11 +425,7 @@ class Processes(object):
         """
         services, self.services = list(reversed(self.services)), []
         for service in services:
-            if service._stop is not None:
-                try:
-                    service._stop()
-                except Exception:  # noqa: B902 - stop the rest regardless
-                    pass
+            service.run_stop_command()
             if service.process is not None:
                 _killpg(service.process.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
