@@ -26,12 +26,17 @@ nothing else proves that a snapshot holds the data.
 """
 
 import json
+import os
 import time
 import uuid
 
+import fixtures
 from oslotest import base as oslotest_base
 
 from nova_snapshot_ext.embedded.cloud import guest
+from nova_snapshot_ext.embedded.cloud import host
+from nova_snapshot_ext.embedded.cloud import libvirtd
+from nova_snapshot_ext.embedded import process
 from tests.cloud import base
 from tests.cloud import test_scenarios
 
@@ -484,3 +489,46 @@ class LocationActivationTest(_RoundTrip, oslotest_base.BaseTestCase):
 
     activation = 'location-first'
     expected_format = 'qcow2'
+
+
+class TwoLibvirtdsTest(oslotest_base.BaseTestCase):
+    """Two clouds' libvirtds on one host: the first to stop spares the other.
+
+    Each runs in a mount namespace with its own directory bound on
+    ``/run/libvirt``.  Removing that mount point on the host detaches the
+    other namespace's mount (Linux 3.18 and later): a cloud that stopped
+    first once took the running one's ``virtlogd-sock`` away, and its
+    nova-compute could start no guest.  Without a whole cloud: the two
+    daemons alone, about 10 s.
+    """
+
+    def setUp(self):
+        super().setUp()
+        missing = host.missing_packages(libvirtd.PROGRAMS)
+        if missing or os.geteuid() != 0:
+            self.skipTest('needs root and %s' % (', '.join(missing) or
+                                                 'nothing more'))
+        self.had_run_dir = os.path.isdir(libvirtd.RUN_DIR)
+
+    def _daemon(self, port):
+        base_dir = self.useFixture(fixtures.TempDir()).path
+        procs = process.Processes(base_dir)
+        daemon = libvirtd.Libvirtd(procs, base_dir, port)
+        self.addCleanup(procs.stop_all)
+        self.addCleanup(daemon.stop)
+        return daemon.start()
+
+    def test_the_first_to_stop_spares_the_other(self):
+        first_port, second_port = process.free_ports(2)
+        first = self._daemon(first_port)
+        second = self._daemon(second_port)
+        first.stop()
+        self.assertTrue(libvirtd.mounted_anywhere(libvirtd.RUN_DIR))
+        pid = second.service.process.pid
+        with open('/proc/%d/mountinfo' % pid) as fh:
+            points = [line.split(' ')[4] for line in fh]
+        self.assertIn(libvirtd.RUN_DIR, points)
+        self.assertEqual('', second.virsh('list', '--all', '--name').strip())
+        second.stop()
+        self.assertFalse(libvirtd.mounted_anywhere(libvirtd.RUN_DIR))
+        self.assertEqual(self.had_run_dir, os.path.isdir(libvirtd.RUN_DIR))

@@ -26,7 +26,11 @@ It runs on the cloud's :class:`~.process.Processes` like every other
 service.  Its stop first destroys and undefines every domain (QEMU
 processes leave libvirtd's process group) and ends any QEMU left by its
 pid file; nothing of the host's is touched, but an empty
-``/run/libvirt`` mount point made for it is removed again.
+``/run/libvirt`` mount point made for it is removed again, by the last
+cloud that stops: removing a directory another mount namespace has a
+mount on detaches that mount (Linux 3.18 and later), so a cloud that
+stopped first would take the running one's ``/run/libvirt`` away (seen:
+nova-compute then found no ``virtlogd-sock``).
 
 QEMU's capability cache is kept between clouds (:func:`cache_dir`): the
 first probe takes about 8 s, later starts 0.4 s.
@@ -41,6 +45,34 @@ from nova_snapshot_ext.embedded import process as proc_mod
 
 START_TIMEOUT = 120.0
 #: The host directories bound to the cloud's: ``{host path: sub-dir}``.
+#: The mount point of libvirt's run directory, and the file that says a
+#: cloud made it (so that the last cloud to stop removes it).
+RUN_DIR = '/run/libvirt'
+RUN_DIR_MARK = os.path.join(RUN_DIR, '.made-by-nova-snapshot-ext')
+
+
+def mounted_anywhere(path, proc='/proc'):
+    """Whether any process's mount namespace has a mount on ``path``.
+
+    Read from every ``/proc/<pid>/mountinfo`` (its fifth field is the
+    mount point); a process that ends meanwhile is skipped.
+
+    :returns: a bool.
+    """
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, pid, 'mountinfo')) as fh:
+                for line in fh:
+                    fields = line.split(' ', 5)
+                    if len(fields) > 4 and fields[4] == path:
+                        return True
+        except OSError:
+            continue
+    return False
+
+
 MOUNTS = (('/run/libvirt', 'run'), ('/etc/libvirt', 'etc'),
           ('/var/lib/libvirt', 'lib'), ('/var/log/libvirt', 'log'),
           ('/var/cache/libvirt', None))
@@ -102,7 +134,6 @@ class Libvirtd(object):
         self.port = port
         self.uri = 'qemu+tcp://127.0.0.1:%d/system' % port
         self.service = None
-        self._made_run_dir = False
 
     @classmethod
     def of_uri(cls, uri):
@@ -149,11 +180,13 @@ class Libvirtd(object):
         :raises CloudError: if it exits or does not answer in time.
         """
         binds = self._layout()
-        if not os.path.isdir('/run/libvirt'):
+        if not os.path.isdir(RUN_DIR):
             # A mount point only; the package makes it when its own daemon
-            # runs.  Removed again by stop().
-            os.makedirs('/run/libvirt')
-            self._made_run_dir = True
+            # runs.  Marked as made by a cloud, removed by the last cloud
+            # that stops (cleanup()).
+            os.makedirs(RUN_DIR)
+            with open(RUN_DIR_MARK, 'w'):
+                pass
         script = _SCRIPT % {'binds': ' '.join(binds), 'dir': self.dir}
         self.service = self.procs.start(
             'libvirtd', ['unshare', '-m', '--propagation', 'private', 'sh',
@@ -214,13 +247,19 @@ class Libvirtd(object):
         self.cleanup()
 
     def cleanup(self):
-        """Remove the mount point made for it (once nothing runs)."""
-        if self._made_run_dir:
-            try:
-                os.rmdir('/run/libvirt')
-            except OSError:
-                pass
-            self._made_run_dir = False
+        """Remove the mount point a cloud made, once no cloud uses it.
+
+        Only a ``/run/libvirt`` that holds :data:`RUN_DIR_MARK` (a
+        cloud made it) and on which no mount namespace has a mount
+        (another cloud's libvirtd still runs) is removed.
+        """
+        if not os.path.exists(RUN_DIR_MARK) or mounted_anywhere(RUN_DIR):
+            return
+        try:
+            os.unlink(RUN_DIR_MARK)
+            os.rmdir(RUN_DIR)
+        except OSError:
+            pass
 
 
 def _listdir(path):

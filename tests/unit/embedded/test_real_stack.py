@@ -494,3 +494,33 @@ class CloudChoicesTest(testtools.TestCase):
         err = self.assertRaises(KeyError, launcher.Cloud,
                                 glance_store='rbd')
         self.assertIn('needs the real stack', str(err))
+
+
+class MountedAnywhereTest(testtools.TestCase):
+
+    def _proc(self, tables):
+        root = self.useFixture(fixtures.TempDir()).path
+        for pid, lines in tables.items():
+            os.makedirs(os.path.join(root, pid))
+            with open(os.path.join(root, pid, 'mountinfo'), 'w') as fh:
+                fh.write(''.join(lines))
+        os.makedirs(os.path.join(root, 'self'))
+        return root
+
+    def test_a_mount_in_any_namespace_is_seen(self):
+        line = ('1337 29 0:55 /tmp/cloud/libvirt/run /run/libvirt '
+                'rw,relatime - tmpfs tmpfs rw\n')
+        other = '25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n'
+        root = self._proc({'100': [other], '200': [other, line]})
+        self.assertTrue(libvirtd.mounted_anywhere('/run/libvirt', root))
+        self.assertFalse(libvirtd.mounted_anywhere('/run/libvirt/x', root))
+
+    def test_none_and_vanished_processes(self):
+        root = self._proc({'100': ['25 1 8:1 / / rw - ext4 /dev/sda1 rw\n']})
+        os.makedirs(os.path.join(root, '300'))  # ended: no mountinfo
+        self.assertFalse(libvirtd.mounted_anywhere('/run/libvirt', root))
+
+    def test_the_mark_lies_in_the_mount_point(self):
+        self.assertEqual(libvirtd.RUN_DIR,
+                         os.path.dirname(libvirtd.RUN_DIR_MARK))
+        self.assertIn(libvirtd.RUN_DIR, [m[0] for m in libvirtd.MOUNTS])
