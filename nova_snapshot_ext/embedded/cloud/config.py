@@ -134,6 +134,13 @@ def cinder_conf(base, connection, transport_url, keystone_url, password,
             ('volumes_dir', base + '/volumes'),
             ('rootwrap_config', base + '/rootwrap.conf'),
             ('allowed_direct_url_schemes', ''),
+            # cinder-volume reports its backend's capabilities to
+            # cinder-scheduler every periodic_interval (60 s by default,
+            # after up to periodic_fuzzy_delay more): until the first
+            # report reaches the scheduler every volume create ends in
+            # NoValidBackend (seen on a loaded machine right after start).
+            ('periodic_interval', 10),
+            ('periodic_fuzzy_delay', 0),
             # glance is found in the catalog of each request's context
         ])),
         ('database', {'connection': connection}),

@@ -921,6 +921,7 @@ class Cloud(object):
     def _make_resources(self):
         """Flavors, the demo project's quotas and an image (every start)."""
         admin = self.session('admin')
+        self._wait_cinder_pools(admin)
         flavors = {}
         for name, ram, vcpus, disk in FLAVORS:
             resp = admin.post(self.url('nova') + '/flavors', json={
@@ -948,6 +949,33 @@ class Cloud(object):
             'image_alt': self._upload_image(admin, 'cloud-image-alt')}
         if self.real is not None:
             self.ids['images']['guest'] = self._upload_guest(admin)
+
+    def _wait_cinder_pools(self, admin):
+        """Until cinder-scheduler knows a backend it can place volumes on.
+
+        cinder-volume's heartbeat (:meth:`_cinder_volume_up`) says it
+        runs; only its capability report makes the scheduler list a pool
+        (``GET /v3/{project}/scheduler-stats/get_pools``, admin): before
+        that every volume create ends in ``NoValidBackend``.
+
+        :raises CloudError: no pool within :data:`START_TIMEOUT`, with
+            cinder-scheduler's log.
+        """
+        url = self.url('cinder') + '/%s/scheduler-stats/get_pools' % (
+            self.ids['projects']['admin'])
+
+        def known():
+            resp = admin.get(url, raise_exc=False)
+            return resp.status_code == 200 and bool(
+                resp.json().get('pools'))
+
+        scheduler = [s for s in self.procs.services
+                     if s.name == 'cinder-scheduler']
+        waited = self.procs.wait(
+            scheduler[0] if scheduler else None, known,
+            'cinder-scheduler knowing a backend (the first capability '
+            'report of cinder-volume)', START_TIMEOUT)
+        LOG.info('cinder-scheduler knew a backend after %.1f s', waited)
 
     def _upload_image(self, session, name):
         """A small public qcow2 image (made with qemu-img)."""
