@@ -180,6 +180,18 @@ def _audit_kinds() -> list[str]:
 
 def add_commands(subparsers: ty.Any) -> None:
     """The sub-commands and their own arguments (``cfg.SubCommandOpt``)."""
+    from nova_snapshot_ext.cmd import serve
+
+    _add_snapshot(subparsers)
+    backup_cmd.add_parser(subparsers)
+    _add_probe(subparsers)
+    _add_audit(subparsers)
+    _add_demo(subparsers)
+    paste_cmd.add_parser(subparsers)
+    serve.add_parser(subparsers)
+
+
+def _add_snapshot(subparsers: ty.Any) -> None:
     p = subparsers.add_parser(
         'snapshot', help='register and activate one snapshot image',
         description='Register and activate the volume-backed snapshot '
@@ -193,8 +205,8 @@ def add_commands(subparsers: ty.Any) -> None:
                    help='the snapshot request (JSON; format: %s)'
                    % _package_path(REQUEST_SCHEMA))
 
-    backup_cmd.add_parser(subparsers)
 
+def _add_probe(subparsers: ty.Any) -> None:
     p = subparsers.add_parser(
         'probe', help='what this Glance allows, the plan, the permissions',
         description='Show what the configured Glance allows, the activation '
@@ -204,6 +216,8 @@ def add_commands(subparsers: ty.Any) -> None:
     p.add_argument('--no-write-check', action='store_true',
                    help='skip the throwaway-image permission check')
 
+
+def _add_audit(subparsers: ty.Any) -> None:
     p = subparsers.add_parser(
         'audit', help='find and repair broken snapshot images',
         description='Scan the images this identity can list (an admin sees '
@@ -240,6 +254,8 @@ def add_commands(subparsers: ty.Any) -> None:
                        action='store_false',
                        help='never show progress')
 
+
+def _add_demo(subparsers: ty.Any) -> None:
     p = subparsers.add_parser(
         'demo', help='run against an embedded real Glance',
         description='Start a real glance-api on 127.0.0.1 in a temp dir, '
@@ -262,12 +278,6 @@ def add_commands(subparsers: ty.Any) -> None:
                    help='activate through a location: Glance with the http '
                    'store reads a valid empty image from a local web '
                    'server the demo starts')
-
-    paste_cmd.add_parser(subparsers)
-
-    from nova_snapshot_ext.cmd import serve
-
-    serve.add_parser(subparsers)
 
 
 def new_conf(cli: bool = True) -> cfg.ConfigOpts:
