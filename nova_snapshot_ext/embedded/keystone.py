@@ -274,7 +274,7 @@ class _Server(object):
             self._log = None
 
 
-class _Admin(object):
+class Admin(object):
     """JSON calls to the identity API as a given user.
 
     :param url: the identity API root (``.../v3``).
@@ -328,54 +328,104 @@ def password_auth(url, username, project=None, system=False):
     return v3.Password(**kwargs)
 
 
-def _seed(url):
-    """Create the template's projects, users, roles, service and limits.
+#: Roles every seeded Keystone has (``admin`` comes from bootstrap).
+ROLES = ('admin', 'member', 'reader', 'service')
+#: The interfaces each seeded catalog entry gets an endpoint on.
+INTERFACES = ('public', 'internal', 'admin')
 
-    :param url: the identity API root of a bootstrapped keystone.
-    :returns: the ids (:attr:`EmbeddedKeystone.ids`'s shape).
+
+def bootstrap(manage, url):
+    """Migrate Keystone's database and bootstrap it (``keystone-manage``).
+
+    ``db_sync``, the fernet, credential and receipt key repositories
+    (owned by this process's user), then ``bootstrap``: the ``admin``
+    user (password :data:`PASSWORD`) and project, and the identity
+    service at ``url`` in :data:`REGION`.
+
+    :param manage: a callable running ``keystone-manage ARGS`` against
+        the Keystone to bootstrap (its configuration names the database
+        and the key repositories).
+    :param url: the identity API root it will serve (``.../v3``).
+    :returns: None
+    :raises: what ``manage`` raises when a command fails.
     """
-    admin = _Admin(url, password_auth(url, 'admin', 'admin'))
-    ids = {'projects': {}, 'users': {}, 'roles': {}, 'endpoints': {},
-           'region': REGION}
-    for role in admin.call('GET', '/roles')['roles']:
-        ids['roles'][role['name']] = role['id']
-    for name in ('admin', 'member', 'reader', 'service'):
-        if name not in ids['roles']:
-            ids['roles'][name] = admin.call(
-                'POST', '/roles', {'role': {'name': name}})['role']['id']
-    for project in admin.call('GET', '/projects')['projects']:
-        ids['projects'][project['name']] = project['id']
-    for name in PROJECTS:
-        if name not in ids['projects']:
-            ids['projects'][name] = admin.call('POST', '/projects', {
-                'project': {'name': name, 'domain_id': 'default'}}
-            )['project']['id']
-    for user in admin.call('GET', '/users')['users']:
-        ids['users'][user['name']] = user['id']
-    for name, grant in USERS.items():
-        ids['users'][name] = admin.call('POST', '/users', {
-            'user': {'name': name, 'domain_id': 'default',
-                     'password': PASSWORD}})['user']['id']
-        if grant is None:
-            continue
-        project, roles = grant
+    user, group = _account()
+    manage('db_sync')
+    for setup in ('fernet_setup', 'credential_setup', 'receipt_setup'):
+        manage(setup, '--keystone-user', user, '--keystone-group', group)
+    manage('bootstrap', '--bootstrap-password', PASSWORD,
+           '--bootstrap-admin-url', url, '--bootstrap-internal-url', url,
+           '--bootstrap-public-url', url, '--bootstrap-region-id', REGION)
+
+
+def seed(url, projects, users, services=(), interfaces=INTERFACES):
+    """Create what a bootstrapped Keystone lacks of an account set.
+
+    Roles (:data:`ROLES`), projects and users (domain ``default``,
+    password :data:`PASSWORD`) are created only when missing; every
+    catalog entry gets an endpoint per interface at a placeholder URL
+    (a later start points it at its port).
+
+    :param url: the identity API root, as ``admin`` can reach it.
+    :param projects: project names.
+    :param users: ``{user: (project, (role, ...)) or None}``.
+    :param services: ``((service name, service type), ...)``.
+    :param interfaces: the endpoint interfaces of each service.
+    :returns: ``{'roles'|'projects'|'users': {name: id},
+        'services': {type: id}, 'endpoints': {type: {interface: id}}}``.
+    :raises EmbeddedKeystoneError: on a refused call.
+    """
+    admin = Admin(url, password_auth(url, 'admin', 'admin'))
+    ids = {'services': {}, 'endpoints': {}}
+    for kind, key in (('roles', 'role'), ('projects', 'project'),
+                      ('users', 'user')):
+        ids[kind] = {item['name']: item['id'] for item in
+                     admin.call('GET', '/' + kind)[kind]}
+    wanted = (('roles', 'role', ROLES, {}),
+              ('projects', 'project', projects, {'domain_id': 'default'}),
+              ('users', 'user', users, {'domain_id': 'default',
+                                        'password': PASSWORD}))
+    for kind, key, names, extra in wanted:
+        for name in names:
+            if name not in ids[kind]:
+                ids[kind][name] = admin.call('POST', '/' + kind, {
+                    key: dict(extra, name=name)})[key]['id']
+    for name, grant in users.items():
+        project, roles = grant or (None, ())
         for role in roles:
             admin.call('PUT', '/projects/%s/users/%s/roles/%s' % (
                 ids['projects'][project], ids['users'][name],
                 ids['roles'][role]))
+    for name, kind in services:
+        service = admin.call('POST', '/services', {'service': {
+            'name': name, 'type': kind, 'enabled': True}})['service']
+        ids['services'][kind] = service['id']
+        ids['endpoints'][kind] = {
+            interface: admin.call('POST', '/endpoints', {'endpoint': {
+                'service_id': service['id'], 'interface': interface,
+                'region_id': REGION, 'url': _PLACEHOLDER_URL}}
+            )['endpoint']['id'] for interface in interfaces}
+    return ids
+
+
+def _seed(url):
+    """The standalone Keystone's accounts, Glance's service and limits.
+
+    :param url: the identity API root of a bootstrapped keystone.
+    :returns: the ids (:attr:`EmbeddedKeystone.ids`'s shape).
+    """
+    ids = seed(url, PROJECTS, USERS, services=(('glance', 'image'),),
+               interfaces=('public', 'internal'))
+    admin = Admin(url, password_auth(url, 'admin', 'admin'))
     # oslo.limit in Glance reads endpoints and limits with a system scope.
     admin.call('PUT', '/system/users/%s/roles/%s' % (
         ids['users']['glance'], ids['roles']['reader']))
-    service = admin.call('POST', '/services', {'service': {
-        'name': 'glance', 'type': 'image', 'enabled': True}})['service']
-    ids['image_service'] = service['id']
-    for interface in ('public', 'internal'):
-        ids['endpoints'][interface] = admin.call('POST', '/endpoints', {
-            'endpoint': {'service_id': service['id'], 'interface': interface,
-                         'region_id': REGION, 'url': _PLACEHOLDER_URL}}
-        )['endpoint']['id']
+    ids['image_service'] = ids['services'].pop('image')
+    ids['endpoints'] = ids['endpoints'].pop('image')
+    ids['region'] = REGION
+    del ids['services']
     admin.call('POST', '/registered_limits', {'registered_limits': [
-        {'service_id': service['id'], 'region_id': REGION,
+        {'service_id': ids['image_service'], 'region_id': REGION,
          'resource_name': name, 'default_limit': value}
         for name, value in GLANCE_LIMITS.items()]})
     return ids
@@ -408,9 +458,10 @@ def ensure_template(python=None):
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             with open(os.path.join(path, _SEED_NAME)) as fh:
-                seed = json.load(fh)
-            if seed.get('built_from') == json.loads(json.dumps(built_from)):
-                return path, seed['ids']
+                record = json.load(fh)
+            if record.get('built_from') == json.loads(json.dumps(
+                    built_from)):
+                return path, record['ids']
         except (OSError, ValueError):
             pass
         started = time.monotonic()
@@ -420,20 +471,10 @@ def ensure_template(python=None):
         os.makedirs(work)
         server = _Server(python, work, DEFAULT_TOKEN_EXPIRATION)
         server.write_config()
-        user = _account()
         sock = proc_mod.listening_socket()
         try:
-            server.manage('db_sync')
-            for setup in ('fernet_setup', 'credential_setup',
-                          'receipt_setup'):
-                server.manage(setup, '--keystone-user', user[0],
-                              '--keystone-group', user[1])
             server.port = sock.getsockname()[1]
-            server.manage('bootstrap', '--bootstrap-password', PASSWORD,
-                          '--bootstrap-admin-url', server.url,
-                          '--bootstrap-internal-url', server.url,
-                          '--bootstrap-public-url', server.url,
-                          '--bootstrap-region-id', REGION)
+            bootstrap(server.manage, server.url)
             server.start(sock)
             sock.close()
             ids = _seed(server.url)
@@ -552,7 +593,7 @@ class EmbeddedKeystone(object):
                 self._server.start(sock)
             finally:
                 sock.close()
-            self._admin = _Admin(self.url, password_auth(
+            self._admin = Admin(self.url, password_auth(
                 self.url, 'admin', 'admin'))
             for endpoint in self._admin.call('GET', '/endpoints')[
                     'endpoints']:
@@ -619,8 +660,8 @@ class EmbeddedKeystone(object):
             raise ValueError('unknown Glance limit %r' % resource)
         project_id = self.ids['projects'][project]
         # A project-scoped token lists only its own project's limits.
-        system = _Admin(self.url, password_auth(self.url, 'admin',
-                                                system=True))
+        system = Admin(self.url, password_auth(
+            self.url, 'admin', system=True))
         # Keystone 30 ignores a PATCH to a limit of 0 (the old value
         # stays): replace the limit instead.
         for limit in system.call('GET', '/limits?project_id=%s&resource_'
@@ -646,7 +687,7 @@ class EmbeddedKeystone(object):
         """
         import uuid
 
-        own = _Admin(self.url, password_auth(self.url, username, project))
+        own = Admin(self.url, password_auth(self.url, username, project))
         body = {'name': name or 'cred-%s' % uuid.uuid4().hex[:8]}
         if roles:
             body['roles'] = [{'name': r} for r in roles]

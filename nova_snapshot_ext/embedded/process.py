@@ -398,6 +398,24 @@ class Processes(object):
         self.services.append(service)
         return service
 
+    def named(self, name):
+        """The running :class:`Service` called ``name``, or None.
+
+        :param name: as given to :meth:`start` (e.g. ``'nova-compute'``).
+        :returns: the newest such service, or None.
+        """
+        found = [s for s in self.services if s.name == name]
+        return found[-1] if found else None
+
+    def stop_named(self, name, timeout=STOP_TIMEOUT):
+        """Stop every service called ``name`` and forget it.
+
+        :returns: None
+        """
+        for service in [s for s in self.services if s.name == name]:
+            service.stop(timeout)
+            self.services.remove(service)
+
     def wait(self, service, check, what, timeout):
         """Wait until ``check()`` is true, at most ``timeout`` seconds.
 

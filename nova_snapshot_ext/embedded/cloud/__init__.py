@@ -14,7 +14,7 @@
 
 Keystone, Glance, Cinder, Placement and Nova from their releases on the
 package index (one cached virtualenv, :mod:`.venv`), a private MariaDB and
-RabbitMQ (:mod:`.infra`), and this project's plugin installed into
-nova-api as ``doc/source/nova.rst`` says.  :class:`.launcher.Cloud` starts
-it; see ``doc/source/cloud.rst``.
+RabbitMQ, one module per service (:mod:`.services`), and this project's
+plugin installed into nova-api as ``doc/source/nova.rst`` says.
+:class:`.launcher.Cloud` starts it; see ``doc/source/cloud.rst``.
 """

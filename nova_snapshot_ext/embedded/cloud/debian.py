@@ -22,8 +22,7 @@ starts (:func:`.host.require`).
 import sys
 
 from nova_snapshot_ext.embedded.cloud import host
-from nova_snapshot_ext.embedded.cloud import infra
-from nova_snapshot_ext.embedded.cloud import realstack
+from nova_snapshot_ext.embedded.cloud import services
 
 #: What each stack needs, described for messages.
 WHAT = {'fake': 'the cloud',
@@ -37,10 +36,7 @@ def program_maps(stack='fake'):
     :param stack: ``'fake'`` or ``'real'``.
     :returns: a list of mappings (:mod:`.host`'s input).
     """
-    maps = [infra.PROGRAMS]
-    if stack == 'real':
-        maps.extend(realstack.PROGRAM_MAPS)
-    return maps
+    return services.program_maps(stack)
 
 
 def require(stack='fake'):

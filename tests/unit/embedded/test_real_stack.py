@@ -28,9 +28,9 @@ from nova_snapshot_ext.embedded.cloud import ceph
 from nova_snapshot_ext.embedded.cloud import config
 from nova_snapshot_ext.embedded.cloud import guest
 from nova_snapshot_ext.embedded.cloud import host
-from nova_snapshot_ext.embedded.cloud import infra
 from nova_snapshot_ext.embedded.cloud import libvirtd
 from nova_snapshot_ext.embedded.cloud import realstack
+from nova_snapshot_ext.embedded.cloud import services
 from nova_snapshot_ext.embedded import process
 
 
@@ -256,9 +256,17 @@ class HostTest(testtools.TestCase):
 
         self.assertEqual(2, debian.main(['real', 'extra']))
         self.assertEqual(2, debian.main(['xen']))
-        self.assertEqual(
-            [infra.PROGRAMS] + list(realstack.PROGRAM_MAPS),
-            debian.program_maps('real'))
+        real = debian.program_maps('real')
+        fake = debian.program_maps('fake')
+        # The real stack needs what the fake one does, and Ceph's,
+        # libvirtd's and the guest's programs besides.
+        self.assertEqual(fake, real[:len(fake)])
+        for programs in realstack.PROGRAM_MAPS:
+            for program, package in programs.items():
+                self.assertIn((program, package), [
+                    item for extra in real[len(fake):]
+                    for item in extra.items()])
+        self.assertNotIn('ceph', repr(fake))
 
     def test_nothing_missing(self):
         self.assertIsNone(host.require('x', {'sh': 'dash'}))
@@ -273,7 +281,7 @@ class HostTest(testtools.TestCase):
         from nova_snapshot_ext.embedded.cloud import launcher
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_snapshot_ext.embedded.cloud.infra.PROGRAMS',
+            'nova_snapshot_ext.embedded.cloud.services.PROGRAMS',
             {'no-such-program-x': 'mariadb-server'}))
         made = self.useFixture(fixtures.MockPatch(
             'tempfile.mkdtemp')).mock
@@ -473,17 +481,25 @@ class CloudChoicesTest(testtools.TestCase):
 
         lines = []
         cloud = launcher.Cloud(progress=lines.append)
-        self.assertEqual(7, cloud._step('mariadb', lambda: 7))
+        self.assertEqual(7, cloud.step('mariadb', lambda: 7))
         self.assertEqual(['MariaDB'], lines)
         self.assertIn('mariadb', cloud.timings)
         words = cloud._step_words('venv')
         self.assertIn('minutes', words)
         self.assertIn('.log', words)
-        # Every step the start runs has its words.
+        # Every step the start runs has its words: the cloud's own and
+        # every service's.
         import inspect
-        steps = set(re.findall(r"_step\('(\w+)'", inspect.getsource(
-            launcher.Cloud._start)))
+        sources = [launcher.Cloud._start] + [
+            cls for cls in services.SERVICES]
+        steps = set()
+        for source in sources:
+            steps.update(re.findall(r"step\('(\w+)'",
+                                    inspect.getsource(source)))
         self.assertEqual(set(), steps - set(launcher.STEP_WORDS) - {'venv'})
+        for cls in services.SERVICES:
+            self.assertTrue(cls.words, cls)
+            self.assertNotEqual(cls.name, cloud._step_words(cls.name))
 
     def test_unknown_stack_and_store_refused(self):
         from nova_snapshot_ext.embedded.cloud import launcher
