@@ -36,14 +36,28 @@ LOG = logging.getLogger(__name__)
 FATAL_FORMAT_ERRORS = False
 
 
+def reason_of(err: BaseException) -> str:
+    """The text of any error, on one line, for a message.
+
+    :returns: at most 500 characters; the class name when the error has
+        no text.
+    """
+    text = ' '.join(str(err).split())
+    return text[:500] or err.__class__.__name__
+
+
 class SnapshotExtException(Exception):
-    """Base exception; formats ``msg_fmt`` with the constructor kwargs."""
+    """Base exception; formats ``msg_fmt`` with the constructor kwargs.
+
+    :ivar reason: the ``reason`` keyword (the cause in words), or None.
+    """
 
     msg_fmt = _("An unknown exception occurred.")
     code = 500
 
     def __init__(self, message: str | None = None, **kwargs: ty.Any):
         self.kwargs = kwargs
+        self.reason: ty.Any = kwargs.get('reason')
         if not message:
             try:
                 message = self.msg_fmt % kwargs
@@ -241,12 +255,16 @@ class GlanceError(SnapshotExtException):
         ``None`` when no answer was read (transport failure, an
         unreadable body, a client-side refusal without status).  The
         ``status`` keyword given to the constructor when it is an int.
+    :ivar sent: False only when the request is known not to have left
+        this process (the ``sent`` keyword; default True: it may have
+        reached Glance, so what it asked for may exist).
     """
 
     msg_fmt = _("Glance %(operation)s failed: %(reason)s")
 
     def __init__(self, message: str | None = None, **kwargs: ty.Any):
         super().__init__(message, **kwargs)
+        self.sent = bool(kwargs.get('sent', True))
         status = kwargs.get('status')
         self.status: int | None = (
             status if isinstance(status, int) and
@@ -337,6 +355,10 @@ class GlanceDeadlineExceeded(GlanceUnavailable):
     msg_fmt = _("Glance %(operation)s got no complete answer within "
                 "%(deadline)s seconds (%(which)s): %(reason)s")
 
+    def __init__(self, message: str | None = None, **kwargs: ty.Any):
+        super().__init__(message, **kwargs)
+        self.reached = kwargs.get('reached') is True
+
 
 class GlanceAnswerCut(GlanceUnavailable):
     """Glance was reached and began its answer, which was cut short.
@@ -363,7 +385,7 @@ def unreachable(err: BaseException) -> bool:
     add) met the deadline.
     """
     if isinstance(err, GlanceDeadlineExceeded):
-        return err.kwargs.get('reached') is not True
+        return not err.reached
     if isinstance(err, GlanceAnswerCut):
         return False
     return isinstance(err, GlanceUnavailable)

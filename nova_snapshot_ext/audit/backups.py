@@ -41,8 +41,8 @@ import typing as ty
 from nova_snapshot_ext.audit import images as images_mod
 from nova_snapshot_ext.audit import report as report_mod
 from nova_snapshot_ext.audit import volume_snapshots as snapshots_mod
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext.snapshot import tags
 
 

@@ -51,10 +51,10 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext.audit import images as images_mod
 from nova_snapshot_ext.audit import report as report_mod
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import leaks
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.backup import rotation
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)

@@ -46,7 +46,7 @@ import uuid
 
 from oslo_log import log as logging
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import tags
 
@@ -108,7 +108,7 @@ class SnapshotRecorder(ty.Protocol):
     """Writes Cinder snapshot metadata.
 
     :class:`~.cinder.CinderClient`, or inside Nova
-    :class:`~nova_snapshot_ext.nova.cinder.NovaCinder`.
+    :class:`~nova_snapshot_ext.cinder.nova_api.NovaCinder`.
     """
 
     def set_snapshot_metadata(self, snapshot_id: str,

@@ -33,8 +33,8 @@ import typing as ty
 
 from oslo_config import cfg
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import service as backup_mod
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext import exception
 from nova_snapshot_ext import opts

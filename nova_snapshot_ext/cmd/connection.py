@@ -304,7 +304,7 @@ def check_glance(conf: cfg.ConfigOpts,
         raise errors.CLIError(template.format(
             where=where, option=option, status=err.status,
             group=opts.GLANCE_GROUP, message=err.format_message(),
-            reason=err.kwargs.get('reason')), code)
+            reason=err.reason), code)
     except Exception as err:  # noqa: B902 - anything not Glance-shaped
         raise errors.CLIError(
             'the service at %s (%s) is not a Glance image API: its answer '

@@ -186,15 +186,14 @@ def check_permissions(glance: glance_mod.GlanceClient,
         except exception.GlanceUnavailable:
             raise
         except exception.GlanceError as err:
-            status = err.kwargs.get('status')
-            refused = isinstance(status, int) and 400 <= status < 500
+            refused = err.status is not None and 400 <= err.status < 500
             steps.append({'step': step, 'ok': False, 'refused': refused,
                           'detail': err.format_message()})
             if isinstance(err, exception.GlanceForbidden):
                 missing.append(needs)
             elif refused:
                 missing.append('%s: Glance refused with HTTP %s'
-                               % (needs, status))
+                               % (needs, err.status))
             else:
                 failed.append('%s: Glance failed (%s); whether the '
                               'identity may do it is not known'

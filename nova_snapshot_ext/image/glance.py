@@ -42,10 +42,10 @@ from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import deadline
-from nova_snapshot_ext.image import loading
 from nova_snapshot_ext.image import quotas
 from nova_snapshot_ext.image import sending
 from nova_snapshot_ext.image import translation
+from nova_snapshot_ext import loading
 from nova_snapshot_ext import opts
 
 
@@ -448,7 +448,7 @@ class GlanceClient:
             raise exception.GlanceMalformedAnswer(
                 operation='usage', status=None,
                 reason='the answer was cut mid-body (%s)'
-                % err.kwargs.get('reason')) from err
+                % err.reason) from err
         if not isinstance(document, abc.Mapping):
             raise exception.GlanceMalformedAnswer(
                 operation='usage', status=None,

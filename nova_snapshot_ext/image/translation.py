@@ -143,11 +143,6 @@ def _status_of(err: BaseException) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def reason_of(err: BaseException) -> str:
-    text = ' '.join(str(err).split())
-    return text[:500] or err.__class__.__name__
-
-
 def translate(err: BaseException, operation: str,
               image_id: str | None = None,
               disk_format: str | None = None,
@@ -176,7 +171,7 @@ def translate(err: BaseException, operation: str,
         otherwise.
     """
     status = _status_of(err)
-    reason = redaction.scrub(reason_of(err), secret_url)
+    reason = redaction.scrub(exception.reason_of(err), secret_url)
     kwargs: dict[str, ty.Any] = dict(operation=operation, reason=reason,
                                      image_id=image_id, status=status)
     if isinstance(err, TypeError) and operation == 'create':

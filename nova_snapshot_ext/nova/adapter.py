@@ -15,10 +15,11 @@
 Three directions, each a pure function (Nova is imported lazily, only by
 :func:`to_nova_exception`):
 
-* :func:`record_from_glance_meta` - the image metadata Nova built for a
+* :class:`NovaImageMeta` - the image metadata Nova built for a
   volume-backed snapshot, *after* Nova's own ``_translate_to_glance``
   (flat, every property a string, ``block_device_mapping`` a JSON string,
-  ``bdm_v2 = 'True'``, ``min_ram``/``min_disk`` ints) becomes an
+  ``bdm_v2 = 'True'``, ``min_ram``/``min_disk`` ints), read once; its
+  :meth:`~NovaImageMeta.record` is an
   :class:`~nova_snapshot_ext.snapshot.metadata.ImageRecord` without
   re-encoding anything, so the image carries Nova's exact encodings;
 * :func:`request_from_nova` - a Nova ``Instance`` and its
@@ -32,6 +33,7 @@ Three directions, each a pure function (Nova is imported lazily, only by
 
 from __future__ import annotations
 
+import dataclasses
 import typing as ty
 
 from oslo_log import log as logging
@@ -64,84 +66,174 @@ BDM_FIELDS = (
     'encryption_format', 'encryption_options')
 
 
-def is_plain_activation(sent: ty.Mapping[str, ty.Any]) -> bool:
-    """True if Nova's translated metadata is one the plugin activates.
+@dataclasses.dataclass(frozen=True)
+class NovaImageMeta:
+    """Nova's translated image metadata of one create, read once.
 
-    :param sent: the output of Nova's ``_translate_to_glance``.
-    :returns: False when it names a ``disk_format``, ``container_format``
-        or ``location`` (Nova keeps its own behaviour for those).
+    What Nova's ``_translate_to_glance(image_meta)`` returns for
+    ``snapshot_volume_backed`` (flat, every property a string,
+    ``block_device_mapping`` a JSON string), e.g.::
+
+        {'name': 'snap', 'visibility': 'private', 'min_ram': 512,
+         'min_disk': 10, 'root_device_name': '/dev/vda',
+         'block_device_mapping': '[{"source_type": "snapshot", ...}]',
+         'bdm_v2': 'True', 'os_distro': 'ubuntu'}
+
+    Build it with :meth:`read`; the hook asks it (:attr:`plain`,
+    :attr:`snapshot_ids`, :meth:`record`) instead of parsing the dict
+    again.
+
+    :ivar sent: the metadata, ``instance_owner`` removed.
+    :ivar member: Nova's ``instance_owner`` (the project to share the
+        image with), or None.
+    :ivar entries: ``block_device_mapping`` decoded (a list; ``[]`` when
+        absent), or None when it cannot be read.
+    :ivar mapping_error: why it cannot be read, or None.
     """
-    return not any(key in sent for key in NOT_OURS_KEYS)
+
+    sent: ty.Mapping[str, ty.Any]
+    member: str | None = None
+    entries: list[ty.Any] | None = dataclasses.field(default_factory=list)
+    mapping_error: str | None = None
+
+    @classmethod
+    def read(cls, sent: ty.Mapping[str, ty.Any],
+             member: str | None = None) -> NovaImageMeta:
+        """Read Nova's metadata once.
+
+        :param sent: as above, without ``instance_owner`` (pass it as
+            ``member``).
+        :returns: a :class:`NovaImageMeta`; an unreadable
+            ``block_device_mapping`` is recorded, not raised (only
+            :meth:`record` refuses it).
+        """
+        encoded = sent.get('block_device_mapping')
+        entries: ty.Any = [] if encoded is None else encoded
+        error = None
+        if isinstance(encoded, str):
+            try:
+                entries = jsonutils.loads(encoded)
+            except ValueError as err:
+                entries, error = None, 'not valid JSON: %s' % err
+        if entries is not None and not isinstance(entries, list):
+            entries, error = None, 'must be a JSON list'
+        return cls(sent=sent, member=member, entries=entries,
+                   mapping_error=error)
+
+    @property
+    def plain(self) -> bool:
+        """Whether the plugin activates this create.
+
+        False when it names a ``disk_format``, ``container_format`` or
+        ``location`` (Nova keeps its own behaviour for those).
+        """
+        return not any(key in self.sent for key in NOT_OURS_KEYS)
+
+    @property
+    def name(self) -> str:
+        """The image's name (``''`` when Nova gave none)."""
+        return self.sent.get('name') or ''
+
+    @property
+    def snapshot_ids(self) -> list[str | None] | None:
+        """The volume snapshot ids Nova put in the mapping, in order.
+
+        :returns: the ``snapshot_id`` of every ``source_type=snapshot``
+            volume entry, in Nova's order (the order of the server's
+            volume BDMs), or None when the mapping cannot be read.
+        """
+        if self.entries is None:
+            return None
+        return [e.get('snapshot_id') for e in self.entries
+                if isinstance(e, dict) and
+                e.get('source_type') == 'snapshot' and
+                e.get('destination_type') == 'volume']
+
+    def record(self, non_inheritable: ty.Collection[str] = ()
+               ) -> metadata_mod.ImageRecord:
+        """The image record built from the metadata itself.
+
+        :param non_inheritable: ``[snapshot_ext] non_inheritable_image_
+            properties``.  Every key of a never-inherited kind
+            (:func:`~.metadata.never_inherited_kind`: Nova's copies of
+            non-image system metadata such as ``vtpm_secret_uuid`` or
+            ``owner_user_name``, inherited ownership, identity,
+            provenance, status markers...) is dropped, except the mapping
+            keys Nova built from the server.  This is the fallback of the
+            hook when it cannot rebuild the record with the one builder;
+            Nova's metadata does not say which keys the user gave, so a
+            user key of such a kind is dropped too (logged).  Keys with a
+            ``None`` value are "not set" and dropped (Glance stores no
+            null custom property).
+        :returns: :class:`~.metadata.ImageRecord`; its id is
+            ``sent['id']`` or a new UUID; property values are kept
+            exactly as Nova encoded them (a non-string value is left for
+            the preflight to refuse).
+        :raises InvalidRequest: ``min_ram``/``min_disk`` are not
+            integers, or ``block_device_mapping`` is not a JSON list.
+        :raises UnsafeRecord: an entry Nova never writes
+            (:func:`~.request.mapping_refusal`) or a property that makes
+            deleting the image destroy something else (:mod:`.deletion`).
+        """
+        properties = self._properties(non_inheritable)
+        if self.mapping_error is not None and isinstance(
+                self.sent.get('block_device_mapping'), str):
+            raise exception.InvalidRequest(field='block_device_mapping',
+                                           reason=self.mapping_error)
+        # Only Nova's own (JSON text) encoding is a mapping the record
+        # holds; another value stays a property for the preflight.
+        mappings = (list(self.entries or ()) if isinstance(
+            self.sent.get('block_device_mapping'), str) else [])
+        _check_safe(mappings, properties)
+        min_disk, note = metadata_mod.cap_min_disk(
+            _int(self.sent.get('min_disk'), 'min_disk'), mappings)
+        if note:
+            LOG.warning('Snapshot image %(name)s: %(note)s',
+                        {'name': self.name, 'note': note})
+        return metadata_mod.ImageRecord(
+            image_id=self.sent.get('id') or uuidutils.generate_uuid(),
+            name=self.name,
+            visibility=self.sent.get('visibility') or (
+                'shared' if self.member else 'private'),
+            min_ram=_int(self.sent.get('min_ram'), 'min_ram'),
+            min_disk=min_disk,
+            properties=properties,
+            member=self.member,
+            mappings=mappings,
+            notes=[note] if note else [])
+
+    def _properties(self, non_inheritable: ty.Collection[str]
+                    ) -> dict[str, ty.Any]:
+        """The custom properties the record keeps (see :meth:`record`)."""
+        properties: dict[str, ty.Any] = {}
+        dropped = []
+        for key, value in self.sent.items():
+            if key in RECORD_ATTRIBUTES or value is None:
+                continue
+            kind = metadata_mod.never_inherited_kind(key, non_inheritable)
+            if (kind is not None and kind != 'mapping' and
+                    not _user_only(key)):
+                dropped.append(key)
+                continue
+            properties[key] = value
+        if dropped:
+            LOG.info('Snapshot image %(name)s: not copying %(keys)s from '
+                     "Nova's image metadata",
+                     {'name': self.sent.get('name'),
+                      'keys': ', '.join(sorted(dropped))})
+        return properties
 
 
-def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
-                            member: str | None = None,
-                            non_inheritable: ty.Collection[str] = ()
-                            ) -> metadata_mod.ImageRecord:
-    """Build the image record from Nova's translated image metadata.
+def _check_safe(mappings: list[ty.Any],
+                properties: ty.Mapping[str, ty.Any]) -> None:
+    """The record's own rules on this path too.
 
-    :param sent: the dict Nova's ``_translate_to_glance(image_meta)``
-        returns for ``snapshot_volume_backed``, e.g.::
+    Only the mappings Nova writes, nothing that deleting the image
+    destroys.
 
-            {'name': 'snap', 'visibility': 'private', 'min_ram': 512,
-             'min_disk': 10, 'root_device_name': '/dev/vda',
-             'block_device_mapping': '[{"source_type": "snapshot", ...}]',
-             'bdm_v2': 'True', 'os_distro': 'ubuntu'}
-
-        ``instance_owner`` must already be removed (pass it as
-        ``member``).  Keys with a ``None`` value are "not set" and are
-        dropped (Glance stores no null custom property).
-    :param member: project to share the image with (Nova's
-        ``instance_owner``), or ``None``.
-    :param non_inheritable: ``[snapshot_ext] non_inheritable_image_
-        properties``.  Every key of a never-inherited kind
-        (:func:`~.metadata.never_inherited_kind`: Nova's copies of
-        non-image system metadata such as ``vtpm_secret_uuid`` or
-        ``owner_user_name``, inherited ownership, identity, provenance,
-        status markers...) is dropped, except the mapping keys Nova built
-        from the server.  This is the fallback of the hook when it cannot
-        rebuild the record with the one builder; Nova's metadata does not
-        say which keys the user gave, so a user key of such a kind is
-        dropped too (logged).
-    :returns: :class:`~.metadata.ImageRecord`; its id is ``sent['id']``
-        or a new UUID; property values are kept exactly as Nova encoded
-        them (a non-string value is left for the preflight to refuse).
-    :raises InvalidRequest: ``min_ram``/``min_disk`` are not integers,
-        or ``block_device_mapping`` is not a JSON list.
-    :raises UnsafeRecord: an entry Nova never writes
-        (:func:`~.request.mapping_refusal`) or a property that makes
-        deleting the image destroy something else (:mod:`.deletion`).
+    :raises UnsafeRecord: naming the entry's field or the property.
     """
-    properties: dict[str, ty.Any] = {}
-    dropped = []
-    for key, value in sent.items():
-        if key in RECORD_ATTRIBUTES or value is None:
-            continue
-        kind = metadata_mod.never_inherited_kind(key, non_inheritable)
-        if (kind is not None and kind != 'mapping' and
-                not _user_only(key)):
-            dropped.append(key)
-            continue
-        properties[key] = value
-    if dropped:
-        LOG.info('Snapshot image %(name)s: not copying %(keys)s from '
-                 "Nova's image metadata", {'name': sent.get('name'),
-                                           'keys': ', '.join(sorted(dropped))})
-    mappings: list[dict[str, ty.Any]] = []
-    encoded = properties.get('block_device_mapping')
-    if isinstance(encoded, str):
-        try:
-            mappings = jsonutils.loads(encoded)
-        except ValueError as err:
-            raise exception.InvalidRequest(
-                field='block_device_mapping',
-                reason='not valid JSON: %s' % err) from err
-        if not isinstance(mappings, list):
-            raise exception.InvalidRequest(
-                field='block_device_mapping', reason='must be a JSON list')
     for i, entry in enumerate(mappings):
-        # The record's own rules hold on this path too: only the mappings
-        # Nova writes, nothing that deleting the image destroys.
         refusal = (request_mod.mapping_refusal(entry, written=True)
                    if isinstance(entry, dict) else None)
         if refusal is not None and refusal[2]:
@@ -152,22 +244,19 @@ def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
     if armed is not None:
         raise exception.UnsafeRecord(field='metadata.%s' % armed[0],
                                      reason=armed[1])
-    min_disk, note = metadata_mod.cap_min_disk(
-        _int(sent.get('min_disk'), 'min_disk'), mappings)
-    if note:
-        LOG.warning('Snapshot image %(name)s: %(note)s',
-                    {'name': sent.get('name'), 'note': note})
-    return metadata_mod.ImageRecord(
-        image_id=sent.get('id') or uuidutils.generate_uuid(),
-        name=sent.get('name') or '',
-        visibility=sent.get('visibility') or (
-            'shared' if member else 'private'),
-        min_ram=_int(sent.get('min_ram'), 'min_ram'),
-        min_disk=min_disk,
-        properties=properties,
-        member=member,
-        mappings=mappings,
-        notes=[note] if note else [])
+
+
+def record_from_glance_meta(sent: ty.Mapping[str, ty.Any],
+                            member: str | None = None,
+                            non_inheritable: ty.Collection[str] = ()
+                            ) -> metadata_mod.ImageRecord:
+    """:meth:`NovaImageMeta.record` of ``sent`` read once.
+
+    :param sent: Nova's translated metadata without ``instance_owner``.
+    :param member: Nova's ``instance_owner``, or None.
+    :raises: see :meth:`NovaImageMeta.record`.
+    """
+    return NovaImageMeta.read(sent, member).record(non_inheritable)
 
 
 #: Keys Nova itself never inherits (``compute_utils.
@@ -182,31 +271,6 @@ NOVA_NEVER_INHERITS = frozenset([
 
 def _user_only(key: str) -> bool:
     return key in NOVA_NEVER_INHERITS or key.startswith('os_glance')
-
-
-def snapshot_ids_from_glance_meta(sent: ty.Mapping[str, ty.Any]
-                                  ) -> list[str | None] | None:
-    """The volume snapshot ids Nova put in its image metadata, in order.
-
-    :param sent: Nova's translated metadata (``block_device_mapping`` a
-        JSON string).
-    :returns: the ``snapshot_id`` of every ``source_type=snapshot`` volume
-        entry, in Nova's order (the order of the server's volume BDMs), or
-        ``None`` when the mapping cannot be read.
-    """
-    encoded = sent.get('block_device_mapping')
-    if encoded is None:
-        return []
-    try:
-        entries = jsonutils.loads(encoded) if isinstance(
-            encoded, str) else encoded
-    except ValueError:
-        return None
-    if not isinstance(entries, list):
-        return None
-    return [e.get('snapshot_id') for e in entries
-            if isinstance(e, dict) and e.get('source_type') == 'snapshot'
-            and e.get('destination_type') == 'volume']
 
 
 def load_server(context: ty.Any, server_id: str,
@@ -317,8 +381,8 @@ def request_from_nova(context: ty.Any, instance: ty.Any, bdms: ty.Any,
         :func:`snapshot_ids_from_glance_meta` reads); ``None`` before
         Nova took them (placeholders, see :func:`bdm_dict`).
     :param snapshot_sizes: ``{snapshot id: GiB}`` as Cinder gives them
-        (:meth:`~.cinder.NovaCinder.snapshot_sizes`): a mapping records
-        at least its snapshot's size (:func:`volume_size_for`).
+        (:meth:`~nova_snapshot_ext.cinder.NovaCinder.snapshot_sizes`): a
+        mapping records at least its snapshot's size (:func:`volume_size_for`).
     :returns: a validated :class:`~.request.SnapshotRequest`.
     :raises InvalidRequest: the data does not form a valid request, or
         ``snapshot_ids`` does not match the volume mappings.

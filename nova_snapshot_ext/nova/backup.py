@@ -35,11 +35,12 @@ volume_backed_backups = true`` the filter answers it instead
    with its cause (:func:`_failure`), the volume snapshots taken deleted
    or named.
 4. The rotation (:mod:`..backup.rotation`) with the user's context for
-   Glance and Nova's own Cinder API (:class:`.cinder.NovaCinder`).  A
+   Glance and Nova's own Cinder API
+   (:class:`~nova_snapshot_ext.cinder.NovaCinder`).  A
    failure of the rotation is logged (WARNING, naming what was not
    deleted); the backup stands and the answer is Nova's success.  Before
    it, the volume snapshots of the active backup are recorded in Cinder
-   (:func:`.cinder.record_image_snapshots`).
+   (:func:`.volumes.record_image_snapshots`).
 5. Nova's answer: 202; from 2.45 the body ``{"image_id": ...}``; before,
    no body and a ``Location`` header to the image when ``rotation > 0``.
 """
@@ -57,10 +58,10 @@ import webob.exc
 
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
+from nova_snapshot_ext.cinder import nova_api
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.i18n import _
 from nova_snapshot_ext.nova import adapter
-from nova_snapshot_ext.nova import cinder as nova_cinder
 from nova_snapshot_ext.nova import hook
 from nova_snapshot_ext.nova import volumes as volumes_mod
 
@@ -274,7 +275,7 @@ def _backup(context: ty.Any, instance: ty.Any, bdms: ty.Any,
         # become active and names these snapshots: they stay with it.
         return _failure(fault, instance, err, 'activating the backup image',
                         volumes=volumes, why_left=volumes_mod.why_kept(err))
-    nova_cinder.record_image_snapshots(context, str(result.image_id),
+    volumes_mod.record_image_snapshots(context, str(result.image_id),
                                        snapshot_ids)
     return str(result.image_id)
 
@@ -359,7 +360,7 @@ def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
     try:
         result = rotation_mod.rotate(
             glance, backup, action.rotation, action.backup_type,
-            nova_cinder.NovaCinder(context), full_scan=full_scan)
+            nova_api.NovaCinder(context), full_scan=full_scan)
     except Exception:
         # The backup exists: an unexpected error of the rotation must not
         # turn Nova's answer into a failure (or hand it back to Nova).

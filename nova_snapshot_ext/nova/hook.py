@@ -40,13 +40,13 @@ The wrapper:
    whatever the hook would refuse, the early check refused first.
    Without a named request (a create the filter did not see), the record
    is made from Nova's translated metadata with the same inheritance
-   rules (:func:`.adapter.record_from_glance_meta`);
+   rules (:meth:`.adapter.NovaImageMeta.record`);
 2. runs ``SnapshotService.check_record`` then ``register`` with a Glance
    client acting for the request context (:func:`client_for_context`,
    :func:`register_prepared`: the step the plugin's own ``createBackup``
    route, :mod:`.backup`, shares);
 3. records, in Cinder snapshot metadata, the volume snapshots the active
-   image names (:func:`.cinder.record_image_snapshots`, the proof
+   image names (:func:`.volumes.record_image_snapshots`, the proof
    ``audit --fix`` needs to delete them once the image is gone; never
    fails the snapshot);
 4. returns ``self.show(context, image_id)``: the active image translated by
@@ -67,6 +67,7 @@ module was written against (:data:`SUPPORTED_NOVA_MAJORS`, signatures).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import inspect
@@ -76,10 +77,10 @@ import typing as ty
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_snapshot_ext.cinder import nova_api
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.nova import adapter
-from nova_snapshot_ext.nova import cinder as nova_cinder
 from nova_snapshot_ext.nova import conf as conf_mod
 from nova_snapshot_ext.nova import volumes as volumes_mod
 from nova_snapshot_ext import opts
@@ -276,53 +277,55 @@ def _make_wrapper(original: ty.Callable[..., ty.Any]
         from nova.image import glance as nova_glance
 
         sent = nova_glance._translate_to_glance(image_meta)
-        if not adapter.is_plain_activation(sent):
+        member = sent.pop('instance_owner', None)
+        meta = adapter.NovaImageMeta.read(sent, member)
+        if not meta.plain:
             return original(self, context, image_meta, data)
         # Nova pops instance_owner from the caller's metadata too.
         image_meta.get('properties', {}).pop('instance_owner', None)
-        member = sent.pop('instance_owner', None)
         if member == getattr(context, 'project_id', None):
-            member = None  # the image's owner already; nothing to share
-        return _activate(self, context, sent, member, service, conf)
+            # The image's owner already; nothing to share.
+            meta = dataclasses.replace(meta, member=None)
+        return _activate(self, context, meta, service, conf)
 
     setattr(create, _ORIGINAL_ATTR, original)
     return create
 
 
 def _activate(image_service: ty.Any, context: ty.Any,
-              sent: dict[str, ty.Any], member: str | None,
+              meta: adapter.NovaImageMeta,
               service: service_mod.SnapshotService,
               conf: cfg.ConfigOpts) -> dict[str, ty.Any]:
     """Check, create and activate; settle Nova's volume snapshots on failure.
 
-    Nova took the volume snapshots named in ``sent`` just before calling
+    Nova took the volume snapshots named in ``meta`` just before calling
     the image service, and leaves them whatever fails after.  Here a
     failure before the image's create deletes them; one after deletes
     them unless an image may still name them (:func:`.volumes.why_kept`);
     every one not deleted is named with why (:func:`.volumes.settle`), in
     the log and in the message Nova answers with.
     """
-    pending = _pending_for(context, sent.get('name'))
-    taken = adapter.snapshot_ids_from_glance_meta(sent) or []
+    pending = _pending_for(context, meta.sent.get('name'))
+    taken = meta.snapshot_ids or []
     volume_ids = None
     try:
         loaded = None
         if pending is not None:
             loaded = adapter.load_server(context, pending[0])
         volume_ids = _volume_ids(loaded)
-        record = _record(context, sent, member, service, conf, pending,
-                         loaded)
+        record = _record(context, meta, service, conf, pending, loaded)
         glance = client_for_context(context, conf)
         prepared = service.check_record(record, glance)
     except Exception as err:
         # Before any image was created: no image can name them.
-        raise _failed(context, sent, err, taken, None, volume_ids)
+        raise _failed(context, meta.name, err, taken, None, volume_ids)
     try:
         result = register_prepared(prepared, glance, service)
     except Exception as err:
-        raise _failed(context, sent, err, taken, volumes_mod.why_kept(err),
+        raise _failed(context, meta.name, err, taken,
+                      volumes_mod.why_kept(err),
                       volume_ids)
-    nova_cinder.record_image_snapshots(
+    volumes_mod.record_image_snapshots(
         context, str(result.image_id),
         [str(m['snapshot_id']) for m in getattr(record, 'mappings', ())
          if m.get('snapshot_id')])
@@ -336,8 +339,8 @@ def _volume_ids(loaded: tuple[ty.Any, ty.Any] | None) -> set[str] | None:
     return {bdm.volume_id for bdm in volumes_mod.volume_mappings(loaded[1])}
 
 
-def _failed(context: ty.Any, sent: dict[str, ty.Any],
-            err: Exception, taken: list[str | None],
+def _failed(context: ty.Any, name: str, err: Exception,
+            taken: list[str | None],
             why_left: str | None, volume_ids: set[str] | None
             ) -> Exception:
     """Settle the volume snapshots, log it; the exception to raise.
@@ -350,12 +353,12 @@ def _failed(context: ty.Any, sent: dict[str, ty.Any],
     if not isinstance(err, exception.SnapshotExtException):
         LOG.warning('nova-snapshot-ext: snapshot image %(name)s failed '
                     'unexpectedly: %(type)s: %(err)s%(notes)s',
-                    {'name': sent.get('name'), 'type': type(err).__name__,
+                    {'name': name, 'type': type(err).__name__,
                      'err': err, 'notes': settled.suffix()})
         return err
     LOG.warning('nova-snapshot-ext: snapshot image %(name)s refused or '
                 'failed: %(reason)s%(notes)s',
-                {'name': sent.get('name'), 'reason': err.format_message(),
+                {'name': name, 'reason': err.format_message(),
                  'notes': settled.suffix()})
     nova_err = adapter.to_nova_exception(err, settled.suffix())
     nova_err.__cause__ = err
@@ -383,7 +386,7 @@ def register_prepared(prepared: ty.Any, glance: glance_mod.GlanceClient,
     return result
 
 
-def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
+def _record(context: ty.Any, meta: adapter.NovaImageMeta,
             service: service_mod.SnapshotService, conf: cfg.ConfigOpts,
             pending: tuple[str, dict[str, str]] | None,
             loaded: tuple[ty.Any, ty.Any] | None) -> ty.Any:
@@ -395,14 +398,14 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
     """
     if pending is not None:
         server_id, metadata = pending
-        snapshot_ids = adapter.snapshot_ids_from_glance_meta(sent)
+        snapshot_ids = meta.snapshot_ids
         if loaded is not None and snapshot_ids is not None:
             instance, bdms = loaded
-            sizes = nova_cinder.NovaCinder(context).snapshot_sizes(
+            sizes = nova_api.NovaCinder(context).snapshot_sizes(
                 [s for s in snapshot_ids if s])
             try:
                 snapshot = adapter.request_from_nova(
-                    context, instance, bdms, sent.get('name') or '',
+                    context, instance, bdms, meta.name,
                     metadata, snapshot_ids=snapshot_ids,
                     snapshot_sizes=sizes)
             except exception.UnsafeRecord:
@@ -416,8 +419,7 @@ def _record(context: ty.Any, sent: dict[str, ty.Any], member: str | None,
         LOG.warning('nova-snapshot-ext: server %s or its volume snapshots '
                     "could not be matched; building the image record from "
                     "Nova's metadata", server_id)
-    return adapter.record_from_glance_meta(
-        sent, member, conf.snapshot_ext.non_inheritable_image_properties)
+    return meta.record(conf.snapshot_ext.non_inheritable_image_properties)
 
 
 #: Nova ``[glance]`` keystoneauth adapter options passed on to the client

@@ -51,6 +51,8 @@ import typing as ty
 from oslo_log import log as logging
 from oslo_utils import strutils
 
+from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext.cinder import nova_api
 from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)
@@ -410,3 +412,24 @@ def describe(err: BaseException) -> str:
     if callable(format_message):
         return str(format_message())
     return '%s: %s' % (type(err).__name__, err)
+
+
+def record_image_snapshots(context: ty.Any, image_id: str,
+                           snapshot_ids: ty.Iterable[str]) -> None:
+    """Record, in Cinder, the volume snapshots of an active plugin image.
+
+    :func:`~nova_snapshot_ext.backup.leaks.record_taken` with the
+    request's token; the image's owner is the request's project (Glance
+    makes the creating project the owner).  Never raises: the image is
+    active and Nova's answer must not change (design rule 9); a failure
+    is logged.
+    """
+    ids = [snap_id for snap_id in snapshot_ids if snap_id]
+    if not ids:
+        return
+    try:
+        leaks.record_taken(nova_api.NovaCinder(context), image_id,
+                           str(context.project_id), ids)
+    except Exception:
+        LOG.exception('nova-snapshot-ext: image %s is active; recording its '
+                      'volume snapshots in Cinder failed', image_id)

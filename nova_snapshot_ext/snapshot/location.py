@@ -157,7 +157,7 @@ def _conflict(err: exception.GlanceConflict, operation: str,
     """A 409 on a location add, with the image's status now."""
     return exception.GlanceConflict(
         operation=operation, image_id=image_id, status=409,
-        reason='%s (image status now: %s)' % (err.kwargs.get('reason'),
+        reason='%s (image status now: %s)' % (err.reason,
                                               status_of(glance, image_id)))
 
 
@@ -168,7 +168,7 @@ def status_of(glance: ty.Any, image_id: str) -> str:
     except exception.GlanceNotFound:
         return 'deleted'
     except exception.GlanceError as err:
-        return 'unknown (%s)' % err.kwargs.get('reason')
+        return 'unknown (%s)' % err.reason
 
 
 def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,

@@ -250,7 +250,7 @@ class SnapshotService:
             # A blip on /versions or /v2/info/stores: unknown, not "no".
             return None, ['Glance %s could not be read: %s' % (
                 ' and '.join(capabilities.unread), '; '.join(
-                    str(e.kwargs.get('reason'))
+                    str(e.reason)
                     for e in capabilities.unread.values()))]
         api = locations.choose_api(capabilities, source.api)
         reasons = locations.glance_refusals(capabilities, source.disk_format,
@@ -264,7 +264,7 @@ class SnapshotService:
         try:
             obj = source.get(glance.session)
         except exception.LocationUnusable as err:
-            return None, [err.kwargs['reason']]
+            return None, [err.reason]
         return plan_mod.location_attempt(obj.disk_format, obj.size, api,
                                          obj.redacted), []
 
@@ -454,7 +454,7 @@ class SnapshotService:
             result.leftover.append(image_id)
             result.leftover_status[image_id] = 'queued'
             reason += ('; COULD NOT DELETE %s (status queued when last '
-                       'read): %s' % (image_id, err.kwargs.get('reason')))
+                       'read): %s' % (image_id, err.reason))
         result.image_id = None
         raise exception.ActivationFailed(
             name=result.name, reason=reason, result=result,

@@ -50,7 +50,7 @@ def quota_reason(err: exception.SnapshotExtException) -> str:
     A unified limit's refusal already names its limit
     (:func:`~nova_snapshot_ext.image.quotas.named_in`): left as it is.
     """
-    reason = str(err.kwargs.get('reason') or err.format_message())
+    reason = str(err.reason or err.format_message())
     if quotas.named_in(reason):
         return reason
     if 'quota' in reason.lower() and 'storage quota' not in reason.lower():
@@ -87,7 +87,7 @@ def activate(ctx: Context, image: dict[str, ty.Any],
         transitions.move(attempt, Event.UPLOAD_CONFLICT)
         return wait_active(ctx, image['id'], attempt)
     except exception.GlanceDeadlineExceeded as err:
-        if not err.kwargs.get('sent', True):
+        if not err.sent:
             return Outcome.fail(Event.DEADLINE, err)
         return after_lost_answer(ctx, image['id'], attempt, err)
     except exception.GlanceAnswerMismatch as err:

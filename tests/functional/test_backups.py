@@ -23,9 +23,9 @@ import testtools.content
 
 from oslo_utils import uuidutils
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.snapshot import tags
 from tests import base

@@ -156,7 +156,8 @@ class NovaServerTestCase(NovaGlanceTestCase):
                 metadata)
 
         self.useFixture(fixtures.MockPatch(
-            'nova_snapshot_ext.nova.cinder.NovaCinder.set_snapshot_metadata',
+            'nova_snapshot_ext.cinder.nova_api.NovaCinder.'
+            'set_snapshot_metadata',
             set_snapshot_metadata))
 
     def create_server(self, volume_backed=True, vm_state='stopped',

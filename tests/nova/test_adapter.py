@@ -73,9 +73,25 @@ class TestRecordFromGlanceMeta(oslotest_base.BaseTestCase):
                           {'block_device_mapping': '{not json'})
 
     def test_plain_activation(self):
-        self.assertTrue(adapter.is_plain_activation({'name': 'n'}))
+        self.assertTrue(adapter.NovaImageMeta.read({'name': 'n'}).plain)
         for key in adapter.NOT_OURS_KEYS:
-            self.assertFalse(adapter.is_plain_activation({key: 'x'}))
+            self.assertFalse(adapter.NovaImageMeta.read({key: 'x'}).plain)
+
+    def test_read_once(self):
+        # The mapping is decoded when read; an unreadable one is said by
+        # the snapshot ids (None) and refused by the record only.
+        meta = adapter.NovaImageMeta.read({
+            'name': 'n', 'block_device_mapping': jsonutils.dumps([
+                {'source_type': 'snapshot', 'destination_type': 'volume',
+                 'snapshot_id': 's1'},
+                {'source_type': 'blank', 'destination_type': 'local'}])})
+        self.assertEqual(['s1'], meta.snapshot_ids)
+        self.assertEqual(2, len(meta.entries))
+        for bad in ('{not json', '{"a": 1}'):
+            meta = adapter.NovaImageMeta.read({'block_device_mapping': bad})
+            self.assertIsNone(meta.snapshot_ids)
+            self.assertRaises(exception.InvalidRequest, meta.record)
+        self.assertEqual([], adapter.NovaImageMeta.read({}).snapshot_ids)
 
 
 @unittest.skipIf(NOVA_MISSING, 'nova is not installed (tox -e nova)')

@@ -26,6 +26,7 @@ import fixtures
 from oslo_serialization import jsonutils
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext.nova import adapter
 from nova_snapshot_ext.nova import hook
 from nova_snapshot_ext.nova import volumes
 from tests import base
@@ -50,7 +51,7 @@ class TestEveryFailureSettles(base.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             hook, '_pending_for', lambda *a: ('server-1', {})))
         self.useFixture(fixtures.MockPatchObject(
-            hook.nova_cinder, 'record_image_snapshots', mock.Mock()))
+            hook.volumes_mod, 'record_image_snapshots', mock.Mock()))
         for name in ('load_server',):
             self.useFixture(fixtures.MockPatchObject(
                 hook.adapter, name, patches.pop(name, mock.Mock(
@@ -59,7 +60,8 @@ class TestEveryFailureSettles(base.TestCase):
             self.useFixture(fixtures.MockPatchObject(
                 hook, name, patches.pop(name, mock.Mock())))
         try:
-            hook._activate(mock.Mock(), mock.Mock(), dict(SENT), None,
+            hook._activate(mock.Mock(), mock.Mock(),
+                           adapter.NovaImageMeta.read(dict(SENT)),
                            service or mock.Mock(), mock.Mock())
         except Exception as err:  # what the hook raises is under test
             return err, settled

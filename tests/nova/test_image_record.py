@@ -280,7 +280,8 @@ class TestRecordWithoutNamedRequest(base.NovaGlanceTestCase):
                           'os_glance_x', 'root_device_name'],
                          sorted(record.properties))
         self.assertEqual(8, record.min_disk)
-        self.assertEqual(['s1'], adapter.snapshot_ids_from_glance_meta(sent))
+        self.assertEqual(['s1'],
+                         adapter.NovaImageMeta.read(sent).snapshot_ids)
 
 
 class TestNamedRequest(NovaApiTestCase):

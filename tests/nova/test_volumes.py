@@ -128,7 +128,7 @@ class TestSnapshotSizes(oslotest_base.BaseTestCase):
 
     def test_sizes_read_and_every_failure_skipped(self):
         from nova import exception as nova_exc
-        from nova_snapshot_ext.nova import cinder
+        from nova_snapshot_ext.cinder import nova_api as cinder
 
         answers = {'good': {'size': 2}, 'zero': {'size': 0},
                    'flag': {'size': True}, 'none': {}, 'odd': {'size': '3'}}

@@ -47,6 +47,34 @@ class TestException(base.TestCase):
             self.assertTrue(cls(**kwargs).format_message(), cls)
 
 
+class TestDecisionAttributes(base.TestCase):
+    """What callers decide on is an attribute, not a constructor kwarg."""
+
+    def test_sent_reached_reason_status(self):
+        err = exception.GlanceUnavailable(operation='create', reason='down')
+        self.assertTrue(err.sent)
+        self.assertEqual('down', err.reason)
+        self.assertIsNone(err.status)
+        self.assertFalse(exception.GlanceUnavailable(
+            operation='create', reason='x', sent=False).sent)
+        late = exception.GlanceDeadlineExceeded(
+            operation='read', reason='slow', deadline=3, which='w')
+        self.assertFalse(late.reached)
+        self.assertTrue(exception.unreachable(late))
+        reached = exception.GlanceDeadlineExceeded(
+            operation='read', reason='slow', deadline=3, which='w',
+            reached=True)
+        self.assertTrue(reached.reached)
+        self.assertFalse(exception.unreachable(reached))
+        self.assertEqual(404, exception.GlanceNotFound(
+            operation='read', reason='gone', status=404).status)
+
+    def test_reason_of_any_error(self):
+        self.assertEqual('a b', exception.reason_of(ValueError(' a\n b ')))
+        self.assertEqual('KeyError', exception.reason_of(KeyError()))
+        self.assertEqual(500, len(exception.reason_of(Exception('x' * 900))))
+
+
 def _all_subclasses(cls):
     for sub in cls.__subclasses__():
         yield sub

@@ -16,8 +16,8 @@ import json
 
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.audit import volume_snapshots as vs_audit
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import tags
 from tests import base

@@ -18,9 +18,9 @@ from unittest import mock
 
 from glanceclient import exc as gexc
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.backup import rotation
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import payloads

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Cinder (block-storage service) for the backup rotation: volume snapshots.
+"""Cinder (block-storage service) from keystoneauth1: volume snapshots.
 
 One keystoneauth1 adapter on the block-storage service
 (``service_type = block-storage``; keystoneauth matches its aliases,
@@ -20,7 +20,8 @@ the user's token, as Nova's own Cinder API acts for the user).  Paths are
 relative to the catalog endpoint (``.../v3/{project_id}``).
 
 Four calls: read, list and delete volume snapshots, and write a
-snapshot's metadata (the plugin's record, :mod:`.leaks`).  Every
+snapshot's metadata (the plugin's record,
+:mod:`nova_snapshot_ext.backup.leaks`).  Every
 keystoneauth error is translated (:func:`translate`); a 404 on delete is
 "already gone", not a failure.
 """
@@ -36,6 +37,7 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
 from nova_snapshot_ext import exception
+from nova_snapshot_ext import loading
 from nova_snapshot_ext import opts
 
 #: Cinder's snapshot attribute naming the owning project (shown to the
@@ -67,9 +69,8 @@ def translate(err: BaseException, operation: str,
             reason='keystoneauth could not choose a Cinder endpoint for '
             'these credentials (%s): scope [snapshot_ext_cinder] to a '
             'project, not the system' % ' '.join(str(err).split())[:300])
-    reason = ' '.join(str(err).split())[:500] or err.__class__.__name__
     kwargs = dict(operation=operation, snapshot_id=snapshot_id,
-                  reason=reason)
+                  reason=exception.reason_of(err))
     if isinstance(err, (ks_exc.Unauthorized, ks_exc.Forbidden)):
         return exception.CinderForbidden(**kwargs)
     if isinstance(err, (ks_exc.ConnectionError, ks_exc.ServiceUnavailable,
@@ -115,26 +116,18 @@ class CinderClient:
                   ) -> CinderClient:
         """Build from ``[snapshot_ext_cinder]`` (session, adapter, auth).
 
+        The session comes from :func:`nova_snapshot_ext.loading.
+        load_session`, the loader and checks Glance's session has.
+
         :param auth: the caller's auth; default: the group's auth plugin.
-        :raises ConfigurationError: the group names no auth plugin and no
-            ``auth`` is given.
+        :raises ConfigurationError: the group names no usable auth plugin
+            and no ``auth`` is given, or a transport option is out of
+            range (naming the option).
         """
         group = opts.CINDER_GROUP
-        if auth is None:
-            try:
-                auth = ks_loading.load_auth_from_conf_options(conf, group)
-            except ks_exc.ClientException as err:
-                raise exception.ConfigurationError(
-                    group=group, option='auth_type',
-                    reason=' '.join(str(err).split())) from err
-            if auth is None:
-                raise exception.ConfigurationError(
-                    group=group, option='auth_type',
-                    reason='no Cinder credentials: set auth_type and its '
-                    'options to let the rotation delete volume snapshots')
-        session = ks_loading.load_session_from_conf_options(conf, group)
+        session = loading.load_session(conf, group, auth=auth)
         return cls(ks_loading.load_adapter_from_conf_options(
-            conf, group, session=session, auth=auth))
+            conf, group, session=session, auth=session.auth))
 
     def _request(self, method: str, snapshot_id: str,
                  operation: str) -> ty.Any:

@@ -10,11 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The keystoneauth1 session, auth and adapter options of the client.
+"""The keystoneauth1 sessions, auth and adapter options of the clients.
 
-From ``[snapshot_ext_glance]`` (and ``[service_user]`` for the service
-token): :func:`load_session` checks the transport numbers and the auth
-options before anything is sent, and names the option at fault
+One loader for every service the plugin talks to on its own: Glance
+(``[snapshot_ext_glance]``, and ``[snapshot_ext_service_user]`` for the
+service token) and Cinder (``[snapshot_ext_cinder]``).
+:func:`load_session` checks the transport numbers and the auth options
+before anything is sent, and names the option at fault
 (:func:`auth_option_error`).
 """
 
@@ -30,7 +32,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_snapshot_ext import exception
-from nova_snapshot_ext.image import translation
 from nova_snapshot_ext import opts
 
 LOG = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ def _raised_in_auth_plugin(err: BaseException) -> bool:
         'keystoneauth1.token_endpoint'))
 
 
-def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
+def auth_option_error(conf: cfg.ConfigOpts, err: BaseException,
+                      group: str = opts.GLANCE_GROUP
                       ) -> exception.ConfigurationError | None:
     """The configuration error behind an auth plugin's own failure, if any.
 
@@ -59,8 +61,10 @@ def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
     without an id or name).  Neither is a network or Keystone answer.
 
     :param err: what authenticating raised.
+    :param group: the options' group (``[snapshot_ext_glance]``,
+        ``[snapshot_ext_cinder]``).
     :returns: a :class:`~nova_snapshot_ext.exception.ConfigurationError`
-        naming ``[snapshot_ext_glance] auth_type`` and the plugin's message,
+        naming ``[<group>] auth_type`` and the plugin's message,
         or ``None`` when ``err`` is something else (then handle it as
         before).
     """
@@ -71,12 +75,11 @@ def auth_option_error(conf: cfg.ConfigOpts, err: BaseException
             type(err) in (Exception, ValueError, TypeError)
             and _raised_in_auth_plugin(err))):
         return None
-    group = conf[opts.GLANCE_GROUP]
-    auth_type = getattr(group, 'auth_type', None)
+    auth_type = getattr(conf[group], 'auth_type', None)
     return exception.ConfigurationError(
-        group=opts.GLANCE_GROUP, option='auth_type',
+        group=group, option='auth_type',
         reason='the %s plugin lacks an option it needs: %s' % (
-            auth_type, translation.reason_of(err)))
+            auth_type, exception.reason_of(err)))
 
 
 def own_access(conf: cfg.ConfigOpts) -> bool:
@@ -94,14 +97,14 @@ def own_access(conf: cfg.ConfigOpts) -> bool:
                 group.endpoint_override)
 
 
-def _register_auth_section(conf: cfg.ConfigOpts) -> None:
+def _register_auth_section(conf: cfg.ConfigOpts, group: str) -> None:
     """Register ``auth_type`` in the group ``auth_section`` names.
 
     keystoneauth1 reads the auth plugin from that group but registers
     nothing there; outside nova-api (where keystonemiddleware registers
     ``[keystone_authtoken]``) oslo.config would answer "no such option".
     """
-    section = conf[opts.GLANCE_GROUP].auth_section
+    section = conf[group].auth_section
     if not section:
         return
     try:
@@ -110,44 +113,69 @@ def _register_auth_section(conf: cfg.ConfigOpts) -> None:
         pass  # registered by its owner with other attributes: theirs
 
 
-def load_session(conf: cfg.ConfigOpts) -> ks_session.Session:
-    """One keystoneauth1 session from ``[snapshot_ext_glance]``.
+#: Why a group without an auth plugin is refused, by group.
+_NO_AUTH = {
+    opts.GLANCE_GROUP: 'no auth plugin and no endpoint_override: set '
+    'auth_type (e.g. password with auth_url, username, password, '
+    'project_name, or admin_token with endpoint and token)',
+    opts.CINDER_GROUP: 'no Cinder credentials: set auth_type and its '
+    'options to let the rotation delete volume snapshots',
+}
 
-    TLS, timeout and the auth plugin (when ``auth_type`` is set) come from
-    that group.  Reuse the session for every snapshot: it pools the HTTP
-    connections.
 
+def load_auth(conf: cfg.ConfigOpts, group: str = opts.GLANCE_GROUP
+              ) -> ty.Any:
+    """The auth plugin a group names, checked (None: it names none).
+
+    :param group: the options' group.
     :raises ConfigurationError: unknown ``auth_type``, missing plugin
         options (also those a plugin checks itself, keystoneauth1's
-        ``OptionError``), or neither an auth plugin nor
-        ``endpoint_override``.
+        ``OptionError``), naming the option.
     """
-    _register_auth_section(conf)
+    _register_auth_section(conf, group)
     try:
-        auth = ks_loading.load_auth_from_conf_options(conf,
-                                                      opts.GLANCE_GROUP)
+        return ks_loading.load_auth_from_conf_options(conf, group)
     except ks_exc.NoMatchingPlugin as err:
         raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option='auth_type',
+            group=group, option='auth_type',
             reason='%s (keystoneauth1 plugins: password, v3password, token, '
             'admin_token, none, ...)' % err) from err
     except ks_exc.MissingRequiredOptions as err:
         raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option=', '.join(
+            group=group, option=', '.join(
                 o.dest for o in err.options), reason=str(err)) from err
     except ks_exc.OptionError as err:
         # e.g. v3applicationcredential with neither an id nor a name.
         raise ty.cast(exception.ConfigurationError,
-                      auth_option_error(conf, err)) from err
-    if auth is None and not conf[opts.GLANCE_GROUP].endpoint_override:
-        raise exception.ConfigurationError(
-            group=opts.GLANCE_GROUP, option='auth_type',
-            reason='no auth plugin and no endpoint_override: set auth_type '
-            '(e.g. password with auth_url, username, password, project_name, '
-            'or admin_token with endpoint and token)')
-    _check_transport_numbers(conf)
-    return ks_loading.load_session_from_conf_options(
-        conf, opts.GLANCE_GROUP, auth=auth)
+                      auth_option_error(conf, err, group)) from err
+
+
+def load_session(conf: cfg.ConfigOpts, group: str = opts.GLANCE_GROUP,
+                 auth: ty.Any = None) -> ks_session.Session:
+    """One keystoneauth1 session from a group's options.
+
+    TLS, timeout and the auth plugin (when ``auth_type`` is set) come from
+    the group.  Reuse the session for every request: it pools the HTTP
+    connections.
+
+    :param group: ``[snapshot_ext_glance]`` (the default) or
+        ``[snapshot_ext_cinder]``.
+    :param auth: the caller's auth plugin (inside Nova: the user's
+        token) instead of the group's; the group's transport options
+        still apply.
+    :raises ConfigurationError: see :func:`load_auth`; or no auth plugin
+        (and, for Glance, no ``endpoint_override``); or a transport
+        number out of range.
+    """
+    if auth is None:
+        auth = load_auth(conf, group)
+        endpoint = getattr(conf[group], 'endpoint_override', None)
+        if auth is None and not (group == opts.GLANCE_GROUP and endpoint):
+            raise exception.ConfigurationError(
+                group=group, option='auth_type', reason=_NO_AUTH[group])
+    _check_transport_numbers(conf, group)
+    return ks_loading.load_session_from_conf_options(conf, group,
+                                                     auth=auth)
 
 
 #: keystoneauth1's session and adapter options that are numbers, with the
@@ -161,17 +189,16 @@ _TRANSPORT_MINIMUM = (('timeout', 0, 'a positive number of seconds'),
                       ('status_code_retry_delay', -1, '0 or more seconds'))
 
 
-def _check_transport_numbers(conf: cfg.ConfigOpts) -> None:
-    """Refuse a keystoneauth number in ``[snapshot_ext_glance]`` out of range.
+def _check_transport_numbers(conf: cfg.ConfigOpts, group: str) -> None:
+    """Refuse a keystoneauth number of the group out of range.
 
     :raises ConfigurationError: naming the option (exit 2).
     """
-    group = conf[opts.GLANCE_GROUP]
     for name, above, wanted in _TRANSPORT_MINIMUM:
-        value = getattr(group, name, None)
+        value = getattr(conf[group], name, None)
         if value is not None and value <= above:
             raise exception.ConfigurationError(
-                group=opts.GLANCE_GROUP, option=name,
+                group=group, option=name,
                 reason='%s is not %s' % (value, wanted))
 
 

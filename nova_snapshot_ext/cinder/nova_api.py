@@ -18,8 +18,7 @@ import typing as ty
 
 from oslo_log import log as logging
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
-from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)
@@ -30,8 +29,8 @@ class NovaCinder:
 
     What the rotation uses to delete a rotated backup's volume snapshots,
     and the plugin to record the volume snapshots of an image it made
-    (:mod:`~..backup.leaks`), inside Nova: the user's token, Nova's
-    ``[cinder]`` settings.
+    (:mod:`nova_snapshot_ext.backup.leaks`), inside Nova: the user's
+    token, Nova's ``[cinder]`` settings.
     """
 
     def __init__(self, context: ty.Any):
@@ -41,7 +40,7 @@ class NovaCinder:
         self.api = cinder.API()
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
-        """See :meth:`.cinder.CinderClient.delete_snapshot`."""
+        """See :meth:`.client.CinderClient.delete_snapshot`."""
         from nova import exception as nova_exc
 
         try:
@@ -96,7 +95,7 @@ class NovaCinder:
 
     def set_snapshot_metadata(self, snapshot_id: str,
                               metadata: ty.Mapping[str, str]) -> None:
-        """See :meth:`.cinder.CinderClient.set_snapshot_metadata`.
+        """See :meth:`.client.CinderClient.set_snapshot_metadata`.
 
         Through Nova's ``nova.volume.cinder.cinderclient`` (Nova's own
         ``API`` has no snapshot metadata call): python-cinderclient's
@@ -110,25 +109,4 @@ class NovaCinder:
         except Exception as err:  # cinderclient and keystoneauth errors
             raise exception.CinderError(
                 operation='set metadata', snapshot_id=snapshot_id,
-                reason=' '.join(str(err).split())[:500] or
-                err.__class__.__name__) from err
-
-
-def record_image_snapshots(context: ty.Any, image_id: str,
-                           snapshot_ids: ty.Iterable[str]) -> None:
-    """Record, in Cinder, the volume snapshots of an active plugin image.
-
-    :func:`~..backup.leaks.record_taken` with the request's token; the
-    image's owner is the request's project (Glance makes the creating
-    project the owner).  Never raises: the image is active and Nova's
-    answer must not change (design rule 9); a failure is logged.
-    """
-    ids = [snap_id for snap_id in snapshot_ids if snap_id]
-    if not ids:
-        return
-    try:
-        leaks.record_taken(NovaCinder(context), image_id,
-                           str(context.project_id), ids)
-    except Exception:
-        LOG.exception('nova-snapshot-ext: image %s is active; recording its '
-                      'volume snapshots in Cinder failed', image_id)
+                reason=exception.reason_of(err)) from err

@@ -18,8 +18,9 @@ import threading
 
 from keystoneauth1 import session as ks_session
 
-from nova_snapshot_ext.backup import cinder as cinder_mod
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext import exception
+from nova_snapshot_ext import opts
 from tests import base
 
 
@@ -150,3 +151,31 @@ class TestCinderClient(base.TestCase):
         err = self.assertRaises(exception.ConfigurationError,
                                 cinder_mod.CinderClient.from_conf, self.conf)
         self.assertIn('snapshot_ext_cinder', err.format_message())
+
+    def _from_conf(self, **options):
+        for name, value in options.items():
+            self.conf.set_override(name, value, group=opts.CINDER_GROUP)
+        return self.assertRaises(exception.ConfigurationError,
+                                 cinder_mod.CinderClient.from_conf,
+                                 self.conf)
+
+    def test_from_conf_checks_as_glance_s_loader_does(self):
+        # The loader Glance's session has (nova_snapshot_ext.loading):
+        # an unknown plugin and a transport number out of range are each
+        # named before anything is sent.
+        err = self._from_conf(auth_type='no-such-plugin')
+        self.assertEqual('auth_type', err.kwargs['option'])
+        self.assertIn('no-such-plugin', err.format_message())
+        self.conf.set_override('auth_type', 'admin_token',
+                               group=opts.CINDER_GROUP)
+        err = self._from_conf(timeout=0)
+        self.assertEqual('timeout', err.kwargs['option'])
+        self.assertIn('[snapshot_ext_cinder]', err.format_message())
+
+    def test_from_conf_with_the_caller_s_auth_still_checks_transport(self):
+        self.conf.set_override('connect_retries', -3,
+                               group=opts.CINDER_GROUP)
+        err = self.assertRaises(
+            exception.ConfigurationError, cinder_mod.CinderClient.from_conf,
+            self.conf, auth=object())
+        self.assertEqual('connect_retries', err.kwargs['option'])
