@@ -65,7 +65,7 @@ Problem kinds (:data:`KINDS`; the ``kind`` field of every finding):
 ``unsafe-mapping``
     a ``block_device_mapping`` entry Nova never writes into a snapshot
     image (the request's own rule,
-    :func:`nova_snapshot_ext.snapshot.request.mapping_refusal`, from
+    :func:`nova_snapshot_ext.snapshot.mappings.mapping_refusal`, from
     Nova's ``snapshot_volume_backed``): a volume entry that is not
     ``source_type=snapshot`` with a ``snapshot_id`` (a ``volume`` entry
     gives a server booted from the image the source's in-use volume), an
@@ -106,8 +106,8 @@ from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import identity
+from nova_snapshot_ext.snapshot import mappings
 from nova_snapshot_ext.snapshot import metadata
-from nova_snapshot_ext.snapshot import request as request_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -401,7 +401,7 @@ def _mappings(image: ty.Mapping[str, ty.Any]
 def unsafe_entries(entries: list[dict[str, ty.Any]], v2: bool) -> list[str]:
     """The entries Nova never writes into a snapshot image, described.
 
-    The request's rule (:func:`nova_snapshot_ext.snapshot.request.
+    The request's rule (:func:`nova_snapshot_ext.snapshot.mappings.
     mapping_refusal`, from Nova's ``snapshot_volume_backed``) on entries
     as written.  Without ``bdm_v2`` the list is Nova's legacy format
     (``from_legacy``: an entry with a ``snapshot_id`` is a snapshot, one
@@ -412,7 +412,7 @@ def unsafe_entries(entries: list[dict[str, ty.Any]], v2: bool) -> list[str]:
     found = []
     for i, entry in enumerate(entries):
         if v2:
-            refusal = request_mod.mapping_refusal(entry, written=True)
+            refusal = mappings.mapping_refusal(entry, written=True)
             if refusal is not None and refusal[2]:
                 found.append('entry %d %s: %s' % (i, refusal[0],
                                                   refusal[1]))
@@ -435,6 +435,37 @@ def json_pointer(key: str) -> str:
     unescaped, ``instance_type_a/b`` would name another (nested) path.
     """
     return '/' + key.replace('~', '~0').replace('/', '~1')
+
+
+def _queued_leftover(image: ty.Mapping[str, ty.Any],
+                     now: datetime.datetime, queued_age: float
+                     ) -> dict[str, ty.Any] | None:
+    """The evidence that a queued image is a leftover, or None (too young).
+
+    ``not_deleted`` says why ``--fix`` leaves it: not provably the
+    plugin's, protected, or deleting it would destroy something else.
+    """
+    age = _age(image, now)
+    if age is None or age < queued_age:
+        return None
+    evidence = {'status': image.get('status'),
+                'updated_at': image.get('updated_at'),
+                'age_seconds': int(age),
+                'threshold_seconds': int(queued_age)}
+    not_ours = authorship_refusal(image)
+    evidence['made_by'] = (MADE_BY_PLUGIN if not_ours is None
+                           else MADE_BY_OTHER)
+    if not_ours is not None:
+        evidence['not_deleted'] = (
+            'audit deletes only images nova-snapshot-ext provably made, '
+            'and %s; delete it by hand once nothing (Nova) is activating '
+            'it' % not_ours)
+    elif image.get('protected'):
+        evidence['not_deleted'] = 'the image is protected'
+    armed = deletion.refusal_to_delete(image)
+    if armed is not None and 'not_deleted' not in evidence:
+        evidence['not_deleted'] = armed
+    return evidence
 
 
 def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
@@ -468,27 +499,10 @@ def judge(image: dict[str, ty.Any], auditor: AuditGlance | None = None,
 
     status = image.get('status')
     if status == 'queued':
-        age = _age(image, now)
-        if age is not None and age >= queued_age:
-            evidence = {'status': status,
-                        'updated_at': image.get('updated_at'),
-                        'age_seconds': int(age),
-                        'threshold_seconds': int(queued_age)}
-            not_ours = authorship_refusal(image)
-            evidence['made_by'] = (MADE_BY_PLUGIN if not_ours is None
-                                   else MADE_BY_OTHER)
-            if not_ours is not None:
-                evidence['not_deleted'] = (
-                    'audit deletes only images nova-snapshot-ext provably '
-                    'made, and %s; delete it by hand once nothing (Nova) '
-                    'is activating it' % not_ours)
-            elif image.get('protected'):
-                evidence['not_deleted'] = 'the image is protected'
-            armed = deletion.refusal_to_delete(image)
-            if armed is not None and 'not_deleted' not in evidence:
-                evidence['not_deleted'] = armed
-            add(QUEUED_LEFTOVER, evidence,
-                None if 'not_deleted' in evidence else {'op': 'delete'})
+        leftover = _queued_leftover(image, now, queued_age)
+        if leftover is not None:
+            add(QUEUED_LEFTOVER, leftover,
+                None if 'not_deleted' in leftover else {'op': 'delete'})
     elif status == 'active':
         _judge_payload(image, auditor, max_download, add, not_inspected)
 

@@ -219,6 +219,38 @@ def _why_dropped(key: str, operator_keys: ty.Collection[str]) -> str:
     return '%s (%s)' % (kind, DROPPED_BECAUSE.get(kind, 'never inherited'))
 
 
+def _why_payload(conf: ty.Any, info: dict[str, ty.Any]) -> str:
+    """Why the demo's first planned attempt is the payload it is.
+
+    :param info: :func:`nova_snapshot_ext.cmd.snapshot.describe_plan`'s
+        answer.
+    """
+    first = info['plan'][0] if info['plan'] else None
+    if first is None:
+        return info.get('refused') or ('no honest activation exists on '
+                                       'this Glance')
+    if first.get('method') == 'location':
+        return ('[snapshot_ext] activation_method is %s: Glance reads the '
+                'location object (a valid empty %s image) instead of an '
+                'upload' % (conf.snapshot_ext.activation_method,
+                            first.get('disk_format')))
+    if first.get('disk_format') == 'raw':
+        return ('raw is allowed here, and zero bytes are honest only as '
+                'raw: the payload is 0 B')
+    if first.get('fallback'):
+        which = ('this Glance allows no format driver %s reads, so the '
+                 'smallest honest one it allows: a fallback, see '
+                 '[snapshot_ext] driver_formats_only'
+                 % info['driver']['name'])
+    else:
+        which = ('the first format this Glance allows that driver %s reads'
+                 % info['driver']['name'])
+    return ('raw is %s, so the payload is a valid empty %s image (%s)'
+            % ('not allowed here' if 'raw' not in info['glance'][
+                'disk_formats'] else 'not wanted by the configuration',
+               first.get('disk_format'), which))
+
+
 def explain(conf: ty.Any, conf_path: str,
             request: ty.Any) -> dict[str, ty.Any]:
     """What the demo is about to do and why, as text and data.
@@ -242,31 +274,7 @@ def explain(conf: ty.Any, conf_path: str,
     g = info['glance']
     reads = info['driver']['disk_formats']
     plan = [p['describe'] for p in info['plan']]
-    first = info['plan'][0] if info['plan'] else None
-    if first is None:
-        why = info.get('refused') or ('no honest activation exists on '
-                                      'this Glance')
-    elif first.get('method') == 'location':
-        why = ('[snapshot_ext] activation_method is %s: Glance reads the '
-               'location object (a valid empty %s image) instead of an '
-               'upload' % (conf.snapshot_ext.activation_method,
-                           first.get('disk_format')))
-    elif first.get('disk_format') == 'raw':
-        why = ('raw is allowed here, and zero bytes are honest only as raw: '
-               'the payload is 0 B')
-    else:
-        fmt = first.get('disk_format')
-        if first.get('fallback'):
-            which = ('this Glance allows no format driver %s reads, so the '
-                     'smallest honest one it allows: a fallback, see '
-                     '[snapshot_ext] driver_formats_only'
-                     % info['driver']['name'])
-        else:
-            which = ('the first format this Glance allows that driver %s '
-                     'reads' % info['driver']['name'])
-        why = ('raw is %s, so the payload is a valid empty %s image (%s)'
-               % ('not allowed here' if 'raw' not in g['disk_formats'] else
-                  'not wanted by the configuration', fmt, which))
+    why = _why_payload(conf, info)
     lines = ['Config used (%s):' % conf_path]
     lines += ['  ' + line for line in config_text.strip().splitlines()]
     lines += [

@@ -60,7 +60,7 @@ EXIT_CODES = (
 
 #: The warnings this command printed (``warning: <text>``), each once
 #: whether the command printed it or a log record carried it
-#: (:class:`nova_snapshot_ext.cmd.main.ConsoleFormatter`).
+#: (:class:`nova_snapshot_ext.cmd.logs.ConsoleFormatter`).
 WARNED: set[str] = set()
 
 

@@ -50,7 +50,6 @@ import contextlib
 import difflib
 import io
 import json
-import logging as std_logging
 import os
 import signal
 import sys
@@ -62,8 +61,10 @@ from oslo_log import log as logging
 from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import config
+from nova_snapshot_ext.cmd import logs
 from nova_snapshot_ext.cmd import paste as paste_cmd
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
+from nova_snapshot_ext.cmd import streams
 from nova_snapshot_ext import driver as driver_mod
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import request as request_mod
@@ -71,9 +72,6 @@ from nova_snapshot_ext.snapshot import request as request_mod
 LOG = logging.getLogger(__name__)
 
 PROJECT = config.PROJECT
-#: The product's logger namespace (its ERROR records are what the
-#: command reports itself).
-PROJECT_LOGGER = 'nova_snapshot_ext'
 PROG = 'nova-snapshot-ext'
 #: The configuration file operators are told to write.
 DEFAULT_CONFIG_FILE = '/etc/nova-snapshot-ext/nova-snapshot-ext.conf'
@@ -85,11 +83,6 @@ REQUEST_SCHEMA = os.path.join(os.path.dirname(request_mod.SAMPLE_REQUEST),
 
 COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve', 'backup',
             'paste')
-
-#: Libraries whose log lines are noise before an error at default
-#: verbosity (``--debug`` shows them).
-QUIET_LIBRARIES = ('keystoneauth', 'keystoneauth1', 'stevedore',
-                   'glanceclient', 'urllib3', 'requests')
 
 #: ``--format`` values.
 FORMATS = ('text', 'json')
@@ -105,7 +98,7 @@ CLI_OPTS = [
 
 #: oslo.log's ``debug`` with this program's true default in its help
 #: (oslo.log's says "instead of the default INFO level"; the console
-#: script logs at WARNING, see :func:`setup_logging`).
+#: script logs at WARNING, see :func:`.logs.setup_logging`).
 DEBUG_OPT = cfg.BoolOpt(
     'debug', short='d', default=False, mutable=True,
     help='Log at DEBUG, every request included (tokens hashed), also '
@@ -560,102 +553,6 @@ def _config_files_read(conf: cfg.ConfigOpts, argv: list[str]) -> list[str]:
     return [f for f in files if os.path.isfile(f)]
 
 
-def setup_logging(conf: cfg.ConfigOpts) -> None:
-    """oslo.log from the options; quiet libraries unless ``--debug``.
-
-    At default verbosity only warnings and errors reach stderr, and none
-    from keystoneauth, stevedore or glanceclient: the error the command
-    reports says what failed.
-    """
-    if conf.log_file or conf.log_config_append:
-        # --log-file: logs go there only; stderr keeps the errors.
-        conf.set_default('use_stderr', False)
-    level = 'DEBUG' if conf.debug else 'CRITICAL'
-    levels = list(conf.default_log_levels) + [
-        '%s=%s' % (name, level) for name in QUIET_LIBRARIES]
-    if not conf.debug:
-        levels.append('nova_snapshot_ext=WARNING')
-    conf.set_default('default_log_levels', levels)
-    try:
-        logging.setup(conf, PROJECT)
-    except logging.LogConfigError as err:
-        raise checks.CLIError(
-            'option [DEFAULT] log_config_append: %s' % err.err_msg,
-            checks.EXIT_INPUT)
-    except OSError as err:
-        raise checks.CLIError(
-            'cannot open the log file %s (--log-file/[DEFAULT] log_file, '
-            '--log-dir/[DEFAULT] log_dir): %s'
-            % (err.filename, err.strerror or err), checks.EXIT_INPUT)
-    for handler in std_logging.getLogger().handlers:
-        # stdout is the command's output (its report, --format json):
-        # oslo.log writes there with use_stderr = false and no log file.
-        if (isinstance(handler, std_logging.StreamHandler) and
-                not isinstance(handler, std_logging.FileHandler) and
-                handler.stream is sys.stdout):
-            handler.setStream(sys.stderr)
-    if not conf.debug:
-        # The command reports every failure itself, as one ``error:``
-        # line: the product's own ERROR records would say it twice on the
-        # terminal.  A log file (--log-file) still gets them, as log lines.
-        # What reaches the terminal reads as the command's own warnings:
-        # ``warning: ...``, each once (--debug shows oslo.log's lines).
-        once = _Once()
-        for handler in std_logging.getLogger().handlers:
-            if (isinstance(handler, std_logging.StreamHandler) and
-                    not isinstance(handler, std_logging.FileHandler)):
-                handler.addFilter(_not_reported_twice)
-                handler.addFilter(once)
-                if not getattr(conf, 'use_json', False):
-                    # --use-json asks for oslo.log's JSON on stderr.
-                    handler.setFormatter(ConsoleFormatter())
-
-
-class ConsoleFormatter(std_logging.Formatter):
-    """A log record on the terminal as the command's own line.
-
-    ``warning: <message>`` (the level in lower case, as the command's
-    ``error:`` lines), without oslo.log's time, pid, logger and request
-    id: the same style as every warning the command prints itself.
-    """
-
-    def format(self, record: std_logging.LogRecord) -> str:
-        return '%s: %s' % (record.levelname.lower(), record.getMessage())
-
-
-class _Once(std_logging.Filter):
-    """Let each text through once per command.
-
-    Warnings share :data:`~nova_snapshot_ext.cmd.checks.WARNED` with the
-    ones the command prints itself (:func:`~.checks.warn`).
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: set[tuple[int, str]] = set()
-
-    def filter(self, record: std_logging.LogRecord) -> bool:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: B902 - a record that cannot format
-            return True
-        if record.levelno == std_logging.WARNING:
-            if text in checks.WARNED:
-                return False
-            checks.WARNED.add(text)
-            return True
-        if (record.levelno, text) in self.seen:
-            return False
-        self.seen.add((record.levelno, text))
-        return True
-
-
-def _not_reported_twice(record: std_logging.LogRecord) -> bool:
-    """Drop the product's ERROR records from the terminal handler."""
-    return not (record.levelno >= std_logging.ERROR and
-                record.name.startswith(PROJECT_LOGGER))
-
-
 def warn_configuration(conf: cfg.ConfigOpts) -> list[str]:
     """Warnings about the configuration, printed on stderr."""
     warnings = []
@@ -781,7 +678,7 @@ def run(argv: list[str]) -> int:
     checks.WARNED.clear()  # each warning once per command
     captured = io.StringIO()
     try:
-        with contextlib.redirect_stderr(_Tee(sys.stderr, captured)):
+        with contextlib.redirect_stderr(streams.Tee(sys.stderr, captured)):
             conf = parse(argv)
     except SystemExit as err:
         # --help/--version: 0. argparse usage errors exit 2, oslo.config's
@@ -790,7 +687,7 @@ def run(argv: list[str]) -> int:
         _parse_error_json(argv, code, captured.getvalue())
         return code
     refuse_blank_options(conf, argv)
-    setup_logging(conf)
+    logs.setup_logging(conf)
     if conf.command.name not in ('demo', 'serve', 'paste'):
         # paste reads no option of the configuration files.
         warn_configuration(conf)
@@ -849,78 +746,16 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(signal.SIGTERM, previous)
 
 
-class _Tee(io.TextIOBase):
-    """Write to a stream and keep a copy (argparse's usage errors)."""
-
-    def __init__(self, stream: ty.Any, copy: io.StringIO):
-        self.stream = stream
-        self.copy = copy
-
-    def write(self, text: str) -> int:
-        self.copy.write(text)
-        return int(self.stream.write(text))
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-
-class ReaderGone(io.TextIOBase):
-    """Standard output that outlives its reader (``... | head -1``).
-
-    Once the reader has closed the pipe, what is still written is
-    dropped: the command goes on, cleans up and exits by its own outcome
-    (an active snapshot is never exit 1 because nobody read all of its
-    report), and no ``BrokenPipeError`` traceback is printed.
-    """
-
-    def __init__(self, stream: ty.Any):
-        self.stream = stream
-        self.gone = False
-
-    def write(self, text: str) -> int:
-        if not self.gone:
-            try:
-                self.stream.write(text)
-            except BrokenPipeError:
-                self._drop()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.gone:
-            try:
-                self.stream.flush()
-            except BrokenPipeError:
-                self._drop()
-
-    def isatty(self) -> bool:
-        return bool(self.stream.isatty())
-
-    def fileno(self) -> int:
-        return int(self.stream.fileno())
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return str(self.stream.encoding)
-
-    def _drop(self) -> None:
-        self.gone = True
-        # What the stream still buffers is flushed at exit: to nowhere.
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.stream.fileno())
-            os.close(devnull)
-
-
 def console_main() -> int:
     """The console script: :func:`main`, then no late interrupt.
 
-    Standard output is a :class:`ReaderGone`: a reader that stops reading
-    changes nothing.  Once the command has reported, a Ctrl-C or SIGTERM
-    that arrives while the interpreter shuts down has nothing left to
-    stop; ignoring it keeps Python from printing a shutdown traceback
-    after the report.
+    Standard output is a :class:`~.streams.ReaderGone`: a reader that
+    stops reading changes nothing.  Once the command has reported, a
+    Ctrl-C or SIGTERM that arrives while the interpreter shuts down has
+    nothing left to stop; ignoring it keeps Python from printing a
+    shutdown traceback after the report.
     """
-    sys.stdout = ReaderGone(sys.stdout)
+    sys.stdout = streams.ReaderGone(sys.stdout)
     code = main()
     _ignore_signals()
     return code

@@ -271,9 +271,7 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
     :raises CLIError: a bad argument (2), Glance failed to start (3).
     """
     from nova_snapshot_ext.cmd import demo as demo_cmd
-    from nova_snapshot_ext.embedded import demo
     from nova_snapshot_ext.embedded import glance as embedded
-    from nova_snapshot_ext.snapshot import request as request_mod
 
     args = conf.command
     if getattr(args, 'cloud', False):
@@ -305,54 +303,71 @@ def run(conf: cfg.ConfigOpts, wait: ty.Callable[[], None] | None = None
             raise checks.CLIError('the embedded Glance failed: %s' % err,
                                   checks.EXIT_UNREACHABLE)
         started = True
-        # Absolute: the commands printed run from any directory.
-        path = (os.path.abspath(args.config_out) if args.config_out
-                else os.path.join(glance.base_dir,
-                                  'nova-snapshot-ext.conf'))
-        token = glance.token(project, DEFAULT_USER, roles=roles)
-        try:
-            demo.write_config(path, glance.endpoint, token, args.driver)
-        except OSError as err:
-            # Checked before the start; the directory changed since.
-            raise checks.CLIError('%s %s cannot be written: %s' % (
-                '--config-out' if args.config_out else 'the configuration '
-                'file', path, err.strerror or err))
-        written = path
-        lines = commands(console_command(*MAIN_SCRIPT), written,
-                         request_mod.SAMPLE_REQUEST)
-        status = status_command(console_command(*STATUS_SCRIPT), written,
-                                glance.glance_api_conf)
+        written = _write_config(glance, args, project, roles)
         # Ctrl-C is how serve is stopped, from the moment it says it is
         # up: the banner is inside the same handler as the wait.
         try:
-            if conf.format == 'json':
-                print(json.dumps({
-                    'endpoint': glance.endpoint, 'config_file': written,
-                    'glance_api_conf': glance.glance_api_conf,
-                    'profile': args.profile, 'database': args.database,
-                    'driver': args.driver, 'project_id': project,
-                    'roles': roles, 'log_file': glance.log_file,
-                    'commands': lines, 'status_command': status}),
-                    flush=True)
-            else:
-                print('Glance %s is up (profile %s, database %s; its log: '
-                      '%s).\n'
-                      'Configuration for this command: %s\n'
-                      "Glance's configuration (for --glance-api-conf): %s\n"
-                      '(identity: project %s, roles %s; driver %s)\n'
-                      'Try, in another terminal:\n  %s\n  %s\n'
-                      'Ctrl-C stops Glance and removes the configuration file '
-                      'and the temporary directory.'
-                      % (glance.endpoint, args.profile, args.database,
-                         glance.log_file, written, glance.glance_api_conf,
-                         project, ','.join(roles), args.driver,
-                         '\n  '.join(lines), status), flush=True)
+            print(_banner(conf, glance, written, project, roles),
+                  flush=True)
             (wait or _sleep_forever)()
         except KeyboardInterrupt:
             pass
         return checks.EXIT_OK
     finally:
         print(_stop(glance, args, written, started), file=log, flush=True)
+
+
+def _write_config(glance: ty.Any, args: ty.Any, project: str,
+                  roles: list[str]) -> str:
+    """Write the CLI's configuration for the running Glance.
+
+    :returns: its absolute path (the commands printed run from any
+        directory): ``--config-out`` or one in Glance's directory.
+    :raises CLIError: it cannot be written (checked before the start;
+        the directory changed since).
+    """
+    from nova_snapshot_ext.embedded import demo
+
+    path = (os.path.abspath(args.config_out) if args.config_out
+            else os.path.join(glance.base_dir, 'nova-snapshot-ext.conf'))
+    token = glance.token(project, DEFAULT_USER, roles=roles)
+    try:
+        demo.write_config(path, glance.endpoint, token, args.driver)
+    except OSError as err:
+        raise checks.CLIError('%s %s cannot be written: %s' % (
+            '--config-out' if args.config_out else 'the configuration '
+            'file', path, err.strerror or err))
+    return path
+
+
+def _banner(conf: cfg.ConfigOpts, glance: ty.Any, written: str,
+            project: str, roles: list[str]) -> str:
+    """What serve prints once Glance is up (JSON with ``--format json``)."""
+    from nova_snapshot_ext.snapshot import request as request_mod
+
+    args = conf.command
+    lines = commands(console_command(*MAIN_SCRIPT), written,
+                     request_mod.SAMPLE_REQUEST)
+    status = status_command(console_command(*STATUS_SCRIPT), written,
+                            glance.glance_api_conf)
+    if conf.format == 'json':
+        return json.dumps({
+            'endpoint': glance.endpoint, 'config_file': written,
+            'glance_api_conf': glance.glance_api_conf,
+            'profile': args.profile, 'database': args.database,
+            'driver': args.driver, 'project_id': project, 'roles': roles,
+            'log_file': glance.log_file, 'commands': lines,
+            'status_command': status})
+    return ('Glance %s is up (profile %s, database %s; its log: %s).\n'
+            'Configuration for this command: %s\n'
+            "Glance's configuration (for --glance-api-conf): %s\n"
+            '(identity: project %s, roles %s; driver %s)\n'
+            'Try, in another terminal:\n  %s\n  %s\n'
+            'Ctrl-C stops Glance and removes the configuration file and the '
+            'temporary directory.'
+            % (glance.endpoint, args.profile, args.database,
+               glance.log_file, written, glance.glance_api_conf, project,
+               ','.join(roles), args.driver, '\n  '.join(lines), status))
 
 
 def _stop(glance: ty.Any, args: ty.Any, written: str | None,
@@ -433,29 +448,7 @@ def run_cloud(conf: cfg.ConfigOpts,
         except KeyboardInterrupt:
             raise checks.CLIError('interrupted while the cloud was '
                                   'starting', checks.EXIT_SIGINT)
-        info = cloud.describe()
-        if conf.format == 'json':
-            print(json.dumps(info), flush=True)
-        else:
-            creds = info['credentials']
-            print('The cloud is up in %s s (%s start; Glance profile %s, '
-                  'nova-api %s).\nIts directory (configs, logs): %s\n\n'
-                  'As the admin (project admin):\n%s\n\nAs a member '
-                  '(user demo, project demo):\n%s\n\n'
-                  'Flavors: %s\nImages: %s\n'
-                  'Tempest: a ready tempest.conf is %s\n'
-                  'This plugin\'s CLI as the admin (probe, audit with '
-                  'Cinder checks): --config-file %s\n'
-                  'Ctrl-C stops every service and removes the directory.'
-                  % (info['seconds'], 'warm' if info['warm'] else 'cold',
-                     args.profile,
-                     'with the plugin' if info['plugin'] else 'stock',
-                     info['directory'], cloud_exports(creds['admin']),
-                     cloud_exports(creds['member']),
-                     ', '.join('%s=%s' % i for i in
-                               sorted(info['flavors'].items())),
-                     image_list(info['images']),
-                     info['tempest_conf'], info['plugin_conf']), flush=True)
+        print(_cloud_banner(conf, cloud.describe()), flush=True)
         try:
             (wait or _sleep_forever)()
         except KeyboardInterrupt:
@@ -469,7 +462,35 @@ def run_cloud(conf: cfg.ConfigOpts,
         print(cloud_stopped_line(cloud.base_dir), file=log, flush=True)
 
 
-#: How the start line names each stack (``%s``: the Glance store).
+def _cloud_banner(conf: cfg.ConfigOpts, info: dict[str, ty.Any]) -> str:
+    """What ``serve --cloud`` prints once the cloud is up.
+
+    :param info: :meth:`~nova_snapshot_ext.embedded.cloud.launcher.Cloud.
+        describe`; printed as it is with ``--format json``.
+    """
+    if conf.format == 'json':
+        return json.dumps(info)
+    creds = info['credentials']
+    return ('The cloud is up in %s s (%s start; Glance profile %s, '
+            'nova-api %s).\nIts directory (configs, logs): %s\n\n'
+            'As the admin (project admin):\n%s\n\nAs a member '
+            '(user demo, project demo):\n%s\n\n'
+            'Flavors: %s\nImages: %s\n'
+            'Tempest: a ready tempest.conf is %s\n'
+            'This plugin\'s CLI as the admin (probe, audit with '
+            'Cinder checks): --config-file %s\n'
+            'Ctrl-C stops every service and removes the directory.'
+            % (info['seconds'], 'warm' if info['warm'] else 'cold',
+               conf.command.profile,
+               'with the plugin' if info['plugin'] else 'stock',
+               info['directory'], cloud_exports(creds['admin']),
+               cloud_exports(creds['member']),
+               ', '.join('%s=%s' % i for i in
+                         sorted(info['flavors'].items())),
+               image_list(info['images']),
+               info['tempest_conf'], info['plugin_conf']))
+
+
 def _cloud_choices(args: ty.Any) -> tuple[str, str, str]:
     """``serve --cloud``'s options checked before anything starts.
 

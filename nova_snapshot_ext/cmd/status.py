@@ -72,6 +72,7 @@ from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import logs as cmd_logs
 from nova_snapshot_ext.cmd import main as cmd_main
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import driver as driver_mod
@@ -198,7 +199,7 @@ class UpgradeChecks(upgradecheck.UpgradeCommands):
 
     def check(self) -> Code:
         """Set up logging as the console script does, then run."""
-        cmd_main.setup_logging(self.conf)
+        cmd_logs.setup_logging(self.conf)
         return super().check()
 
     # --- configuration ----------------------------------------------------

@@ -44,6 +44,7 @@ import typing as ty
 from oslo_log import log as logging
 
 from nova_snapshot_ext.embedded import database as database_mod
+from nova_snapshot_ext.embedded import glance_config
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import logs
 from nova_snapshot_ext.embedded import process as proc_mod
@@ -87,133 +88,9 @@ DB_SYNC_TIMEOUT = 120.0
 _WSGI_APP = 'nova_snapshot_ext.embedded.glance_wsgi:application'
 _WATCH_PID_ENV = 'NOVA_SNAPSHOT_EXT_WATCH_PID'
 _CLEANUP_DIR_ENV = 'NOVA_SNAPSHOT_EXT_CLEANUP_DIR'
-_CONF_NAME = 'glance-api.conf'
-#: Glance reads custom image properties from this file next to its config
-#: (``CONF.find_file``); distributions install one.
-_SCHEMA_NAME = 'schema-image.json'
-#: The stock properties (uuid patterns of ``kernel_id``/``ramdisk_id``,
-#: enums...), written next to ``glance-api.conf`` unless
-#: ``custom_schema=False``.
-STOCK_SCHEMA_IMAGE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'data',
-    _SCHEMA_NAME)
-_PASTE_NAME = 'glance-api-paste.ini'
 _DB_NAME = 'glance.sqlite'
 _LOG_NAME = 'glance-api.log'
 _ACCESS_LOG_NAME = 'glance-access.log'
-
-_CONF_TEMPLATE = """\
-# Written by nova_snapshot_ext.embedded.glance.EmbeddedGlance.
-[DEFAULT]
-debug = false
-use_stderr = true
-enabled_backends = {enabled_backends}
-show_image_direct_url = true
-show_multiple_locations = {show_multiple_locations}
-enabled_import_methods = []
-do_secure_hash = true
-
-[database]
-connection = {connection}
-
-[glance_store]
-default_backend = {default_backend}
-
-[fs]
-filesystem_store_datadir = {images}/
-
-[web]
-https_insecure = true
-
-[os_glance_staging_store]
-filesystem_store_datadir = {base}/staging/
-
-[os_glance_tasks_store]
-filesystem_store_datadir = {base}/tasks/
-
-[image_format]
-disk_formats = {disk_formats}
-container_formats = {container_formats}
-require_image_format_match = {require_image_format_match}
-
-[import_filtering_opts]
-# list options with bounds: the brackets are mandatory
-allowed_hosts = [{allowed_hosts}]
-allowed_ports = [{allowed_ports}]
-
-[oslo_concurrency]
-lock_path = {base}/locks
-
-[paste_deploy]
-flavor = {flavor}
-config_file = {base}/{paste_name}
-
-[oslo_policy]
-enforce_new_defaults = true
-enforce_scope = true
-"""
-
-_PASTE_TEMPLATE = """\
-# Written by nova_snapshot_ext.embedded.glance.EmbeddedGlance.
-# [paste_deploy] flavor picks glance-api-<flavor> and the matching pipeline.
-[composite:glance-api-fakeauth]
-paste.composite_factory = glance.api:root_app_factory
-/: api
-/healthcheck: healthcheck
-
-[composite:glance-api-tokenauth]
-paste.composite_factory = glance.api:root_app_factory
-/: api
-/healthcheck: healthcheck
-
-[composite:glance-api-keystone]
-paste.composite_factory = glance.api:root_app_factory
-/: api
-/healthcheck: healthcheck
-
-[composite:api]
-paste.composite_factory = glance.api:pipeline_factory
-# identity from a real Keystone token (keystonemiddleware)
-keystone = versionnegotiation authtoken context rootapp
-# identity from X-Identity-Status / X-Roles / X-Project-Id / X-User-Id
-fakeauth = versionnegotiation context rootapp
-# identity from a fake X-Auth-Token user:project:roles[:service_roles]
-tokenauth = versionnegotiation tokenauth context rootapp
-
-[composite:rootapp]
-paste.composite_factory = glance.api:root_app_factory
-/: apiversions
-/v2: apiv2app
-
-[app:apiversions]
-paste.app_factory = glance.api.versions:create_resource
-
-[app:apiv2app]
-paste.app_factory = glance.api.v2.router:API.factory
-
-[app:healthcheck]
-paste.app_factory = oslo_middleware:Healthcheck.app_factory
-backends = disable_by_file
-disable_by_file_path = {base}/healthcheck-disabled
-
-[filter:versionnegotiation]
-paste.filter_factory = {version_filter}
-
-[filter:context]
-paste.filter_factory = glance.api.middleware.context:ContextMiddleware.factory
-
-[filter:tokenauth]
-paste.filter_factory = nova_snapshot_ext.embedded.tokenauth:filter_factory
-
-[filter:authtoken]
-paste.filter_factory = keystonemiddleware.auth_token:filter_factory
-"""
-
-_VERSION_FILTER = ('glance.api.middleware.version_negotiation:'
-                   'VersionNegotiationFilter.factory')
-
-_FLAVORS = {'headers': 'fakeauth', 'token': 'tokenauth',
-            'keystone': 'keystone'}
 
 # Process-wide cache of migrated (db_sync'ed) databases, keyed by the
 # python executable that ran db_sync.
@@ -270,13 +147,30 @@ def _package_root():
     return os.path.dirname(os.path.dirname(here))
 
 
-def _csv(values):
-    """Join option values with commas.
+def _check_identity(identity, keystone, keystone_limits):
+    """Refuse an identity mode the other arguments do not fit.
 
-    :param values: an iterable of values.
-    :returns: the comma separated string.
+    :raises ValueError: naming the argument.
     """
-    return ','.join(str(v) for v in values)
+    if identity not in IDENTITY_MODES:
+        raise ValueError('identity must be one of %s, not %r' %
+                         (', '.join(IDENTITY_MODES), identity))
+    if (identity == 'keystone') != (keystone is not None):
+        raise ValueError('identity=keystone needs keystone= (and only it '
+                         'does)')
+    if keystone_limits and keystone is None:
+        raise ValueError('keystone_limits needs identity=keystone')
+
+
+def _shared_database(other):
+    """The database server of the Glance ``other`` (``shared_with``).
+
+    :raises ValueError: it runs on SQLite (one process's file).
+    """
+    if other.database is None:
+        raise ValueError('shared_with needs a Glance on a database server '
+                         '(SQLite is one process\'s file)')
+    return other.database
 
 
 class EmbeddedGlance(object):
@@ -314,7 +208,7 @@ class EmbeddedGlance(object):
     :param access_log: also write gunicorn's access log, one line per HTTP
         request served (gunicorn's default format), to
         :attr:`access_log_file`; used to count requests at the server.
-    :param custom_schema: write :data:`STOCK_SCHEMA_IMAGE` as
+    :param custom_schema: write :data:`.glance_config.STOCK_SCHEMA_IMAGE` as
         ``schema-image.json`` next to ``glance-api.conf``, as distributions
         install it (custom properties with uuid patterns and enums).
     :param database: a private MariaDB or PostgreSQL server
@@ -340,14 +234,7 @@ class EmbeddedGlance(object):
                  custom_schema=True, image_size_cap=None, database=None,
                  workers=1, shared_with=None, keystone=None,
                  keystone_limits=False, port=None, rbd_store=None):
-        if identity not in IDENTITY_MODES:
-            raise ValueError('identity must be one of %s, not %r' %
-                             (', '.join(IDENTITY_MODES), identity))
-        if (identity == 'keystone') != (keystone is not None):
-            raise ValueError('identity=keystone needs keystone= (and only '
-                             'it does)')
-        if keystone_limits and keystone is None:
-            raise ValueError('keystone_limits needs identity=keystone')
+        _check_identity(identity, keystone, keystone_limits)
         self.keystone = keystone
         self.keystone_limits = bool(keystone_limits)
         self.disk_formats = tuple(disk_formats if disk_formats is not None
@@ -360,10 +247,7 @@ class EmbeddedGlance(object):
                              'be empty')
         self.require_image_format_match = bool(require_image_format_match)
         if shared_with is not None:
-            database = shared_with.database
-            if database is None:
-                raise ValueError('shared_with needs a Glance on a database '
-                                 'server (SQLite is one process\'s file)')
+            database = _shared_database(shared_with)
         self.database = database
         self.shared_with = shared_with
         self.workers = int(workers)
@@ -438,7 +322,7 @@ class EmbeddedGlance(object):
         """
         if not self.base_dir:
             raise EmbeddedGlanceError('embedded glance is not started')
-        return os.path.join(self.base_dir, _CONF_NAME)
+        return os.path.join(self.base_dir, glance_config.CONF_NAME)
 
     @property
     def pid(self):
@@ -648,59 +532,11 @@ class EmbeddedGlance(object):
                                                 _ACCESS_LOG_NAME)
 
     def _write_config(self):
-        """Write ``glance-api.conf`` and the paste ini into the base dir.
+        """Write ``glance-api.conf``, the paste ini and the schema file.
 
         :returns: None
         """
-        conf = _CONF_TEMPLATE.format(
-            base=self.base_dir,
-            connection=self._connection(),
-            images=(os.path.join(self.shared_with.base_dir, 'images')
-                    if self.shared_with is not None
-                    else os.path.join(self.base_dir, 'images')),
-            paste_name=_PASTE_NAME,
-            enabled_backends=self.enabled_backends,
-            default_backend=self.default_backend,
-            show_multiple_locations=str(self.show_multiple_locations).lower(),
-            disk_formats=_csv(self.disk_formats),
-            container_formats=_csv(self.container_formats),
-            require_image_format_match=str(
-                self.require_image_format_match).lower(),
-            allowed_hosts=_csv(self.allowed_hosts),
-            allowed_ports=_csv(self.allowed_ports),
-            flavor=_FLAVORS[self.identity])
-        if self.image_size_cap is not None:
-            conf = conf.replace(
-                '[DEFAULT]\n', '[DEFAULT]\nimage_size_cap = %d\n'
-                % self.image_size_cap, 1)
-        if self.keystone_limits:
-            conf = conf.replace('[DEFAULT]\n', '[DEFAULT]\n'
-                                'use_keystone_limits = true\n', 1)
-        if self.keystone is not None:
-            conf += self._keystone_config()
-        if self.rbd_store:
-            conf += ('\n[ceph]\nrbd_store_pool = %(pool)s\n'
-                     'rbd_store_ceph_conf = %(ceph_conf)s\n'
-                     'rbd_store_user = %(user)s\n' % self.rbd_store)
-        with open(os.path.join(self.base_dir, _CONF_NAME), 'w') as fh:
-            fh.write(conf)
-        with open(os.path.join(self.base_dir, _PASTE_NAME), 'w') as fh:
-            fh.write(_PASTE_TEMPLATE.format(base=self.base_dir,
-                                            version_filter=_VERSION_FILTER))
-        if self.custom_schema:
-            shutil.copyfile(STOCK_SCHEMA_IMAGE,
-                            os.path.join(self.base_dir, _SCHEMA_NAME))
-
-    def _keystone_config(self):
-        """The config sections of ``identity='keystone'``.
-
-        :returns: text to append to ``glance-api.conf``.
-        """
-        lines = []
-        for section, options in self.keystone.glance_options().items():
-            lines.append('\n[%s]' % section)
-            lines.extend('%s = %s' % item for item in options.items())
-        return '\n'.join(lines) + '\n'
+        glance_config.write(self)
 
     def _env(self):
         """Build the environment of the glance subprocesses.
@@ -802,7 +638,7 @@ class EmbeddedGlance(object):
         :raises EmbeddedGlanceError: if it fails or times out.
         """
         cmd = [self.python, '-m', 'glance.cmd.manage', '--config-file',
-               os.path.join(self.base_dir, _CONF_NAME), 'db_sync']
+               os.path.join(self.base_dir, glance_config.CONF_NAME), 'db_sync']
         started = time.monotonic()
         log = self._open_log()
         log.write(b'--- glance-manage db_sync ---\n')

@@ -42,6 +42,7 @@ from oslo_utils import uuidutils
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import mappings as mappings_mod
 from nova_snapshot_ext.snapshot import metadata as metadata_mod
 from nova_snapshot_ext.snapshot import request as request_mod
 
@@ -172,7 +173,7 @@ class NovaImageMeta:
         :raises InvalidRequest: ``min_ram``/``min_disk`` are not
             integers, or ``block_device_mapping`` is not a JSON list.
         :raises UnsafeRecord: an entry Nova never writes
-            (:func:`~.request.mapping_refusal`) or a property that makes
+            (:func:`~.mappings.mapping_refusal`) or a property that makes
             deleting the image destroy something else (:mod:`.deletion`).
         """
         properties = self._properties(non_inheritable)
@@ -234,7 +235,7 @@ def _check_safe(mappings: list[ty.Any],
     :raises UnsafeRecord: naming the entry's field or the property.
     """
     for i, entry in enumerate(mappings):
-        refusal = (request_mod.mapping_refusal(entry, written=True)
+        refusal = (mappings_mod.mapping_refusal(entry, written=True)
                    if isinstance(entry, dict) else None)
         if refusal is not None and refusal[2]:
             raise exception.UnsafeRecord(

@@ -308,49 +308,61 @@ def filter_problems(text: str) -> list[str]:
                         % FILTER_FACTORY)
     shown = ' or '.join(sorted(names)) or 'snapshot_ext'
     for section in composites:
-        pipeline = pipelines[section]
-        if not pipeline:
-            problems.append('[%s] has no %s pipeline' % (section,
-                                                         PIPELINE_KEY))
-            continue
-        where = [i for i, name in enumerate(pipeline) if name in names]
-        context = (pipeline.index(CONTEXT_FILTER)
-                   if CONTEXT_FILTER in pipeline else None)
-        # A name meant for the plugin with no section of its own (paste
-        # cannot load the pipeline): a mistyped or renamed filter name.
-        dangling = [name for name in pipeline
-                    if 'snapshot' in name.lower() and name not in names
-                    and not any(paste.name(other) == name for other in
-                                paste.sections(FILTER_PREFIXES + (
-                                    'app', 'application')))]
-        for name in dangling:
-            problems.append(
-                '[%s] %s pipeline names %s, which has no [filter:%s] '
-                'section: %s' % (
-                    section, PIPELINE_KEY, name, name,
-                    'name the plugin\'s filter %s there' % shown
-                    if names else 'add [filter:%s] with %s = %s'
-                    % (name, FACTORY_KEY, FILTER_FACTORY)))
-        if not where and dangling:
-            continue
-        if not where:
-            problems.append(
-                '[%s] %s pipeline lacks %s: add it right after %s'
-                % (section, PIPELINE_KEY, shown, CONTEXT_FILTER))
-        elif context is not None and where[0] < context:
-            problems.append(
-                '[%s] %s pipeline has %s before %s: move it right after '
-                '%s (it reads the request context %s builds)'
-                % (section, PIPELINE_KEY, pipeline[where[0]], CONTEXT_FILTER,
-                   CONTEXT_FILTER, CONTEXT_FILTER))
-        elif where[-1] == len(pipeline) - 1:
-            problems.append(
-                '[%s] %s pipeline ends with %s: the last name must be the '
-                'application; put the filter right after %s'
-                % (section, PIPELINE_KEY, pipeline[-1], CONTEXT_FILTER))
-        elif len(where) > 1:
-            problems.append('[%s] %s pipeline has the filter %d times: '
-                            'keep one, right after %s'
-                            % (section, PIPELINE_KEY, len(where),
-                               CONTEXT_FILTER))
+        problems.extend(_pipeline_problems(paste, section,
+                                           pipelines[section], names,
+                                           shown))
     return paste.problems + problems
+
+
+def _pipeline_problems(paste: Paste, section: str, pipeline: list[str],
+                       names: set[str], shown: str) -> list[str]:
+    """What is wrong with one compute pipeline's use of the filter.
+
+    :param names: the names the plugin's filter sections have.
+    :param shown: how a sentence names the filter.
+    :returns: one sentence per problem (``[]``: placed right).
+    """
+    if not pipeline:
+        return ['[%s] has no %s pipeline' % (section, PIPELINE_KEY)]
+    problems = []
+    where = [i for i, name in enumerate(pipeline) if name in names]
+    context = (pipeline.index(CONTEXT_FILTER)
+               if CONTEXT_FILTER in pipeline else None)
+    # A name meant for the plugin with no section of its own (paste
+    # cannot load the pipeline): a mistyped or renamed filter name.
+    dangling = [name for name in pipeline
+                if 'snapshot' in name.lower() and name not in names
+                and not any(paste.name(other) == name for other in
+                            paste.sections(FILTER_PREFIXES + (
+                                'app', 'application')))]
+    for name in dangling:
+        problems.append(
+            '[%s] %s pipeline names %s, which has no [filter:%s] '
+            'section: %s' % (
+                section, PIPELINE_KEY, name, name,
+                'name the plugin\'s filter %s there' % shown
+                if names else 'add [filter:%s] with %s = %s'
+                % (name, FACTORY_KEY, FILTER_FACTORY)))
+    if not where and dangling:
+        return problems
+    if not where:
+        problems.append(
+            '[%s] %s pipeline lacks %s: add it right after %s'
+            % (section, PIPELINE_KEY, shown, CONTEXT_FILTER))
+    elif context is not None and where[0] < context:
+        problems.append(
+            '[%s] %s pipeline has %s before %s: move it right after '
+            '%s (it reads the request context %s builds)'
+            % (section, PIPELINE_KEY, pipeline[where[0]], CONTEXT_FILTER,
+               CONTEXT_FILTER, CONTEXT_FILTER))
+    elif where[-1] == len(pipeline) - 1:
+        problems.append(
+            '[%s] %s pipeline ends with %s: the last name must be the '
+            'application; put the filter right after %s'
+            % (section, PIPELINE_KEY, pipeline[-1], CONTEXT_FILTER))
+    elif len(where) > 1:
+        problems.append('[%s] %s pipeline has the filter %d times: '
+                        'keep one, right after %s'
+                        % (section, PIPELINE_KEY, len(where),
+                           CONTEXT_FILTER))
+    return problems

@@ -44,7 +44,6 @@ The rules it enforces:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import typing as ty
 
@@ -56,7 +55,8 @@ from nova_snapshot_ext.image import capabilities as caps_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.image import quotas
-from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import cleanup as cleanup_mod
+from nova_snapshot_ext.snapshot.cleanup import Run
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot.outcome import Cleanup
@@ -76,16 +76,9 @@ if ty.TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-#: How many times a cleanup delete is tried (each after a status read);
-#: the waits between tries double from ``activation_poll_interval``.
-CLEANUP_TRIES = 4
-
 #: How many times the image of an uncertain create is read back while
 #: Glance says it does not exist (the create may still be in flight).
 UNCERTAIN_READS = 3
-
-#: Statuses in which a cleanup deletes an image of this snapshot.
-DELETABLE = ('queued',)
 
 #: 5xx answers that come from a gateway or an overloaded Glance (a
 #: retry may pass); any other 5xx is Glance's own failure on the request.
@@ -140,15 +133,27 @@ def _member_event(err: exception.SnapshotExtException) -> Event:
     return Event.MEMBER_FAILED
 
 
-@dataclasses.dataclass
-class _Run:
-    """The state of one :meth:`AttemptEngine.register` call."""
+def _new_attempt(record: metadata_mod.ImageRecord, index: int,
+                 planned: plan_mod.PlannedAttempt,
+                 generation: int) -> result_mod.Attempt:
+    """The attempt at ``plan[index]``, with its deterministic image id."""
+    return result_mod.Attempt(
+        method=planned.method, disk_format=planned.disk_format,
+        container_format=planned.container_format, size=planned.size,
+        image_id=identity.attempt_id(record, index, planned, generation),
+        location_api=planned.location_api, url=planned.url,
+        number=index + 1)
 
-    record: metadata_mod.ImageRecord
-    result: result_mod.SnapshotResult
-    ctx: Context
-    allowed: frozenset[str]
-    scanned: bool = False
+
+def _ids_used_up(attempt: result_mod.Attempt,
+                 planned: plan_mod.PlannedAttempt
+                 ) -> exception.GlanceConflict:
+    """The failure of a planned attempt whose every image id is taken."""
+    return exception.GlanceConflict(
+        operation='create', image_id=attempt.image_id, status=409,
+        reason='the %d image ids of attempt %s are all used up by earlier '
+        'tries of this snapshot' % (identity.GENERATIONS,
+                                    planned.describe()))
 
 
 class AttemptEngine:
@@ -193,20 +198,11 @@ class AttemptEngine:
         :raises Exception: a bug, after the current attempt was resolved
             and cleaned up (the result is logged).
         """
-        result = result_mod.SnapshotResult(
-            image_id=None, name=record.name, status='failed',
-            member=None,
-            plan=[p.describe() for p in planned_attempts],
-            notes=list(dict.fromkeys(list(getattr(record, 'notes', [])) +
-                                     list(notes))))
-        group = self.conf.snapshot_ext
-        run = _Run(record=record, result=result,
-                   ctx=Context(glance=glance,
-                               timeout=group.activation_timeout,
-                               interval=group.activation_poll_interval,
-                               sleep=self._sleep, clock=self._clock),
-                   allowed=frozenset(p.disk_format for p in planned_attempts
-                                     if p.method == 'upload'))
+        # Over 60 lines on purpose: the plan's walk (index, id generation,
+        # the size bound a 413 set) is one state machine read top to
+        # bottom; each step it takes is a method.
+        run = self._new_run(record, planned_attempts, notes, glance)
+        result = run.result
         plan = list(planned_attempts)
         last: Outcome | None = None
         index, generation = 0, 0
@@ -220,20 +216,13 @@ class AttemptEngine:
                     planned.size >= below):
                 index += 1
                 continue
-            attempt = result_mod.Attempt(
-                method=planned.method, disk_format=planned.disk_format,
-                container_format=planned.container_format,
-                size=planned.size,
-                image_id=identity.attempt_id(record, index, planned,
-                                             generation),
-                location_api=planned.location_api, url=planned.url,
-                number=index + 1)
+            attempt = _new_attempt(record, index, planned, generation)
             result.attempts.append(attempt)
             try:
                 outcome = self._attempt(run, attempt, planned)
                 step, outcome = self._end(run, attempt, outcome)
             except BaseException as err:
-                raise self._interrupted(run, attempt, err)
+                raise cleanup_mod.interrupted(run, attempt, err)
             if step is not Step.NEXT_ID:
                 # An earlier try's image of a later planned format (its
                 # fallback) was adopted: this was that planned attempt;
@@ -256,11 +245,7 @@ class AttemptEngine:
                 generation += 1
                 if generation < identity.GENERATIONS:
                     continue
-                error = exception.GlanceConflict(
-                    operation='create', image_id=attempt.image_id,
-                    status=409, reason='the %d image ids of attempt %s '
-                    'are all used up by earlier tries of this snapshot'
-                    % (identity.GENERATIONS, planned.describe()))
+                error = _ids_used_up(attempt, planned)
                 last = Outcome.fail(outcome.event, error)
                 attempt.reason = error.format_message()
                 result.attempts.append(attempt)
@@ -279,19 +264,32 @@ class AttemptEngine:
         result.plan = [p.describe() for p in plan]
         raise self._failure(run, last)
 
-    @staticmethod
-    def _fill(result: result_mod.SnapshotResult,
-              image: ty.Mapping[str, ty.Any]) -> None:
-        """The one place the result takes the active image's attributes."""
-        result.image_id = image['id']
-        result.status = 'active'
-        result.disk_format = image.get('disk_format')
-        result.container_format = image.get('container_format')
-        result.size = image.get('size')
-        result.os_hash_algo = image.get('os_hash_algo')
-        result.os_hash_value = image.get('os_hash_value')
+    def _new_run(self, record: metadata_mod.ImageRecord,
+                 planned_attempts: ty.Sequence[plan_mod.PlannedAttempt],
+                 notes: ty.Sequence[str],
+                 glance: glance_mod.GlanceClient) -> Run:
+        """The state of one :meth:`register`.
 
-    def _succeeded(self, run: _Run, attempt: result_mod.Attempt,
+        Its result (failed until an attempt activates) and the context of
+        the activation waits.
+        """
+        result = result_mod.SnapshotResult(
+            image_id=None, name=record.name, status='failed',
+            member=None,
+            plan=[p.describe() for p in planned_attempts],
+            notes=list(dict.fromkeys(list(getattr(record, 'notes', [])) +
+                                     list(notes))))
+        group = self.conf.snapshot_ext
+        return Run(record=record, result=result,
+                   ctx=Context(glance=glance,
+                               timeout=group.activation_timeout,
+                               interval=group.activation_poll_interval,
+                               sleep=self._sleep, clock=self._clock),
+                   allowed=frozenset(p.disk_format
+                                     for p in planned_attempts
+                                     if p.method == 'upload'))
+
+    def _succeeded(self, run: Run, attempt: result_mod.Attempt,
                    image: dict[str, ty.Any],
                    planned: plan_mod.PlannedAttempt) -> None:
         result = run.result
@@ -305,14 +303,14 @@ class AttemptEngine:
             if note not in result.notes:
                 result.notes.append(note)
         attempt.image_id = image['id']
-        self._fill(result, image)
+        cleanup_mod.fill_active(result, image)
         LOG.info('Snapshot image %(id)s (%(name)s) is active '
                  '(%(fmt)s, %(size)s B, %(n)d attempt(s))',
                  {'id': result.image_id, 'name': run.record.name,
                   'fmt': result.disk_format, 'size': result.size,
                   'n': len(result.attempts)})
 
-    def _failure(self, run: _Run, last: Outcome | None
+    def _failure(self, run: Run, last: Outcome | None
                  ) -> exception.ActivationFailed:
         result = run.result
         reason = '; '.join('%s: %s' % (a.label(), a.reason)
@@ -331,7 +329,7 @@ class AttemptEngine:
             name=run.record.name, reason=reason, result=result,
             cause=last.error if last else None)
 
-    def _end(self, run: _Run, attempt: result_mod.Attempt,
+    def _end(self, run: Run, attempt: result_mod.Attempt,
              outcome: Outcome) -> tuple[Step, Outcome]:
         """Move the attempt on the outcome's event; delete what the table says.
 
@@ -355,10 +353,10 @@ class AttemptEngine:
             # turned its unified limits on since a preflight saw none.
             self.capabilities.invalidate(run.ctx.glance)
         if transition.cleanup is not Cleanup.NONE:
-            active = self._cleanup(
+            leave = transition.cleanup is Cleanup.LEFT
+            active = cleanup_mod.cleanup(
                 run, attempt, transition.cleanup is Cleanup.POISONED,
-                tries=1 if transition.cleanup is Cleanup.LEFT else
-                CLEANUP_TRIES, leave=transition.cleanup is Cleanup.LEFT)
+                tries=1 if leave else cleanup_mod.CLEANUP_TRIES, leave=leave)
             if active is not None:
                 LOG.info('Image %s is active after all (%s): the snapshot '
                          'succeeded', active['id'], attempt.reason)
@@ -371,7 +369,7 @@ class AttemptEngine:
 
     # --- one attempt ------------------------------------------------------
 
-    def _attempt(self, run: _Run, attempt: result_mod.Attempt,
+    def _attempt(self, run: Run, attempt: result_mod.Attempt,
                  planned: plan_mod.PlannedAttempt) -> Outcome:
         attempt.begin('create')
         found = self._create(run, attempt)
@@ -395,7 +393,7 @@ class AttemptEngine:
         attempt.begin('upload')
         return upload.activate(run.ctx, image, attempt)
 
-    def _create(self, run: _Run, attempt: result_mod.Attempt
+    def _create(self, run: Run, attempt: result_mod.Attempt
                 ) -> dict[str, ty.Any] | Outcome:
         """Create the attempt's image, or find this snapshot's.
 
@@ -421,7 +419,7 @@ class AttemptEngine:
                 operation='create', image_id=attempt.image_id, status=413,
                 reason=upload.quota_reason(err)))
         except exception.GlanceDeadlineExceeded as err:
-            if not err.kwargs.get('sent', True):
+            if not err.sent:
                 return Outcome.fail(Event.DEADLINE, err)
             return self._resolve_create(run, attempt, err)
         except exception.GlanceAnswerMismatch as err:
@@ -443,7 +441,7 @@ class AttemptEngine:
         transitions.move(attempt, Event.CREATED)
         return image
 
-    def _resolve_create(self, run: _Run, attempt: result_mod.Attempt,
+    def _resolve_create(self, run: Run, attempt: result_mod.Attempt,
                         err: exception.SnapshotExtException
                         ) -> dict[str, ty.Any] | Outcome:
         """The create's answer was lost (5xx, reset, timeout): read back.
@@ -472,7 +470,7 @@ class AttemptEngine:
                     return Outcome.fail(
                         Event.NEVER_CREATED, exception.GlanceFailedOnRecord(
                             operation='create', image_id=image_id,
-                            status=status, detail=err.kwargs.get('reason')))
+                            status=status, detail=err.reason))
                 run.result.unconfirmed.append(image_id)
                 return Outcome.fail(Event.NEVER_CREATED, err)
             except exception.SnapshotExtException:
@@ -480,7 +478,7 @@ class AttemptEngine:
             return self._adopt_or_refuse(run, attempt, image, err)
         raise AssertionError('unreachable')  # pragma: no cover
 
-    def _read_back(self, run: _Run, attempt: result_mod.Attempt,
+    def _read_back(self, run: Run, attempt: result_mod.Attempt,
                    conflict: exception.GlanceConflict
                    ) -> dict[str, ty.Any] | Outcome:
         """After a 409 on create: is the image with our id this snapshot's?
@@ -518,7 +516,7 @@ class AttemptEngine:
                 'be the image this run\'s own create made (a create whose '
                 'answer is lost is sent again), another try\'s of this '
                 'snapshot, or not this snapshot\'s; nothing was deleted'
-                % (image_id, err.kwargs.get('reason')))))
+                % (image_id, err.reason))))
         if image is not None and image.get('status') not in upload.GONE:
             return self._adopt_or_refuse(run, attempt, image, conflict)
         found = self._scan(run)
@@ -533,7 +531,7 @@ class AttemptEngine:
             'see (deleted earlier, or another project\'s); Glance never '
             'reuses an id' % image_id))
 
-    def _adopt_or_refuse(self, run: _Run, attempt: result_mod.Attempt,
+    def _adopt_or_refuse(self, run: Run, attempt: result_mod.Attempt,
                          image: dict[str, ty.Any],
                          err: exception.SnapshotExtException
                          ) -> dict[str, ty.Any] | Outcome:
@@ -568,7 +566,7 @@ class AttemptEngine:
             best = self._scan(run)
             if best is not None and best.get('status') == 'active' and (
                     best.get('id') != image_id):
-                self._drop_leftover(run, attempt, str(image_id))
+                cleanup_mod.drop_leftover(run, attempt, str(image_id))
                 return self._adopt_or_refuse(run, attempt, best, err)
         LOG.info('Image %s already exists for this snapshot (a retried or '
                  'concurrent try); adopting it instead of creating another',
@@ -578,7 +576,7 @@ class AttemptEngine:
         run.result.reused = True
         return image
 
-    def _scan(self, run: _Run) -> dict[str, ty.Any] | None:
+    def _scan(self, run: Run) -> dict[str, ty.Any] | None:
         """Once per call: the best image of this snapshot Glance holds.
 
         An earlier try may have finished on another attempt's id (after a
@@ -609,7 +607,7 @@ class AttemptEngine:
             return None
         return min(candidates, key=lambda i: order[i['status']])
 
-    def _finish(self, run: _Run, attempt: result_mod.Attempt,
+    def _finish(self, run: Run, attempt: result_mod.Attempt,
                 image: dict[str, ty.Any]) -> Outcome:
         """Finish an image another try of this snapshot made.
 
@@ -660,7 +658,7 @@ class AttemptEngine:
             % (image['id'], status)))
 
     @staticmethod
-    def _add_member(run: _Run, image: ty.Mapping[str, ty.Any]) -> None:
+    def _add_member(run: Run, image: ty.Mapping[str, ty.Any]) -> None:
         """Share ``image`` with the record's member project.
 
         The image's owner (as Glance reports it) needs no membership: an
@@ -700,259 +698,9 @@ class AttemptEngine:
                 run.result.notes.append(note)
         run.result.member = member
 
-    # --- cleanup ----------------------------------------------------------
-
-    def _cleanup(self, run: _Run, attempt: result_mod.Attempt,
-                 poisoned: bool = False,
-                 tries: int = CLEANUP_TRIES,
-                 leave: bool = False) -> dict[str, ty.Any] | None:
-        """Delete the attempt's image if it is this snapshot's, not active.
-
-        The status is re-read right before every delete.  A failed read or
-        delete is tried again after a doubling wait; an image still there
-        after ``tries`` is named in ``result.leftover``.  With ``leave``
-        (:attr:`~.outcome.Cleanup.LEFT`) nothing is deleted: the image is
-        read once (active is the success; gone or foreign: nothing to
-        name) and otherwise named as left in place in ``result.leftover``
-        / ``result.left_in_place`` (which
-        :meth:`~.result.SnapshotResult.leftover_text` tells, once).
-
-        :returns: the image when the re-read finds it ``active`` (the
-            snapshot succeeded after all), else ``None``.
-        """
-        image_id = attempt.image_id
-        if not image_id:
-            return None
-        glance = run.ctx.glance
-        delay = run.ctx.interval
-        error: exception.SnapshotExtException | None = None
-        status: str | None = None
-        for number in range(tries):
-            if number:
-                run.ctx.sleep(delay)
-                delay *= 2
-            try:
-                image = glance.get(image_id)
-            except exception.GlanceNotFound:
-                return None
-            except exception.SnapshotExtException as err:
-                error = err
-                status = None
-                continue
-            status = image.get('status')
-            if status in upload.GONE:
-                return None
-            match = identity.recognise(image, run.record)[0]
-            if status == 'active' and (
-                    attempt.created or State.FOUND in attempt.trail or
-                    match is identity.Match.OURS):
-                return image
-            if not attempt.created and (
-                    match is identity.Match.FOREIGN or status == 'active'):
-                # Not this attempt's to name: another image holds the id,
-                # or an active image it neither made nor adopted.
-                return None
-            if leave:
-                break
-            if status in upload.IN_PROGRESS and not poisoned:
-                # A payload is being stored (ours, whose answer was lost,
-                # or another try's): its end decides, not this cleanup.
-                image = self._await_end(run, image)
-                status = image.get('status')
-                if status == 'active':
-                    return image
-                if status in upload.GONE:
-                    return None
-            armed = deletion.refusal_to_delete(image)
-            if armed is not None:
-                # Never made by the record (it refuses the property), but
-                # deleting would destroy another resource: named, left.
-                LOG.warning('Image %s of a failed snapshot attempt %s',
-                            image_id, armed)
-                run.result.leftover.append(image_id)
-                run.result.leftover_status[image_id] = status
-                run.result.not_deletable[image_id] = armed
-                return None
-            if status not in DELETABLE and not poisoned:
-                # Someone is finishing it (saving, importing...).
-                LOG.warning('Image %s of a failed snapshot attempt is %s; '
-                            'not deleted', image_id, status)
-                run.result.leftover.append(image_id)
-                run.result.leftover_status[image_id] = status
-                return None
-            try:
-                glance.delete(image_id)
-            except exception.GlanceNotFound:
-                return None
-            except exception.SnapshotExtException as err:
-                error = err
-                continue
-            attempt.cleaned_up = True
-            LOG.info('Deleted image %s of a failed snapshot attempt',
-                     image_id)
-            return None
-        if leave:
-            # Glance has no conditional delete: another try of this
-            # snapshot may be finishing the image (see Cleanup.LEFT).
-            # The attempt's reason stays its failure: the image is named
-            # once, by result.leftover_text (one home for that sentence).
-            LOG.warning('Image %(id)s of a failed snapshot attempt is left '
-                        'in place (status %(status)s) for another try or a '
-                        'retry to finish', {'id': image_id,
-                                            'status': status or 'unknown'})
-            run.result.leave(image_id, status)
-            return None
-        LOG.error('Could not delete image %(id)s after a failed snapshot '
-                  'attempt: %(err)s; delete it by hand',
-                  {'id': image_id, 'err': error})
-        run.result.leftover.append(image_id)
-        run.result.leftover_status[image_id] = status
-        return None
-
-    @staticmethod
-    def _await_end(run: _Run, image: dict[str, ty.Any]
-                   ) -> dict[str, ty.Any]:
-        """Read an image in progress until it leaves that status.
-
-        Bounded by ``[snapshot_ext] activation_timeout``; a failed read
-        ends the wait (the image as last read is returned).
-
-        :returns: the image as last read.
-        """
-        deadline = run.ctx.clock() + run.ctx.timeout
-        while (image.get('status') in upload.IN_PROGRESS and
-               run.ctx.clock() < deadline and
-               not run.ctx.glance.deadline_passed()):
-            run.ctx.sleep(run.ctx.interval)
-            try:
-                image = run.ctx.glance.get(image['id'])
-            except exception.GlanceNotFound:
-                return dict(image, status='deleted')
-            except exception.SnapshotExtException:
-                break
-        return image
-
-    def _drop_leftover(self, run: _Run, attempt: result_mod.Attempt,
-                       image_id: str) -> None:
-        """Delete an unfinished image of this snapshot left by a try.
-
-        Another image of the snapshot is active, so this one is a leftover
-        (cleaned as any: status re-read first, queued only, never active).
-        Best effort: named in ``result.leftover`` when it stays.
-        """
-        stale = dataclasses.replace(attempt, image_id=image_id,
-                                    state=State.FOUND, trail=[State.FOUND],
-                                    cleaned_up=False)
-        self._cleanup(run, stale, tries=2)
-        if stale.cleaned_up:
-            LOG.info('Deleted image %s, a leftover of an earlier try of '
-                     'this snapshot', image_id)
-
-    def _interrupted(self, run: _Run, attempt: result_mod.Attempt,
-                     err: BaseException) -> BaseException:
-        """An interrupt or a bug mid-attempt: resolve, clean, report.
-
-        The attempt's image (created, being created, or adopted) is read
-        back once: active -> reported as the snapshot's image; otherwise
-        it is left in place and named (:attr:`~.outcome.Cleanup.LEFT`: an
-        interrupt says nothing about the other tries of this snapshot,
-        one of which may be finishing the image).
-
-        :returns: the exception to raise: a ``KeyboardInterrupt`` as
-            :class:`~nova_snapshot_ext.exception.SnapshotInterrupted`, a
-            ``SystemExit`` as :class:`~nova_snapshot_ext.exception.
-            SnapshotExit` (both carrying the result as
-            ``snapshot_result``), anything else (a bug) unchanged.
-        """
-        result = run.result
-        creating = attempt.state is State.CREATING
-        try:
-            self._clean_after_interrupt(run, attempt, err, creating)
-        except BaseException as again:  # noqa: B902 - a further signal
-            self._cleanup_cut_short(run, attempt, again)
-        if isinstance(err, (exception.SnapshotInterrupted,
-                            exception.SnapshotExit)):
-            return err
-        if isinstance(err, KeyboardInterrupt):
-            return exception.SnapshotInterrupted(result, err)
-        if isinstance(err, SystemExit):
-            return exception.SnapshotExit(result, err)
-        return err
-
-    @staticmethod
-    def _cleanup_cut_short(run: _Run, attempt: result_mod.Attempt,
-                           again: BaseException) -> None:
-        """A second signal (or exit) stopped the interrupt's cleanup.
-
-        The operator asked twice: the run stops now rather than finish
-        requests that may each wait up to ``request_timeout``.  The
-        attempt's image, unless seen deleted or active, is named in
-        ``result.leftover`` (status not confirmed) and
-        ``result.cleanup_cut_short`` is set, so the report never says it
-        was cleaned up.
-        """
-        result = run.result
-        image_id = attempt.image_id
-        if (image_id and not attempt.cleaned_up and
-                result.status != 'active' and
-                image_id not in result.leftover):
-            # Named first: logging is the part a third signal may cut.
-            result.leftover_status[image_id] = result_mod.CUT_SHORT
-            result.leftover.append(image_id)
-            result.cleanup_cut_short = True
-            with contextlib.suppress(ValueError):
-                result.unconfirmed.remove(image_id)
-        LOG.error('Snapshot %(name)s: the cleanup after an interrupt was '
-                  'cut short (%(err)s)', {'name': run.record.name,
-                                          'err': again.__class__.__name__})
-
-    def _clean_after_interrupt(self, run: _Run,
-                               attempt: result_mod.Attempt,
-                               err: BaseException, creating: bool) -> None:
-        """Resolve and clean the attempt's image after ``err``."""
-        result = run.result
-        if attempt.state is State.ACTIVE:
-            # The snapshot succeeded: nothing to move or delete.
-            transition = None
-        else:
-            transition = transitions.move(attempt, Event.INTERRUPTED)
-        attempt.reason = 'interrupted (%s)' % err.__class__.__name__
-        if transition is not None and (
-                transition.cleanup is not Cleanup.NONE):
-            leave = transition.cleanup is Cleanup.LEFT
-            try:
-                active = self._cleanup(run, attempt, tries=1 if leave else 2,
-                                       leave=leave)
-            except Exception as cleanup_err:  # noqa: B902 - keep the first
-                LOG.error('Cleanup after %s failed: %s',
-                          err.__class__.__name__, cleanup_err)
-                active = None
-                if attempt.image_id:
-                    result.leftover.append(attempt.image_id)
-            if active is not None:
-                transitions.move(attempt, Event.CLEANUP_SAW_ACTIVE)
-                self._fill(result, active)
-        if (creating and attempt.image_id and result.status != 'active' and
-                not attempt.cleaned_up and
-                attempt.image_id not in result.leftover):
-            # The create may still be in flight (held by a proxy, queued
-            # in Glance): name the id it would get.
-            result.unconfirmed.append(attempt.image_id)
-        if result.status == 'active':
-            LOG.warning('Snapshot %(name)s interrupted (%(err)s) after its '
-                        'image %(id)s became active',
-                        {'name': run.record.name,
-                         'err': err.__class__.__name__,
-                         'id': result.image_id})
-        else:
-            LOG.error('Snapshot %(name)s interrupted (%(err)s): %(state)s',
-                      {'name': run.record.name,
-                       'err': err.__class__.__name__,
-                       'state': result.describe()})
-
     # --- location bookkeeping ---------------------------------------------
 
-    def _after_location_failure(self, run: _Run,
+    def _after_location_failure(self, run: Run,
                                 plan: list[plan_mod.PlannedAttempt],
                                 index: int,
                                 err: exception.SnapshotExtException) -> None:

@@ -106,48 +106,67 @@ def activate(ctx: Context, source: locations.LocationSource,
             reason='the snapshot ran out of time before the location was '
             'sent; it was not sent'))
     if attempt.location_api == 'legacy':
+        return _add_legacy(ctx, source, image_id, attempt, obj)
+    return _add_by_task(ctx, source, image_id, attempt, obj)
+
+
+def _add_legacy(ctx: Context, source: locations.LocationSource,
+                image_id: str, attempt: result_mod.Attempt,
+                obj: locations.LocationObject) -> Outcome:
+    """The legacy API: ``PATCH`` the image's locations (synchronous).
+
+    A lost answer is followed by a read: the PATCH may have gone through
+    (then the image is active).
+    """
+    glance = ctx.glance
+    try:
+        image = glance.add_location(image_id, obj.url, obj.validation_data)
+    except exception.GlanceConflict as err:
+        return Outcome.fail(Event.LOCATION_FAILED, _conflict(
+            err, 'add location (legacy)', glance, image_id))
+    except exception.SnapshotExtException as err:
+        if isinstance(err, REFUSALS) or not _lost(err):
+            return _refused(err)
         try:
-            image = glance.add_location(image_id, obj.url,
-                                        obj.validation_data)
-        except exception.GlanceConflict as err:
-            return Outcome.fail(Event.LOCATION_FAILED, _conflict(
-                err, 'add location (legacy)', glance, image_id))
-        except exception.SnapshotExtException as err:
-            if isinstance(err, REFUSALS) or not _lost(err):
-                return _refused(err)
-            # The PATCH may have gone through (synchronous: then active).
-            try:
-                image = glance.get(image_id)
-            except exception.SnapshotExtException:
-                return Outcome.fail(Event.UNREADABLE, err)
-            if image.get('status') != 'active':
-                # Lost, not refused: another try may be finishing it.
-                return Outcome.fail(Event.ACTIVATION_FAULT, err)
-        if image.get('status') == 'active':
-            failure = upload.verify(image, attempt, obj.validation_data)
-            if failure:
-                return Outcome.fail(Event.MISMATCH, failure)
-            return Outcome.active(image)
-    else:
-        try:
-            glance.add_image_location(image_id, obj.url,
-                                      obj.validation_data)
-        except exception.GlanceConflict as err:
-            return Outcome.fail(Event.LOCATION_REFUSED, _conflict(
-                err, 'add location', glance, image_id))
-        except exception.GlanceNotFound:
-            return Outcome.fail(Event.IMAGE_INVISIBLE, _not_visible(
-                image_id, obj, 'the location was sent: it was deleted '
-                'meanwhile'))
-        except exception.SnapshotExtException as err:
-            if isinstance(err, REFUSALS) or not _lost(err):
-                return _refused(err)
-            # The POST may have been accepted (202) and its task be
-            # running: follow the image; give up when no task shows.
-            LOG.warning('The answer to the location POST for image %s was '
-                        'lost (%s); following the image', image_id, err)
-            return wait(ctx, image_id, attempt, obj, lost=err,
-                        estimate=source.import_estimate)
+            image = glance.get(image_id)
+        except exception.SnapshotExtException:
+            return Outcome.fail(Event.UNREADABLE, err)
+        if image.get('status') != 'active':
+            # Lost, not refused: another try may be finishing it.
+            return Outcome.fail(Event.ACTIVATION_FAULT, err)
+    if image.get('status') == 'active':
+        failure = upload.verify(image, attempt, obj.validation_data)
+        if failure:
+            return Outcome.fail(Event.MISMATCH, failure)
+        return Outcome.active(image)
+    return wait(ctx, image_id, attempt, obj,
+                estimate=source.import_estimate)
+
+
+def _add_by_task(ctx: Context, source: locations.LocationSource,
+                 image_id: str, attempt: result_mod.Attempt,
+                 obj: locations.LocationObject) -> Outcome:
+    """The new API: ``POST`` the location; a task activates the image.
+
+    A lost answer is followed: the POST may have been accepted (202) and
+    its task be running; :func:`wait` gives up when no task shows.
+    """
+    try:
+        ctx.glance.add_image_location(image_id, obj.url, obj.validation_data)
+    except exception.GlanceConflict as err:
+        return Outcome.fail(Event.LOCATION_REFUSED, _conflict(
+            err, 'add location', ctx.glance, image_id))
+    except exception.GlanceNotFound:
+        return Outcome.fail(Event.IMAGE_INVISIBLE, _not_visible(
+            image_id, obj, 'the location was sent: it was deleted '
+            'meanwhile'))
+    except exception.SnapshotExtException as err:
+        if isinstance(err, REFUSALS) or not _lost(err):
+            return _refused(err)
+        LOG.warning('The answer to the location POST for image %s was '
+                    'lost (%s); following the image', image_id, err)
+        return wait(ctx, image_id, attempt, obj, lost=err,
+                    estimate=source.import_estimate)
     return wait(ctx, image_id, attempt, obj,
                 estimate=source.import_estimate)
 
@@ -215,27 +234,9 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
             continue
         unread = None
         status = str(image.get('status'))
-        if status == 'active':
-            if lost is None:
-                reads.active()
-            failure = upload.verify(image, attempt, obj.validation_data)
-            if failure:
-                # Active, but not what was sent: reported, never deleted.
-                return Outcome.fail(Event.MISMATCH, failure)
-            return Outcome.active(image)
-        if status not in PENDING:
-            left = exception.LocationTaskFailed(
-                image_id=image_id, url=obj.redacted,
-                reason='image is %s after its location was accepted'
-                % status)
-            return Outcome.fail(Event.TASK_FAILED, left)
-        if reads.saw(status) or (lost is not None and status == 'queued'):
-            task = task_failure(ctx.glance, image_id)
-            if task:
-                return Outcome.fail(Event.TASK_FAILED,
-                                    exception.LocationTaskFailed(
-                                        image_id=image_id, url=obj.redacted,
-                                        reason=task))
+        outcome = _judge_read(ctx, image, attempt, obj, reads, lost)
+        if outcome is not None:
+            return outcome
         if lost is not None and status == 'queued':
             polls += 1
             if polls >= UNCERTAIN_POLLS and not has_task(
@@ -247,6 +248,40 @@ def wait(ctx: Context, image_id: str, attempt: result_mod.Attempt,
         return Outcome.fail(Event.UNREADABLE, unread)
     return Outcome.fail(Event.IMPORT_TIMEOUT, exception.ActivationTimeout(
         image_id=image_id, timeout=ctx.timeout, status=status))
+
+
+def _judge_read(ctx: Context, image: dict[str, ty.Any],
+                attempt: result_mod.Attempt, obj: locations.LocationObject,
+                reads: locations.ImportWait,
+                lost: exception.SnapshotExtException | None
+                ) -> Outcome | None:
+    """What one read of the image says, or None (still pending).
+
+    Active: verified against what was sent (a mismatch is reported,
+    never deleted).  Neither active nor pending: the task failed.  When
+    the wait expects it (or the POST's answer was lost), a failed
+    ``location_import`` task ends the wait with its message.
+    """
+    image_id, status = image['id'], str(image.get('status'))
+    if status == 'active':
+        if lost is None:
+            reads.active()
+        failure = upload.verify(image, attempt, obj.validation_data)
+        if failure:
+            return Outcome.fail(Event.MISMATCH, failure)
+        return Outcome.active(image)
+    if status not in PENDING:
+        return Outcome.fail(Event.TASK_FAILED, exception.LocationTaskFailed(
+            image_id=image_id, url=obj.redacted,
+            reason='image is %s after its location was accepted' % status))
+    if reads.saw(status) or (lost is not None and status == 'queued'):
+        task = task_failure(ctx.glance, image_id)
+        if task:
+            return Outcome.fail(Event.TASK_FAILED,
+                                exception.LocationTaskFailed(
+                                    image_id=image_id, url=obj.redacted,
+                                    reason=task))
+    return None
 
 
 def has_task(glance: ty.Any, image_id: str) -> bool:

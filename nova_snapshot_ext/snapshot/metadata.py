@@ -673,6 +673,64 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
     """
     server = snapshot.server
     base, inherited = inherited_metadata(server)
+    properties = _inherited_layer(server.uuid, inherited, non_inheritable)
+    own = self_description(snapshot)
+    properties.update(own)
+    stamped = []
+    for key, value in (driver_properties or {}).items():
+        if key in non_inheritable:
+            continue
+        properties[key] = _encode(value)
+        stamped.append(key)
+    _user_layer(snapshot, properties)
+    optional = [k for k in stamped + [k for k in SELF_DESCRIPTION_DROP_ORDER
+                                      if k in own]
+                if k not in snapshot.metadata]
+    mappings = mapping_entries(snapshot.block_device_mappings)
+    if server.root_device_name:
+        properties['root_device_name'] = server.root_device_name
+    if mappings:
+        properties['block_device_mapping'] = _MAPPINGS_JSON(mappings)
+        properties['bdm_v2'] = 'True'
+    armed = deletion.hazard(properties)
+    if armed is not None:
+        # Never a plugin-made image that deleting destroys something else
+        # (the request refuses it in user metadata; this is the record's
+        # own guarantee, whatever layer brought it).
+        raise exception.UnsafeRecord(
+            field='metadata.%s' % armed[0], reason=armed[1])
+    min_disk, note = cap_min_disk(_to_int(*base.get('min_disk', (None, ''))),
+                                  mappings)
+    if note:
+        LOG.warning('Snapshot of server %(server)s: %(note)s',
+                    {'server': server.uuid, 'note': note})
+    # Nova: an admin snapshotting another project's server shares the
+    # image with the server's owner (instance_owner -> image member).
+    shared = snapshot.requester.project_id != server.project_id
+    return ImageRecord(
+        image_id=image_id or snapshot.image_id or '',
+        name=snapshot.name,
+        visibility='shared' if shared else 'private',
+        min_ram=_to_int(*base.get('min_ram', (None, ''))),
+        min_disk=min_disk,
+        properties=properties,
+        member=server.project_id if shared else None,
+        mappings=mappings,
+        optional=optional,
+        notes=[note] if note else [])
+
+
+def _inherited_layer(server_id: str, inherited: ty.Mapping[str, ty.Any],
+                     non_inheritable: ty.Collection[str]
+                     ) -> dict[str, str]:
+    """The server's image metadata the record inherits (layer 1).
+
+    Every never-inherited kind dropped (:func:`never_inherited_kind`,
+    logged at DEBUG), and the empty ``kernel_id``/``ramdisk_id`` Nova's
+    ``_convert_to_v2`` omits.
+
+    :returns: ``{key: encoded value}``.
+    """
     properties: dict[str, str] = {}
     dropped: dict[str, list[str]] = {}
     for key, value in inherited.items():
@@ -682,72 +740,29 @@ def build_image_record(snapshot: request_mod.SnapshotRequest,
             continue
         if key in ('kernel_id', 'ramdisk_id') and (
                 str(value).strip().lower() in ('', 'none')):
-            # Nova's _convert_to_v2 omits empty kernel/ramdisk ids.
             continue
         properties[key] = _encode(value)
     if dropped and LOG.isEnabledFor(logging.DEBUG):
         LOG.debug('Snapshot of server %(server)s does not inherit %(keys)s',
-                  {'server': server.uuid,
+                  {'server': server_id,
                    'keys': '; '.join('%s: %s' % (k, ', '.join(sorted(v)))
                                      for k, v in sorted(dropped.items()))})
-    own = self_description(snapshot)
-    properties.update(own)
-    stamped = []
-    for key, value in (driver_properties or {}).items():
-        if key in non_inheritable:
-            continue
-        properties[key] = _encode(value)
-        stamped.append(key)
-    # User metadata wins (Nova), except the mapping keys Nova pops after
-    # the merge; whatever else is wrong with it (reserved names...) is a
-    # preflight refusal, not a silent drop.
+    return properties
+
+
+def _user_layer(snapshot: request_mod.SnapshotRequest,
+                properties: dict[str, str]) -> None:
+    """User metadata over ``properties`` (layer 4).
+
+    User metadata wins (Nova), except the mapping keys Nova pops after
+    the merge; whatever else is wrong with it (reserved names...) is a
+    preflight refusal, not a silent drop.
+
+    :raises SharingNotAllowed: ``instance_owner`` names a project other
+        than the server's or the caller's.
+    """
     for key, value in snapshot.metadata.items():
         if key == 'instance_owner':
             _check_instance_owner(snapshot, value)
         elif key not in MAPPING_KEYS:
             properties[key] = _encode(value)
-    optional = [k for k in stamped + [k for k in SELF_DESCRIPTION_DROP_ORDER
-                                      if k in own]
-                if k not in snapshot.metadata]
-
-    mappings = mapping_entries(snapshot.block_device_mappings)
-    if server.root_device_name:
-        properties['root_device_name'] = server.root_device_name
-    if mappings:
-        properties['block_device_mapping'] = _MAPPINGS_JSON(mappings)
-        properties['bdm_v2'] = 'True'
-
-    armed = deletion.hazard(properties)
-    if armed is not None:
-        # Never a plugin-made image that deleting destroys something else
-        # (the request refuses it in user metadata; this is the record's
-        # own guarantee, whatever layer brought it).
-        raise exception.UnsafeRecord(
-            field='metadata.%s' % armed[0], reason=armed[1])
-
-    member = None
-    visibility = 'private'
-    if snapshot.requester.project_id != server.project_id:
-        # Nova: an admin snapshotting another project's server shares the
-        # image with the server's owner (instance_owner -> image member).
-        visibility = 'shared'
-        member = server.project_id
-
-    notes = []
-    min_disk, note = cap_min_disk(_to_int(*base.get('min_disk', (None, ''))),
-                                  mappings)
-    if note:
-        notes.append(note)
-        LOG.warning('Snapshot of server %(server)s: %(note)s',
-                    {'server': server.uuid, 'note': note})
-    return ImageRecord(
-        image_id=image_id or snapshot.image_id or '',
-        name=snapshot.name,
-        visibility=visibility,
-        min_ram=_to_int(*base.get('min_ram', (None, ''))),
-        min_disk=min_disk,
-        properties=properties,
-        member=member,
-        mappings=mappings,
-        optional=optional,
-        notes=notes)

@@ -282,74 +282,23 @@ def check_image_record(record: metadata_mod.ImageRecord,
     :returns: the :class:`RecordChanges` (apply them before creating).
     :raises PreflightError: one of its subclasses, naming the property.
     """
-    if len(record.name) > MAX_KEY_LENGTH:
-        raise exception.PropertyValueTooLong(
-            property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
-    _check_bmp('attribute', 'name', record.name)
-    if 0 <= tag_quota < len(record.tags):
-        raise exception.TagQuotaExceeded(count=len(record.tags),
-                                         quota=tag_quota)
+    schema_props = capabilities.schema_properties
+    _check_attributes(record, schema_props, tag_quota)
     properties = dict(record.properties)
     optional = list(record.optional)
     marked = [key for key in metadata_mod.BOOKKEEPING_KEYS
               if key in properties and key not in optional]
     optional += marked
-    left_out: list[str] = []
-    notes: list[str] = []
-    schema_props = capabilities.schema_properties
-    for attr in ('min_ram', 'min_disk'):
-        value = getattr(record, attr)
-        limit = (schema_props.get(attr) or {}).get('maximum', MAX_INT)
-        if not 0 <= value <= limit:
-            raise exception.PreflightError(
-                reason='%s is %d; Glance accepts 0 to %d' % (
-                    attr, value, limit))
-    for attr in ('name', 'visibility', 'min_ram', 'min_disk'):
-        definition = schema_props.get(attr)
-        if isinstance(definition, dict):
-            check_schema_value(attr, getattr(record, attr), definition)
     # Every base attribute, including those the plugin sets itself from
     # the record (name, visibility, min_ram...): such a key among the
     # properties came from user metadata and would be silently replaced.
     base_names = frozenset(
         (capabilities.base_attributes | PLUGIN_ATTRIBUTES) -
         _custom_schema_keys(schema_props))
-    names_passed = _names_passed(base_names)
-    for key, value in sorted(properties.items()):
-        # In the order of the checks themselves: the name's rules, the
-        # value's type, then the name's characters.
-        passed = key in names_passed
-        if not passed:
-            check_property_name(key, base_names)
-        if not isinstance(value, str):
-            raise exception.PropertyValueNotString(
-                property=key, type=type(value).__name__)
-        if not passed:
-            _check_bmp('property', key, key)
-            if len(names_passed) < _ACCEPTED_KEPT:
-                names_passed.add(key)
-        _check_bmp('property value of', key, value)
-        definition = schema_props.get(key)
-        if isinstance(definition, dict):
-            try:
-                check_schema_value(key, value, definition)
-            except exception.PreflightError as err:
-                if key not in optional:
-                    raise
-                optional.remove(key)
-                del properties[key]
-                left_out.append(key)
-                notes.append('left out %s: %s' % (key, err.format_message()))
-    counted = [k for k in properties if not k.startswith(RESERVED_PREFIX)]
-    if property_quota >= 0 and len(counted) > property_quota:
-        over = len(counted) - property_quota
-        giving = [k for k in optional if k in properties]
-        if over > len(giving):
-            raise exception.PropertyQuotaExceeded(
-                count=len(counted) - len(giving), quota=property_quota)
-        dropped = giving[:over]
-        for key in dropped:
-            del properties[key]
+    left_out, notes = _check_properties(properties, optional, schema_props,
+                                        base_names)
+    dropped = _fit_property_quota(properties, optional, property_quota)
+    if dropped:
         left_out += dropped
         notes.append('left out %s to stay within image_property_quota %d'
                      % (', '.join(dropped), property_quota))
@@ -367,6 +316,100 @@ def check_image_record(record: metadata_mod.ImageRecord,
         if name not in present:
             raise exception.RequiredPropertyMissing(property=name)
     return RecordChanges(tuple(marked), tuple(left_out), tuple(notes))
+
+
+def _check_attributes(record: metadata_mod.ImageRecord,
+                      schema_props: ty.Mapping[str, ty.Any],
+                      tag_quota: int) -> None:
+    """The record's base attributes and tags against this Glance.
+
+    :raises PreflightError: a subclass naming the attribute.
+    """
+    if len(record.name) > MAX_KEY_LENGTH:
+        raise exception.PropertyValueTooLong(
+            property='name', length=len(record.name), limit=MAX_KEY_LENGTH)
+    _check_bmp('attribute', 'name', record.name)
+    if 0 <= tag_quota < len(record.tags):
+        raise exception.TagQuotaExceeded(count=len(record.tags),
+                                         quota=tag_quota)
+    for attr in ('min_ram', 'min_disk'):
+        value = getattr(record, attr)
+        limit = (schema_props.get(attr) or {}).get('maximum', MAX_INT)
+        if not 0 <= value <= limit:
+            raise exception.PreflightError(
+                reason='%s is %d; Glance accepts 0 to %d' % (
+                    attr, value, limit))
+    for attr in ('name', 'visibility', 'min_ram', 'min_disk'):
+        definition = schema_props.get(attr)
+        if isinstance(definition, dict):
+            check_schema_value(attr, getattr(record, attr), definition)
+
+
+def _check_properties(properties: dict[str, ty.Any], optional: list[str],
+                      schema_props: ty.Mapping[str, ty.Any],
+                      base_names: frozenset[str]
+                      ) -> tuple[list[str], list[str]]:
+    """Every property's name, type and value against this Glance.
+
+    An optional property the schema refuses gives way: it is removed
+    from ``properties`` and ``optional``.
+
+    :returns: ``(keys left out, notes saying why)``.
+    :raises PreflightError: a subclass naming a required property.
+    """
+    left_out: list[str] = []
+    notes: list[str] = []
+    names_passed = _names_passed(base_names)
+    for key, value in sorted(properties.items()):
+        # In the order of the checks themselves: the name's rules, the
+        # value's type, then the name's characters.
+        passed = key in names_passed
+        if not passed:
+            check_property_name(key, base_names)
+        if not isinstance(value, str):
+            raise exception.PropertyValueNotString(
+                property=key, type=type(value).__name__)
+        if not passed:
+            _check_bmp('property', key, key)
+            if len(names_passed) < _ACCEPTED_KEPT:
+                names_passed.add(key)
+        _check_bmp('property value of', key, value)
+        definition = schema_props.get(key)
+        if not isinstance(definition, dict):
+            continue
+        try:
+            check_schema_value(key, value, definition)
+        except exception.PreflightError as err:
+            if key not in optional:
+                raise
+            optional.remove(key)
+            del properties[key]
+            left_out.append(key)
+            notes.append('left out %s: %s' % (key, err.format_message()))
+    return left_out, notes
+
+
+def _fit_property_quota(properties: dict[str, ty.Any], optional: list[str],
+                        property_quota: int) -> list[str]:
+    """Drop optional properties, in order, until the quota holds.
+
+    Glance's reserved (``os_glance``) keys do not count.
+
+    :returns: the keys removed from ``properties``.
+    :raises PropertyQuotaExceeded: the required ones alone exceed it.
+    """
+    counted = [k for k in properties if not k.startswith(RESERVED_PREFIX)]
+    if property_quota < 0 or len(counted) <= property_quota:
+        return []
+    over = len(counted) - property_quota
+    giving = [k for k in optional if k in properties]
+    if over > len(giving):
+        raise exception.PropertyQuotaExceeded(
+            count=len(counted) - len(giving), quota=property_quota)
+    dropped = giving[:over]
+    for key in dropped:
+        del properties[key]
+    return dropped
 
 
 #: Base attributes a Glance schema always defines (``get_base_properties``).

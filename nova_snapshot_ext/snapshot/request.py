@@ -83,6 +83,7 @@ from oslo_utils import strutils
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import mappings
 from nova_snapshot_ext.snapshot import request_rules as rules
 
 #: The shipped sample request (the demo's default).
@@ -376,118 +377,20 @@ class BlockDeviceMapping:
         return bdm
 
 
-#: What Nova writes into a volume-backed snapshot image, per mapping
-#: (``nova/compute/api.py`` ``API.snapshot_volume_backed`` with
-#: ``nova/block_device.py`` ``snapshot_from_bdm`` and
-#: ``BlockDeviceDict.get_image_mapping``): a ``no_device`` mapping is
-#: skipped; a mapping with ``destination_type`` ``volume`` (any source)
-#: is written as ``source_type`` ``snapshot`` with the ``snapshot_id`` of
-#: the Cinder snapshot taken of it; every other mapping is copied as it
-#: is, and Nova's other mappings are local disks (``destination_type``
-#: ``local``) made from ``blank`` (swap, ephemeral) or an ``image``
-#: (``BlockDeviceDict.from_api`` gives them no Cinder id;
-#: ``from_legacy`` gives every mapping but ``no_device`` a destination).
-LOCAL_SOURCE_TYPES = rules.LOCAL_SOURCE_TYPES
-
-
-def mapping_refusal(entry: ty.Mapping[str, ty.Any], written: bool = False
-                    ) -> tuple[str, str, bool] | None:
-    """Why a mapping is not one Nova writes into a snapshot image.
-
-    The one home of the rule (:data:`LOCAL_SOURCE_TYPES`), for a request
-    mapping (the host's, before the volume mapping is rewritten) and for
-    an entry already written in an image (``nova-snapshot-ext audit``).
-
-    :param entry: the mapping's fields (``source_type``,
-        ``destination_type``, ``snapshot_id``, ``volume_id``,
-        ``no_device``).
-    :param written: judge an image entry as written: a volume entry must
-        then already be ``source_type`` ``snapshot`` (Nova attaches the
-        ``volume_id`` of a ``volume`` entry, whatever else it says).
-    :returns: ``(field, reason, unsafe)`` or ``None``; ``unsafe`` is
-        False only for a volume mapping that lacks the id of its snapshot
-        (incomplete: nothing would boot from it, nothing is handed over).
-    """
-    if entry.get('no_device'):
-        if written and entry.get('volume_id'):
-            # A boot reserves every entry's volume_id, no_device or not
-            # (compute API _get_volumes_for_bdms, _validate_bdm); Nova
-            # never writes a no_device entry into a snapshot image.
-            return ('volume_id', 'a no_device entry of a snapshot image '
-                    'must name no volume: a server booted from the image '
-                    'would reserve volume %s' % entry.get('volume_id'), True)
-        return None
-    source = entry.get('source_type')
-    destination = entry.get('destination_type')
-    snapshot_id = entry.get('snapshot_id')
-    has_snapshot = isinstance(snapshot_id, str) and bool(snapshot_id.strip())
-    volume = entry.get('volume_id') or snapshot_id
-    if destination == 'volume':
-        if written and source != 'snapshot':
-            return ('source_type', 'a volume entry of a snapshot image is '
-                    'the Cinder snapshot taken of the volume (source_type '
-                    'snapshot with snapshot_id), got source_type %r: a '
-                    'server booted from the image would be given %s'
-                    % (source, 'the in-use volume %s' % entry.get(
-                        'volume_id') if source == 'volume' else
-                        'a disk Nova never records'), True)
-        if not has_snapshot:
-            return ('snapshot_id', 'a volume mapping must carry the id of '
-                    'the Cinder snapshot the host took of volume %s'
-                    % entry.get('volume_id'), False)
-        if written and entry.get('volume_id'):
-            # Nova's snapshot_from_bdm never writes one; a boot attaches
-            # any volume_id it finds (compute API _validate_bdm), and
-            # creates a volume from the snapshot only without one
-            # (virt/block_device.py DriverVolSnapshotBlockDevice.attach).
-            return ('volume_id', 'a snapshot entry of a snapshot image '
-                    'must name no volume: a server booted from the image '
-                    'would be given volume %s instead of a new volume made '
-                    'from snapshot %s' % (entry.get('volume_id'),
-                                          snapshot_id), True)
-        return None
-    if destination is None:
-        if source in ('volume', 'snapshot') and not has_snapshot:
-            return ('snapshot_id', 'a %s mapping without destination_type '
-                    'or snapshot_id would give a server booted from the '
-                    'image the source\'s own volume %s; Nova writes a '
-                    'volume into a snapshot image only as the Cinder '
-                    'snapshot taken of it: set destination_type volume and '
-                    'the snapshot_id' % (source, volume), True)
-        return ('destination_type', 'is required (volume or local) on a '
-                'mapping that is not no_device: Nova gives every other '
-                'mapping one', True)
-    if destination != 'local':
-        return ('destination_type', 'must be volume or local, got %r'
-                % (destination,), True)
-    if source not in LOCAL_SOURCE_TYPES:
-        return ('source_type', 'a local disk (destination_type local) is '
-                'made from %s, got %r: Nova writes a volume into a snapshot '
-                'image only as the Cinder snapshot taken of it '
-                '(destination_type volume with snapshot_id)'
-                % (' or '.join(LOCAL_SOURCE_TYPES), source), True)
-    for key in ('volume_id', 'snapshot_id'):
-        if entry.get(key):
-            return (key, 'a local disk (destination_type local) names no '
-                    'Cinder %s: the image would hand %s to every server '
-                    'booted from it; leave it out'
-                    % (key.split('_')[0], entry.get(key)), True)
-    return None
-
-
 def check_image_mapping(bdm: BlockDeviceMapping, path: str) -> None:
     """Refuse a mapping Nova never writes into a snapshot image.
 
     A mapping copied as it is must not name a Cinder volume or snapshot:
     a server booted from the image would be handed the source server's
     in-use volume (``source_type`` ``volume`` without ``snapshot_id``) or
-    a snapshot the image does not own.  See :func:`mapping_refusal`.
+    a snapshot the image does not own.  See
+    :func:`.mappings.mapping_refusal`.
 
     :raises InvalidRequest: a volume mapping without its snapshot id.
     :raises UnsafeRecord: any other mapping Nova never writes, naming
         ``<path><field>``.
     """
-    refusal = mapping_refusal({
+    refusal = mappings.mapping_refusal({
         'source_type': bdm.source_type,
         'destination_type': bdm.destination_type,
         'snapshot_id': bdm.snapshot_id, 'volume_id': bdm.volume_id,

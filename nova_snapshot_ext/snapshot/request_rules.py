@@ -90,7 +90,7 @@ UUID = r'^(?:urn:uuid:)?(?:\{%s\}|%s)%s' % (_UUID_BODY, _UUID_BODY, END)
 SNAPSHOT_VM_STATES = ('active', 'stopped', 'paused', 'suspended')
 SOURCE_TYPES = ('volume', 'snapshot', 'image', 'blank')
 DESTINATION_TYPES = ('volume', 'local')
-#: What a local disk is made from (see ``request.mapping_refusal``).
+#: What a local disk is made from (see ``mappings.mapping_refusal``).
 LOCAL_SOURCE_TYPES = ('blank', 'image')
 
 #: Keys of Nova's BDM records that never reach an image mapping
@@ -323,7 +323,7 @@ def _mapping_schema() -> dict[str, ty.Any]:
                           'unless no_device, a volume mapping carries its '
                           'snapshot_id; any other is a local disk from '
                           'blank or image naming no Cinder id.')
-    # Nova's rule (request.mapping_refusal): unless no_device is true...
+    # Nova's rule (mappings.mapping_refusal): unless no_device is true...
     out['if'] = _present('no_device', _IS_TRUE)
     out['else'] = {
         'required': ['destination_type'],

@@ -102,6 +102,41 @@ def check_options(conf: cfg.ConfigOpts) -> None:
                     fmt, ', '.join(payloads.SUPPORTED_FORMATS)))
 
 
+def _delete_contradicted(glance: ty.Any,
+                         result: result_mod.SnapshotResult,
+                         attempt: result_mod.Attempt | None,
+                         image_id: str) -> str:
+    """The table's cleanup of a contradicted success.
+
+    This snapshot's image, if still queued, its status re-read right
+    before the delete; an image whose deletion would destroy something
+    else, or that cannot be deleted, is named in ``result``.
+
+    :returns: what became of it, as a clause (``'; deleted image ...'``).
+    """
+    try:
+        current = glance.get(image_id)
+        armed = deletion.refusal_to_delete(current)
+        if armed is not None:
+            result.leftover.append(image_id)
+            result.leftover_status[image_id] = str(current.get('status'))
+            result.not_deletable[image_id] = armed
+            return '; image %s %s' % (image_id, armed)
+        if current.get('status') == 'queued':
+            glance.delete(image_id)
+            if attempt is not None:
+                attempt.cleaned_up = True
+            return '; deleted image %s' % image_id
+    except exception.GlanceNotFound:
+        pass
+    except exception.GlanceError as err:
+        result.leftover.append(image_id)
+        result.leftover_status[image_id] = 'queued'
+        return ('; COULD NOT DELETE %s (status queued when last read): %s'
+                % (image_id, err.reason))
+    return ''
+
+
 class SnapshotService:
     """Register volume-backed snapshot images in Glance, honestly.
 
@@ -432,29 +467,8 @@ class SnapshotService:
             result.leave(image_id, 'queued')
             reason += '; ' + result.leftover_text()
             cleanup = Cleanup.NONE
-        try:
-            # The table's cleanup: this snapshot's image, if still queued
-            # (its status re-read right before the delete).
-            current = (glance.get(image_id) if cleanup is not Cleanup.NONE
-                       else {})
-            armed = deletion.refusal_to_delete(current)
-            if armed is not None:
-                result.leftover.append(image_id)
-                result.leftover_status[image_id] = str(current.get('status'))
-                result.not_deletable[image_id] = armed
-                reason += '; image %s %s' % (image_id, armed)
-            elif current.get('status') == 'queued':
-                glance.delete(image_id)
-                if attempt is not None:
-                    attempt.cleaned_up = True
-                reason += '; deleted image %s' % image_id
-        except exception.GlanceNotFound:
-            pass
-        except exception.GlanceError as err:
-            result.leftover.append(image_id)
-            result.leftover_status[image_id] = 'queued'
-            reason += ('; COULD NOT DELETE %s (status queued when last '
-                       'read): %s' % (image_id, err.reason))
+        if cleanup is not Cleanup.NONE:
+            reason += _delete_contradicted(glance, result, attempt, image_id)
         result.image_id = None
         raise exception.ActivationFailed(
             name=result.name, reason=reason, result=result,

@@ -230,6 +230,8 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
     mode; on the real stack ``marker_image_ref`` (the marker guest) and
     ``[compute-feature-enabled] console_output = True``.
     """
+    # Over 60 lines on purpose: one table, a section per line group, as
+    # the file reads.
     plugin = collections.OrderedDict()
     if location_url:
         plugin['location_url'] = location_url

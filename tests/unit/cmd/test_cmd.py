@@ -26,6 +26,7 @@ import fixtures
 from keystoneauth1 import exceptions as ks_exc
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import logs
 from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext import exception
@@ -728,7 +729,7 @@ class TestTerminalLog(base.TestCase):
 
     def records_shown(self, argv):
         conf = main.parse(argv + ['probe'])
-        main.setup_logging(conf)
+        logs.setup_logging(conf)
         handlers = [h for h in logging.getLogger().handlers
                     if not isinstance(h, logging.FileHandler)]
         self.assertTrue(handlers)

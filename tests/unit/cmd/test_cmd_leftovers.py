@@ -28,6 +28,7 @@ from nova_snapshot_ext.cmd import connection
 from nova_snapshot_ext.cmd import errors
 from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
+from nova_snapshot_ext.cmd import streams
 from nova_snapshot_ext.snapshot import result as result_mod
 from tests import base
 from tests.unit.cmd import test_cmd
@@ -287,7 +288,7 @@ class TestReaderGone(base.TestCase):
         os.close(read_end)
         stream = os.fdopen(write_end, 'w')
         self.addCleanup(stream.close)
-        out = main.ReaderGone(stream)
+        out = streams.ReaderGone(stream)
         self.assertEqual(5, out.write('x' * 5))
         out.flush()
         self.assertTrue(out.gone)

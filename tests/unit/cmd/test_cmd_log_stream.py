@@ -27,10 +27,11 @@ from tests import base
 _CODE = '''
 import sys
 from oslo_log import log
+from nova_snapshot_ext.cmd import logs
 from nova_snapshot_ext.cmd import main
 conf = main.parse(['--config-file', sys.argv[1], '--format', 'json',
                    'audit'])
-main.setup_logging(conf)
+logs.setup_logging(conf)
 log.getLogger('nova_snapshot_ext.audit').warning('audit fix x: failed')
 print('{}')
 '''

@@ -23,6 +23,7 @@ from unittest import mock
 import fixtures
 
 from nova_snapshot_ext.cmd import checks
+from nova_snapshot_ext.cmd import logs
 from nova_snapshot_ext.cmd import main
 from tests import base
 
@@ -134,7 +135,7 @@ class TestWarningStyle(base.TestCase):
 
         conf = main.parse(['probe'] + list(argv))
         checks.WARNED.clear()
-        main.setup_logging(conf)
+        logs.setup_logging(conf)
         log = logging.getLogger('nova_snapshot_ext.snapshot.attempts')
         for _ in range(2):
             log.warning('Snapshot %(name)s: activated as %(f)s',
@@ -152,7 +153,7 @@ class TestWarningStyle(base.TestCase):
 
         conf = main.parse(['probe'])
         checks.WARNED.clear()
-        main.setup_logging(conf)
+        logs.setup_logging(conf)
         checks.warn('image x is owned by project y')
         checks.warn('image x is owned by project y')
         logging.getLogger('nova_snapshot_ext.cmd').warning(

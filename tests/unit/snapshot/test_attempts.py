@@ -28,6 +28,7 @@ import requests
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import attempts
+from nova_snapshot_ext.snapshot import cleanup
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot.outcome import State
 from nova_snapshot_ext.snapshot import request
@@ -218,7 +219,7 @@ class TestAcceptedIsSuccess(AttemptTestBase):
             raise gexc.CommunicationError('connection reset')
 
         self.fake.fail('get', gexc.HTTPServiceUnavailable('down'),
-                       times=1 + attempts.CLEANUP_TRIES)
+                       times=1 + cleanup.CLEANUP_TRIES)
         with mock.patch.object(fake_glanceclient._Images, 'upload',
                                stored_then_reset):
             err = self.fails()
@@ -457,7 +458,7 @@ class TestCleanupRetried(AttemptTestBase):
     def test_waits_double(self):
         self.fake.fail('upload', gexc.HTTPBadRequest('refused'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
-                       times=attempts.CLEANUP_TRIES)
+                       times=cleanup.CLEANUP_TRIES)
         err = self.fails()
         self.assertEqual([0.5, 1.0, 2.0], self.sleeps)
         self.assertEqual([IMAGE_ID], err.result.leftover)
@@ -613,7 +614,7 @@ class TestRetryAfterUndeletableLeftover(AttemptTestBase):
         svc = self.make_service()
         self.fake.fail('upload', gexc.HTTPInternalServerError('boom'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
-                       times=attempts.CLEANUP_TRIES)
+                       times=cleanup.CLEANUP_TRIES)
         first = self.snapshot(svc=svc)
         self.assertEqual([IMAGE_ID], first.leftover)
         self.assertEqual('queued', self.fake.images[IMAGE_ID]['status'])

@@ -29,6 +29,7 @@ from glanceclient import exc as gexc
 from nova_snapshot_ext.cmd import main
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
+from nova_snapshot_ext.snapshot import mappings
 from nova_snapshot_ext.snapshot import metadata
 from nova_snapshot_ext.snapshot import request
 from tests import base
@@ -120,7 +121,7 @@ class TestMappingRule(base.TestCase):
                 # What the image hands a new server: never a volume, only
                 # the snapshots taken (or local disks).
                 self.assertIsNone(entry['volume_id'], mapping)
-                self.assertIsNone(request.mapping_refusal(
+                self.assertIsNone(mappings.mapping_refusal(
                     entry, written=True), entry)
 
     def test_validate_refuses_a_request_built_in_python(self):
@@ -134,12 +135,12 @@ class TestMappingRule(base.TestCase):
     def test_written_rule_refuses_a_volume_entry(self):
         entry = {'source_type': 'volume', 'destination_type': 'volume',
                  'volume_id': LIVE, 'snapshot_id': SNAP}
-        field, reason, unsafe = request.mapping_refusal(entry, written=True)
+        field, reason, unsafe = mappings.mapping_refusal(entry, written=True)
         self.assertEqual('source_type', field)
         self.assertTrue(unsafe)
         self.assertIn(LIVE, reason)
         # The same mapping in a request is rewritten as its snapshot.
-        self.assertIsNone(request.mapping_refusal(entry))
+        self.assertIsNone(mappings.mapping_refusal(entry))
 
     def test_written_rule_refuses_a_snapshot_entry_naming_a_volume(self):
         # Nova's _validate_bdm attaches a mapping's volume_id whatever its
@@ -148,12 +149,12 @@ class TestMappingRule(base.TestCase):
         # snapshot_from_bdm never writes one.
         entry = {'source_type': 'snapshot', 'destination_type': 'volume',
                  'volume_id': LIVE, 'snapshot_id': SNAP, 'boot_index': 0}
-        field, reason, unsafe = request.mapping_refusal(entry, written=True)
+        field, reason, unsafe = mappings.mapping_refusal(entry, written=True)
         self.assertEqual('volume_id', field)
         self.assertTrue(unsafe)
         self.assertIn(LIVE, reason)
         # What Nova writes (volume_id null) stays accepted.
-        self.assertIsNone(request.mapping_refusal(
+        self.assertIsNone(mappings.mapping_refusal(
             dict(entry, volume_id=None), written=True))
 
 

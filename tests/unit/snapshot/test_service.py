@@ -25,6 +25,7 @@ from nova_snapshot_ext.image import glance as glance_mod
 from nova_snapshot_ext.image import locations
 from nova_snapshot_ext.image import payloads
 from nova_snapshot_ext.snapshot import attempts
+from nova_snapshot_ext.snapshot import cleanup
 from nova_snapshot_ext.snapshot import identity
 from nova_snapshot_ext.snapshot import request
 from nova_snapshot_ext.snapshot import service
@@ -498,7 +499,7 @@ class TestCleanup(ServiceTestBase):
         svc = self.make_service()
         with mock.patch.object(attempts.upload, 'activate',
                                side_effect=RuntimeError('bug')):
-            with self.assertLogs('nova_snapshot_ext.snapshot.attempts',
+            with self.assertLogs('nova_snapshot_ext.snapshot.cleanup',
                                  'ERROR') as logs:
                 self.assertRaises(RuntimeError, svc.snapshot,
                                   self.make_request())
@@ -535,7 +536,7 @@ class TestCleanup(ServiceTestBase):
         # every try meets: the cleanup deletes (a 503 leaves the image).
         self.fake.fail('upload', gexc.HTTPBadRequest('refused'))
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
-                       times=attempts.CLEANUP_TRIES)
+                       times=cleanup.CLEANUP_TRIES)
         err = self.assertRaises(exception.ActivationFailed,
                                 self.make_service().snapshot,
                                 self.make_request())
@@ -1096,7 +1097,7 @@ class TestAdoption(ServiceTestBase):
         self.fake.lose_create_response = True
         self.fake.fail('get', gexc.HTTPServiceUnavailable('down'), times=2)
         self.fake.fail('delete', gexc.HTTPServiceUnavailable('down'),
-                       times=attempts.CLEANUP_TRIES)
+                       times=cleanup.CLEANUP_TRIES)
         err = self.assertRaises(exception.ActivationFailed, svc.snapshot,
                                 self.make_request())
         self.assertEqual([IMAGE_ID], err.result.leftover)

@@ -26,6 +26,7 @@ from unittest import mock
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import attempts
+from nova_snapshot_ext.snapshot import cleanup
 from nova_snapshot_ext.snapshot import location
 from nova_snapshot_ext.snapshot.outcome import Cleanup
 from nova_snapshot_ext.snapshot.outcome import Context
@@ -121,7 +122,7 @@ class TransitionTestBase(test_service.ServiceTestBase):
         engine = attempts.AttemptEngine(self.conf, svc.capabilities, source,
                                         sleep=self._sleep,
                                         clock=lambda: self.now)
-        run = attempts._Run(
+        run = cleanup.Run(
             record=self.record,
             result=result_mod.SnapshotResult(image_id=None, name='n',
                                              status='failed'),
@@ -174,7 +175,7 @@ def _location(t, api='new', image=None, **answers):
 def _interrupt(state):
     def scenario(t):
         engine, run = t.engine(ScriptedGlance(get=[_not_found()]))
-        return engine._interrupted(run, t.attempt(state),
+        return cleanup.interrupted(run, t.attempt(state),
                                    KeyboardInterrupt())
     return scenario
 
@@ -500,7 +501,7 @@ class TestCleanup(TransitionTestBase):
                 glance = ScriptedGlance(get=[self.image('queued')])
                 engine, run = self.engine(glance)
                 attempt = self.attempt(state)
-                raised = engine._interrupted(run, attempt,
+                raised = cleanup.interrupted(run, attempt,
                                              KeyboardInterrupt())
                 self.assertIsInstance(raised, exception.SnapshotInterrupted)
                 self.assertIs(run.result, raised.snapshot_result)
@@ -539,7 +540,7 @@ class TestCleanup(TransitionTestBase):
 
     def test_system_exit_keeps_its_code(self):
         engine, run = self.engine(ScriptedGlance(get=[_not_found()]))
-        raised = engine._interrupted(run, self.attempt(State.CREATED),
+        raised = cleanup.interrupted(run, self.attempt(State.CREATED),
                                      SystemExit(143))
         self.assertIsInstance(raised, exception.SnapshotExit)
         self.assertEqual(143, raised.code)
@@ -548,7 +549,7 @@ class TestCleanup(TransitionTestBase):
     def test_a_bug_is_raised_unchanged(self):
         engine, run = self.engine(ScriptedGlance(get=[_not_found()]))
         bug = ZeroDivisionError()
-        self.assertIs(bug, engine._interrupted(
+        self.assertIs(bug, cleanup.interrupted(
             run, self.attempt(State.ACTIVATING), bug))
 
 
