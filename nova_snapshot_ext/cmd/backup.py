@@ -75,9 +75,11 @@ def _exit_code(failures: list[exception.SnapshotExtException]) -> int:
 def cinder_client(conf: cfg.ConfigOpts) -> cinder_mod.CinderClient | None:
     """The Cinder client of ``[snapshot_ext_cinder]``, or ``None``.
 
-    ``None`` when the group names no auth plugin (no Cinder credentials).
+    ``None`` when the group names no auth plugin, itself or through
+    ``auth_section`` (no Cinder credentials).
     """
-    if not conf[opts.CINDER_GROUP].auth_type:
+    group = conf[opts.CINDER_GROUP]
+    if not (group.auth_type or group.auth_section):
         return None
     return cinder_mod.CinderClient.from_conf(conf)
 

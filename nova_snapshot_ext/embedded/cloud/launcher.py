@@ -71,6 +71,8 @@ STEP_WORDS = {
     'template': 'a copy of the migrated databases, for later starts',
     'rewrite': 'the template\'s endpoints and cells pointed at this start',
     'discover': 'nova-compute registered and mapped to its cell',
+    'cinder_pools': 'cinder-scheduler knowing a backend (cinder-volume\'s '
+                    'first capability report)',
     'resources': 'flavors, quotas and images',
 }
 
@@ -370,6 +372,8 @@ class Cloud(object):
         for service in self.services:
             if not service.backing:
                 self.step(service.name, service.start)
+        for service in self.services:
+            service.settle()
         self.ids.update(self.step('resources', resources.make, self))
         self.tempest_conf = self.write_tempest_conf()
         self.plugin_conf = self.write_plugin_conf()

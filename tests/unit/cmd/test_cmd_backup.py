@@ -69,3 +69,14 @@ class TestBackupCommand(test_cmd.CLITestCase):
 
     def test_no_cinder_credentials_no_client(self):
         self.assertIsNone(backup_cmd.cinder_client(self.conf))
+
+    def test_credentials_through_auth_section_are_used(self):
+        # An auth_section naming a section without a plugin: the client
+        # is asked for, and refused with the option named (not silently
+        # skipped as "no Cinder credentials").
+        self.conf.set_override('auth_section', 'cinder_creds',
+                               group='snapshot_ext_cinder')
+        err = self.assertRaises(exception.ConfigurationError,
+                                backup_cmd.cinder_client, self.conf)
+        self.assertIn('[snapshot_ext_cinder] auth_type',
+                      err.format_message())

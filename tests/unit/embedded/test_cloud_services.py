@@ -134,6 +134,9 @@ class PhaseOrderTest(testtools.TestCase):
                 def start(self):
                     calls.append(('start', self.name))
 
+                def settle(self):
+                    calls.append(('settle', self.name))
+
                 def stop(self):
                     calls.append(('stop', self.name))
             return Recorded
@@ -174,7 +177,9 @@ class PhaseOrderTest(testtools.TestCase):
             ('save', 'worker'),
             ('rehome', 'db'), ('rehome', 'epmd'), ('rehome', 'api'),
             ('rehome', 'worker'),
-            ('start', 'api'), ('start', 'worker')], self.calls)
+            ('start', 'api'), ('start', 'worker'),
+            ('settle', 'db'), ('settle', 'epmd'), ('settle', 'api'),
+            ('settle', 'worker')], self.calls)
         self.assertFalse(cloud.warm)
         cloud._stop_services()
         self.assertEqual([('stop', 'worker'), ('stop', 'api'),
@@ -190,7 +195,9 @@ class PhaseOrderTest(testtools.TestCase):
             ('configure', 'worker', self.tmpl),
             ('rehome', 'db'), ('rehome', 'epmd'), ('rehome', 'api'),
             ('rehome', 'worker'),
-            ('start', 'api'), ('start', 'worker')], self.calls)
+            ('start', 'api'), ('start', 'worker'),
+            ('settle', 'db'), ('settle', 'epmd'), ('settle', 'api'),
+            ('settle', 'worker')], self.calls)
         # Each service's start is a timed step of its name.
         self.assertLessEqual({'db', 'epmd', 'api', 'worker', 'rewrite'},
                              set(cloud.timings))

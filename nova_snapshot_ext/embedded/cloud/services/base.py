@@ -43,7 +43,10 @@ class CloudService(object):
     4. :meth:`start` for every service not backing: start its processes
        and wait until it answers (bounded waits, the log's tail on
        failure).
-    5. :meth:`stop` (newest first) once every process was stopped by
+    5. :meth:`settle` once every service started: wait until it can be
+       used (a report another process makes in its own time, so the
+       waits of all services overlap their starts).
+    6. :meth:`stop` (newest first) once every process was stopped by
        process group: what lives in this process or on the host.
 
     :param cloud: the :class:`~..launcher.Cloud` (its ``procs``,
@@ -110,6 +113,12 @@ class CloudService(object):
         :raises CloudError: if it does not, with its log's tail.
         """
         raise NotImplementedError
+
+    def settle(self):
+        """Wait until the service can be used (after every start).
+
+        :raises CloudError: if it does not within a bounded wait.
+        """
 
     def stop(self):
         """Stop what the cloud's process groups do not (idempotent)."""

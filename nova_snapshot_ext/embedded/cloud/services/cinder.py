@@ -23,8 +23,12 @@ volume create ends in ``NoValidBackend``.
 import os
 import shutil
 
+from oslo_log import log as logging
+
 from nova_snapshot_ext.embedded.cloud import config
 from nova_snapshot_ext.embedded.cloud.services import base
+
+LOG = logging.getLogger(__name__)
 
 #: The fake stack's volume driver.
 FAKE_DRIVER = ('nova_snapshot_ext.embedded.cloud.cinder_driver.'
@@ -91,7 +95,10 @@ class Cinder(base.CloudService):
         self.cloud.procs.wait(
             self.cloud.procs.named('cinder-volume'), self._volume_up,
             'cinder-volume up', base.START_TIMEOUT)
-        self._wait_pools()
+
+    def settle(self):
+        """Until cinder-scheduler lists a pool (see :meth:`_wait_pools`)."""
+        self.cloud.step('cinder_pools', self._wait_pools)
 
     def _volume_up(self):
         return self.cloud.service('mariadb').count(
@@ -117,7 +124,8 @@ class Cinder(base.CloudService):
             return resp.status_code == 200 and bool(
                 resp.json().get('pools'))
 
-        self.cloud.procs.wait(
+        waited = self.cloud.procs.wait(
             self.cloud.procs.named('cinder-scheduler'), known,
             'cinder-scheduler knowing a backend (the first capability '
             'report of cinder-volume)', base.START_TIMEOUT)
+        LOG.info('cinder-scheduler knew a backend after %.1f s', waited)

@@ -184,7 +184,7 @@ class Nova(base.CloudService):
     # start ---------------------------------------------------------------
 
     def start(self):
-        """Every Nova process; then nova-compute mapped to its cell."""
+        """Every Nova process, nova-api answering."""
         env = self.env()
         api = self._start_api(self.api_dir)
         daemons = (('nova-scheduler', self.api_dir, 'nova.conf'),
@@ -195,6 +195,9 @@ class Nova(base.CloudService):
                 self.bin(name), '--config-file',
                 os.path.join(directory, conf)], env=env, cwd=directory)
         self.wait_http(api, 'http://127.0.0.1:%d/' % self.port())
+
+    def settle(self):
+        """nova-compute registered and mapped to its cell."""
         self.cloud.step('discover', self._discover_compute)
 
     def _start_api(self, api_dir, port=None, name='nova-api'):
