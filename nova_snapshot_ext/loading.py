@@ -37,7 +37,7 @@ from nova_snapshot_ext import opts
 LOG = logging.getLogger(__name__)
 
 
-def _raised_in_auth_plugin(err: BaseException) -> bool:
+def raised_in_auth_plugin(err: BaseException) -> bool:
     """Whether ``err`` was raised by a keystoneauth1 auth plugin itself."""
     tb = err.__traceback__
     module = ''
@@ -73,11 +73,12 @@ def auth_option_error(conf: cfg.ConfigOpts, err: BaseException,
         return None
     if not (isinstance(err, ks_exc.OptionError) or (
             type(err) in (Exception, ValueError, TypeError)
-            and _raised_in_auth_plugin(err))):
+            and raised_in_auth_plugin(err))):
         return None
-    auth_type = getattr(conf[group], 'auth_type', None)
+    where = auth_group(conf, group)
+    auth_type = getattr(conf[where], 'auth_type', None)
     return exception.ConfigurationError(
-        group=group, option='auth_type',
+        group=where, option='auth_type',
         reason='the %s plugin lacks an option it needs: %s' % (
             auth_type, exception.reason_of(err)))
 
@@ -133,21 +134,44 @@ def load_auth(conf: cfg.ConfigOpts, group: str = opts.GLANCE_GROUP
         ``OptionError``), naming the option.
     """
     _register_auth_section(conf, group)
+    where = auth_group(conf, group)
     try:
         return ks_loading.load_auth_from_conf_options(conf, group)
     except ks_exc.NoMatchingPlugin as err:
         raise exception.ConfigurationError(
-            group=group, option='auth_type',
+            group=where, option='auth_type',
             reason='%s (keystoneauth1 plugins: password, v3password, token, '
             'admin_token, none, ...)' % err) from err
     except ks_exc.MissingRequiredOptions as err:
         raise exception.ConfigurationError(
-            group=group, option=', '.join(
+            group=where, option=', '.join(
                 o.dest for o in err.options), reason=str(err)) from err
     except ks_exc.OptionError as err:
         # e.g. v3applicationcredential with neither an id nor a name.
         raise ty.cast(exception.ConfigurationError,
                       auth_option_error(conf, err, group)) from err
+
+
+def auth_group(conf: cfg.ConfigOpts, group: str) -> str:
+    """Where the group's auth plugin options are read.
+
+    The section ``auth_section`` names, when set (keystoneauth1 then
+    reads the plugin and its options there), else the group itself.
+    """
+    return getattr(conf[group], 'auth_section', None) or group
+
+
+def _no_auth(conf: cfg.ConfigOpts, group: str
+             ) -> exception.ConfigurationError:
+    """The refusal of a group that names no auth plugin."""
+    section = getattr(conf[group], 'auth_section', None)
+    if section:
+        return exception.ConfigurationError(
+            group=section, option='auth_type',
+            reason='[%s] auth_section names this section, which sets no '
+            'auth_type (or does not exist)' % group)
+    return exception.ConfigurationError(group=group, option='auth_type',
+                                        reason=_NO_AUTH[group])
 
 
 def load_session(conf: cfg.ConfigOpts, group: str = opts.GLANCE_GROUP,
@@ -167,39 +191,93 @@ def load_session(conf: cfg.ConfigOpts, group: str = opts.GLANCE_GROUP,
         (and, for Glance, no ``endpoint_override``); or a transport
         number out of range.
     """
+    _check_values(conf, group)
     if auth is None:
         auth = load_auth(conf, group)
         endpoint = getattr(conf[group], 'endpoint_override', None)
         if auth is None and not (group == opts.GLANCE_GROUP and endpoint):
-            raise exception.ConfigurationError(
-                group=group, option='auth_type', reason=_NO_AUTH[group])
+            raise _no_auth(conf, group)
     _check_transport_numbers(conf, group)
     return ks_loading.load_session_from_conf_options(conf, group,
                                                      auth=auth)
 
 
-#: keystoneauth1's session and adapter options that are numbers, with the
-#: smallest value each can take (keystoneauth registers them unbounded:
-#: urllib3 refuses a timeout <= 0 only at the first request, which then
-#: looked like an unreachable Glance).
-_TRANSPORT_MINIMUM = (('timeout', 0, 'a positive number of seconds'),
-                      ('connect_retries', -1, '0 or more'),
-                      ('status_code_retries', -1, '0 or more'),
-                      ('connect_retry_delay', -1, '0 or more seconds'),
-                      ('status_code_retry_delay', -1, '0 or more seconds'))
+#: keystoneauth1's session and adapter options that are numbers: the
+#: smallest value each takes, and whether that value itself is refused
+#: (keystoneauth registers them unbounded: urllib3 refuses a timeout <= 0
+#: only at the first request, which then looked like an unreachable
+#: service; a negative delay fails only at the first retry).
+_TRANSPORT_MINIMUM = (('timeout', 0, True, 'a positive number of seconds'),
+                      ('connect_retries', 0, False, '0 or more'),
+                      ('status_code_retries', 0, False, '0 or more'),
+                      ('connect_retry_delay', 0, False, '0 or more seconds'),
+                      ('status_code_retry_delay', 0, False,
+                       '0 or more seconds'))
+#: The interfaces keystoneauth1 accepts in ``valid_interfaces``.
+INTERFACES = ('public', 'internal', 'admin')
+
+
+def _check_values(conf: cfg.ConfigOpts, group: str) -> None:
+    """Refuse a value of the group that is not of its option's type.
+
+    oslo.config parses a value only when it is read: an ``insecure =
+    maybe`` or ``timeout = abc`` would otherwise fail deep in
+    keystoneauth with a message naming no group (both groups have a
+    ``timeout``).
+
+    :raises ConfigurationError: naming ``[group] option``.
+    """
+    values = conf[group]
+    for name in list(values):
+        try:
+            values[name]
+        except (cfg.ConfigFileValueError, ValueError) as err:
+            # oslo.config's text names the file by an internal repr;
+            # the parser's own reason follows "is not valid: ".
+            text = exception.reason_of(err)
+            raise exception.ConfigurationError(
+                group=group, option=name,
+                reason='not a valid value: %s' % text.split(
+                    ' is not valid: ', 1)[-1]) from err
 
 
 def _check_transport_numbers(conf: cfg.ConfigOpts, group: str) -> None:
-    """Refuse a keystoneauth number of the group out of range.
+    """Refuse a keystoneauth number or interface of the group out of range.
 
     :raises ConfigurationError: naming the option (exit 2).
     """
-    for name, above, wanted in _TRANSPORT_MINIMUM:
-        value = getattr(conf[group], name, None)
-        if value is not None and value <= above:
+    values = conf[group]
+    for name, low, strict, wanted in _TRANSPORT_MINIMUM:
+        value = getattr(values, name, None)
+        if value is not None and (value < low or (strict and value == low)):
             raise exception.ConfigurationError(
                 group=group, option=name,
                 reason='%s is not %s' % (value, wanted))
+    for interface in getattr(values, 'valid_interfaces', None) or ():
+        if interface not in INTERFACES:
+            raise exception.ConfigurationError(
+                group=group, option='valid_interfaces',
+                reason='%r is not an interface (%s)' % (
+                    interface, ', '.join(INTERFACES)))
+
+
+def load_adapter(conf: cfg.ConfigOpts, group: str,
+                 session: ks_session.Session) -> ty.Any:
+    """A keystoneauth1 adapter from the group's adapter options.
+
+    :raises ConfigurationError: options keystoneauth refuses together
+        (``interface`` with ``valid_interfaces``, ``version`` with
+        ``min_version``/``max_version``), naming the group.
+    """
+    try:
+        return ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, auth=session.auth)
+    except TypeError as err:
+        reason = exception.reason_of(err)
+        option = next((name for name in ('valid_interfaces', 'version')
+                       if name in reason), 'interface')
+        raise exception.ConfigurationError(group=group, option=option,
+                                           reason=reason) from err
 
 
 def load_service_auth(conf: cfg.ConfigOpts) -> ty.Any:

@@ -32,7 +32,6 @@ import typing as ty
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
@@ -55,6 +54,17 @@ GONE = 'already gone'
 SENT_ERRORS = (ks_exc.ClientException, ValueError)
 
 
+def sent_error(err: BaseException) -> bool:
+    """Whether ``err`` came from sending a request (then translate it).
+
+    keystoneauth1's errors (:data:`SENT_ERRORS`), and what an auth plugin
+    raises itself when it lacks an option
+    (:func:`nova_snapshot_ext.loading.raised_in_auth_plugin`); anything
+    else is a bug, raised as it came.
+    """
+    return isinstance(err, SENT_ERRORS) or loading.raised_in_auth_plugin(err)
+
+
 def translate(err: BaseException, operation: str,
               snapshot_id: str) -> exception.CinderError:
     """A keystoneauth1 error as the plugin's Cinder exception (not raised).
@@ -63,6 +73,14 @@ def translate(err: BaseException, operation: str,
         transport failure or 503, ``CinderError`` otherwise (an endpoint
         keystoneauth could not choose names the options).
     """
+    if loading.raised_in_auth_plugin(err):
+        # A plugin checks some of its options only when it first
+        # authenticates ("password is a required attribute").
+        return exception.CinderError(
+            operation=operation, snapshot_id=snapshot_id,
+            reason='the auth plugin of the Cinder credentials lacks an '
+            'option it needs ([snapshot_ext_cinder], or the section its '
+            'auth_section names): %s' % exception.reason_of(err))
     if isinstance(err, ValueError):
         return exception.CinderError(
             operation=operation, snapshot_id=snapshot_id,
@@ -126,15 +144,16 @@ class CinderClient:
         """
         group = opts.CINDER_GROUP
         session = loading.load_session(conf, group, auth=auth)
-        return cls(ks_loading.load_adapter_from_conf_options(
-            conf, group, session=session, auth=session.auth))
+        return cls(loading.load_adapter(conf, group, session))
 
     def _request(self, method: str, snapshot_id: str,
                  operation: str) -> ty.Any:
         try:
             return self._adapter.request('snapshots/%s' % snapshot_id,
                                          method, raise_exc=True)
-        except SENT_ERRORS as err:
+        except Exception as err:  # noqa: B902 - re-raised unless sent
+            if not sent_error(err):
+                raise
             if isinstance(err, ks_exc.NotFound):
                 return None
             raise translate(err, operation, snapshot_id) from err
@@ -181,7 +200,9 @@ class CinderClient:
                 query += '&marker=%s' % marker
             try:
                 resp = self._adapter.get(query, raise_exc=True)
-            except SENT_ERRORS as err:
+            except Exception as err:  # noqa: B902 - re-raised unless sent
+                if not sent_error(err):
+                    raise
                 raise translate(err, 'list', '(all)') from err
             try:
                 body = resp.json()
@@ -212,7 +233,9 @@ class CinderClient:
             self._adapter.post('snapshots/%s/metadata' % snapshot_id,
                                json={'metadata': dict(metadata)},
                                raise_exc=True)
-        except SENT_ERRORS as err:
+        except Exception as err:  # noqa: B902 - re-raised unless sent
+            if not sent_error(err):
+                raise
             raise translate(err, 'set metadata', snapshot_id) from err
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:

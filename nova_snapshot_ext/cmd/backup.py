@@ -77,9 +77,18 @@ def cinder_client(conf: cfg.ConfigOpts) -> cinder_mod.CinderClient | None:
 
     ``None`` when the group names no auth plugin, itself or through
     ``auth_section`` (no Cinder credentials).
+
+    :raises ConfigurationError: the group says where Cinder is
+        (``endpoint_override``) but gives no credentials: the rotation
+        would go on without deleting a volume snapshot.
     """
     group = conf[opts.CINDER_GROUP]
     if not (group.auth_type or group.auth_section):
+        if group.endpoint_override:
+            raise exception.ConfigurationError(
+                group=opts.CINDER_GROUP, option='auth_type',
+                reason='endpoint_override says where Cinder is, not who '
+                'asks: set auth_type and its options too')
         return None
     return cinder_mod.CinderClient.from_conf(conf)
 

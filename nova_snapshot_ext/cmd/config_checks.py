@@ -108,6 +108,11 @@ def section_hints(conf: cfg.ConfigOpts) -> list[str]:
     return unknown_options(conf, known_groups())
 
 
+#: The groups that load a keystoneauth1 auth plugin (its options are
+#: known only from the plugin ``auth_type`` names).
+AUTH_GROUPS = (opts.GLANCE_GROUP, opts.SERVICE_USER_GROUP, opts.CINDER_GROUP)
+
+
 def _known_options(conf: cfg.ConfigOpts, group: str,
                    listed: ty.Collection[str]) -> set[str] | None:
     """The option names ``group`` accepts, or ``None`` when unknowable.
@@ -120,7 +125,7 @@ def _known_options(conf: cfg.ConfigOpts, group: str,
         names |= {name for name in conf[group]}
     except (cfg.NoSuchGroupError, cfg.NoSuchOptError, KeyError):
         pass
-    if group in (opts.GLANCE_GROUP, opts.SERVICE_USER_GROUP):
+    if group in AUTH_GROUPS:
         auth_type = None
         try:
             auth_type = conf[group].auth_type
@@ -254,7 +259,7 @@ def _auth_plugins_with(conf: cfg.ConfigOpts, group: str,
     Only for an auth group whose ``auth_type`` is unset (else the
     plugin's options are known and any other is unknown).
     """
-    if group not in (opts.GLANCE_GROUP, opts.SERVICE_USER_GROUP):
+    if group not in AUTH_GROUPS:
         return []
     try:
         if conf[group].auth_type:

@@ -78,5 +78,6 @@ class TestBackupCommand(test_cmd.CLITestCase):
                                group='snapshot_ext_cinder')
         err = self.assertRaises(exception.ConfigurationError,
                                 backup_cmd.cinder_client, self.conf)
-        self.assertIn('[snapshot_ext_cinder] auth_type',
+        self.assertIn('[cinder_creds] auth_type', err.format_message())
+        self.assertIn('[snapshot_ext_cinder] auth_section names this section',
                       err.format_message())
