@@ -47,6 +47,23 @@ class DeclarationsTest(testtools.TestCase):
         self.assertIn(('cinderv3', 'volumev3'),
                       launcher.Cloud.gather('catalog_entries'))
 
+    def test_the_catalog_of_this_start(self):
+        cloud = launcher.Cloud()
+        cloud.base_dir = self.useFixture(fixtures.TempDir()).path
+        names = [p for cls in services.SERVICES if cls.wanted(cloud)
+                 for p in cls.ports]
+        cloud.ports = {name: 20000 + i for i, name in enumerate(names)}
+        cloud.services = [cls(cloud) for cls in services.SERVICES
+                          if cls.wanted(cloud)]
+        catalog = cloud.catalog()
+        # Every type Keystone is seeded with gets this start's URL.
+        self.assertEqual(
+            {kind for _name, kind in launcher.Cloud.gather(
+                'catalog_entries')} | {'identity'}, set(catalog))
+        self.assertEqual(cloud.url('nova'), catalog['compute'])
+        self.assertEqual(cloud.url('cinder') + '/$(project_id)s',
+                         catalog['volumev3'])
+
     def test_a_new_service_is_one_line(self):
         class Backup(base.CloudService):
             name = 'cinder-backup'

@@ -130,9 +130,11 @@ class CloudService(object):
     def catalog(self):
         """This start's URL of each of its catalog types.
 
-        :returns: ``{service type: url}``.
+        :returns: ``{service type: url}``: :meth:`url` for each of its
+            :attr:`catalog_entries` (a service whose catalog URL differs
+            says so itself).
         """
-        return {}
+        return {kind: self.url() for _name, kind in self.catalog_entries}
 
     # helpers -----------------------------------------------------------
 

@@ -57,9 +57,6 @@ class Glance(base.CloudService):
     def url(self):
         return 'http://127.0.0.1:%d' % self.port()
 
-    def catalog(self):
-        return {'image': self.url()}
-
     def start(self):
         cloud = self.cloud
         kwargs = dict(glance_mod.PROFILES[cloud.profile])

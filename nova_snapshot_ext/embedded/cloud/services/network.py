@@ -33,9 +33,6 @@ class Network(base.CloudService):
     def url(self):
         return 'http://127.0.0.1:%d' % self.port()
 
-    def catalog(self):
-        return {'network': self.url()}
-
     def start(self):
         process = self.cloud.procs.start(
             'network', [self.cloud.python, network_mod.__file__,

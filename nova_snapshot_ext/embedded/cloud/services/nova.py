@@ -54,9 +54,6 @@ class Nova(base.CloudService):
     def url(self):
         return 'http://127.0.0.1:%d/v2.1' % self.port()
 
-    def catalog(self):
-        return {'compute': self.url()}
-
     @property
     def api_dir(self):
         """nova-api's ``$OS_NOVA_CONFIG_DIR`` (api-paste.ini, nova.conf)."""

@@ -31,9 +31,6 @@ class Placement(base.CloudService):
     def url(self):
         return 'http://127.0.0.1:%d' % self.port()
 
-    def catalog(self):
-        return {'placement': self.url()}
-
     def configure(self, template):
         self.write(os.path.join(self.dir('placement'), 'placement.conf'),
                    config.placement_conf(
