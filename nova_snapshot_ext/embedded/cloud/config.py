@@ -104,13 +104,15 @@ def placement_conf(connection, keystone_url, password):
 
 
 def cinder_conf(base, connection, transport_url, keystone_url, password,
-                driver, host='cloud', backend=None):
-    """cinder.conf (api, scheduler, volume).
+                driver, host='cloud', backend=None, backup=None):
+    """cinder.conf (api, scheduler, volume, backup).
 
     :param driver: the ``volume_driver`` import path of the ``fake``
         backend (when ``backend`` is None).
     :param backend: ``(name, {option: value})``: the one backend instead
         (the real stack's RBD driver).
+    :param backup: ``[DEFAULT]`` options of cinder-backup, or None (no
+        cinder-backup).
     """
     if backend is None:
         backend = ('fake', collections.OrderedDict([
@@ -142,7 +144,7 @@ def cinder_conf(base, connection, transport_url, keystone_url, password,
             ('periodic_interval', 10),
             ('periodic_fuzzy_delay', 0),
             # glance is found in the catalog of each request's context
-        ])),
+        ] + sorted((backup or {}).items()))),
         ('database', {'connection': connection}),
         ('oslo_concurrency', {'lock_path': base + '/locks'}),
         ('keystone_authtoken', _authtoken(keystone_url, 'cinder', password)),

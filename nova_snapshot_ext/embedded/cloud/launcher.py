@@ -73,6 +73,7 @@ STEP_WORDS = {
     'discover': 'nova-compute registered and mapped to its cell',
     'cinder_pools': 'cinder-scheduler knowing a backend (cinder-volume\'s '
                     'first capability report)',
+    'backup_up': 'cinder-backup up (its first heartbeat)',
     'resources': 'flavors, quotas and images',
 }
 
@@ -171,7 +172,8 @@ class Cloud(object):
                 return service
         raise KeyError('the cloud has no service %r' % name)
 
-    def _wanted(self, name):
+    def runs(self, name):
+        """Whether this cloud runs the service called ``name``."""
         return any(s.name == name for s in self.services)
 
     @staticmethod
@@ -208,14 +210,14 @@ class Cloud(object):
     @property
     def real(self):
         """The real stack's :class:`~.realstack.RealStack`, or None."""
-        if not self._wanted('ceph_libvirt'):
+        if not self.runs('ceph_libvirt'):
             return None
         return self.service('ceph_libvirt').real
 
     @property
     def glance(self):
         """The running :class:`~..glance.EmbeddedGlance`, or None."""
-        if not self._wanted('glance'):
+        if not self.runs('glance'):
             return None
         return self.service('glance').server
 

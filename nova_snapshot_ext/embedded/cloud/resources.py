@@ -43,7 +43,8 @@ def make(cloud):
         'quota_set': {'instances': -1, 'cores': -1, 'ram': -1}})
     admin.put(cloud.url('cinder') + '/%s/os-quota-sets/%s' % (
         cloud.ids['projects']['admin'], demo), json={
-        'quota_set': {'volumes': -1, 'snapshots': -1, 'gigabytes': -1}})
+        'quota_set': {'volumes': -1, 'snapshots': -1, 'gigabytes': -1,
+                      'backups': -1, 'backup_gigabytes': -1}})
     images = {'image': _empty_qcow2(cloud, admin, 'cloud-image'),
               'image_alt': _empty_qcow2(cloud, admin, 'cloud-image-alt')}
     if cloud.real is not None:

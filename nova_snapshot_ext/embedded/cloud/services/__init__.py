@@ -21,6 +21,7 @@ its record).
 """
 
 from nova_snapshot_ext.embedded.cloud.services import cinder
+from nova_snapshot_ext.embedded.cloud.services import cinder_backup
 from nova_snapshot_ext.embedded.cloud.services import glance
 from nova_snapshot_ext.embedded.cloud.services import keystone
 from nova_snapshot_ext.embedded.cloud.services import mariadb
@@ -42,6 +43,7 @@ SERVICES = (
     placement.Placement,
     glance.Glance,
     cinder.Cinder,
+    cinder_backup.CinderBackup,
     nova.Nova,
 )
 #: Debian packages needed besides every service's own ``programs``

@@ -72,10 +72,17 @@ class Cinder(base.CloudService):
             cdir, self.database_url('cinder'),
             self.cloud.service('rabbitmq').transport_url(),
             self.cloud.service('keystone').url(), self.cloud.password,
-            FAKE_DRIVER, backend=real.cinder_backend() if real else None))
+            FAKE_DRIVER, backend=real.cinder_backend() if real else None,
+            backup=self._backup_options()))
         self.write(os.path.join(cdir, 'embedded_cinder_wsgi.py'),
                    base.wsgi_module('cinder.wsgi.api',
                                     ['--config-file', self.conf]))
+
+    def _backup_options(self):
+        """cinder-backup's options when the cloud runs it, or None."""
+        if not self.cloud.runs('cinder_backup'):
+            return None
+        return self.cloud.service('cinder_backup').options()
 
     def initialise(self):
         self.run('cinder-manage', [

@@ -112,7 +112,10 @@ class Nova(base.CloudService):
         if not self.cloud.plugin:
             return None
         options = {'driver': 'libvirt' if self.cloud.real else 'fake',
-                   'volume_backed_backups': True}
+                   'volume_backed_backups': True,
+                   # Copies off the primary storage where cinder-backup
+                   # runs (the real stack).
+                   'backup_copies': self.cloud.runs('cinder_backup')}
         if self.cloud.location_url is not None:
             options.update(
                 activation_method=self.cloud.activation,
