@@ -545,20 +545,77 @@ class LocationTaskFailed(GlanceError):
 # --- Cinder (backup rotation) --------------------------------------------
 
 class CinderError(SnapshotExtException):
-    """A Cinder request of the backup rotation failed."""
+    """A Cinder request failed.
 
-    msg_fmt = _("Cinder %(operation)s of volume snapshot %(snapshot_id)s "
-                "failed: %(reason)s")
+    :param operation: what was asked (``read``, ``delete``, ``backup``).
+    :param resource: what it was asked of, in Cinder's words
+        (``backup <id>``, ``volume <id>``); default ``volume snapshot
+        <snapshot_id>``.
+    """
+
+    msg_fmt = _("Cinder %(operation)s of %(resource)s failed: %(reason)s")
+
+    def __init__(self, message: str | None = None, **kwargs: ty.Any):
+        kwargs.setdefault('resource', 'volume snapshot %s'
+                          % kwargs.get('snapshot_id'))
+        super().__init__(message, **kwargs)
 
 
 class CinderUnavailable(CinderError):
     code = 503
-    msg_fmt = _("Cinder could not be reached for %(operation)s of volume "
-                "snapshot %(snapshot_id)s: %(reason)s")
+    msg_fmt = _("Cinder could not be reached for %(operation)s of "
+                "%(resource)s: %(reason)s")
 
 
 class CinderForbidden(CinderError):
     code = 403
-    msg_fmt = _("Cinder refused %(operation)s of volume snapshot "
-                "%(snapshot_id)s to these credentials (options "
-                "[snapshot_ext_cinder], or the caller's token): %(reason)s")
+    msg_fmt = _("Cinder refused %(operation)s of %(resource)s to these "
+                "credentials (options [snapshot_ext_cinder], or the "
+                "caller's token): %(reason)s")
+
+
+# --- Nova's compute API (restore) ------------------------------------------
+
+class ComputeError(SnapshotExtException):
+    """A request to Nova's compute API (``restore``) failed."""
+
+    msg_fmt = _("Nova %(operation)s of %(resource)s failed: %(reason)s")
+
+
+class ComputeUnavailable(ComputeError):
+    code = 503
+    msg_fmt = _("Nova could not be reached for %(operation)s of "
+                "%(resource)s: %(reason)s")
+
+
+class ComputeForbidden(ComputeError):
+    code = 403
+    msg_fmt = _("Nova refused %(operation)s of %(resource)s to these "
+                "credentials (options [snapshot_ext_cinder]): %(reason)s")
+
+
+# --- restore ----------------------------------------------------------------
+
+class RestoreRefused(SnapshotExtException):
+    """A restore refused before any volume or server was made."""
+
+    code = 400
+    msg_fmt = _("Restore refused, nothing was made: %(reason)s")
+
+
+class RestoreFailed(SnapshotExtException):
+    """A restore failed midway; ``made`` names what it made and its fate.
+
+    :ivar made: ``[{'kind': 'volume'|'server', 'id': ..., 'fate':
+        'deleted'|'left: <why>'}]``.
+    """
+
+    msg_fmt = _("Restore failed while %(step)s: %(reason)s%(made_text)s")
+
+    def __init__(self, message: str | None = None, **kwargs: ty.Any):
+        made = list(kwargs.get('made') or ())
+        kwargs['made'] = made
+        kwargs['made_text'] = ''.join(
+            '; %s %s %s' % (m['kind'], m['id'], m['fate']) for m in made)
+        super().__init__(message, **kwargs)
+        self.made = made

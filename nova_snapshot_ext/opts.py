@@ -443,6 +443,95 @@ older ones the plugin can prove are this server's backups are deleted with
 the Cinder volume snapshots no other image names. When false (default),
 Nova's 400 is unchanged.
 '''),
+    cfg.BoolOpt(
+        'backup_copies',
+        default=False,
+        help='''
+Copy every backup off the primary storage with cinder-backup.
+
+When true, once a backup image is active (nova-api's ``createBackup`` with
+``volume_backed_backups``, and the ``backup`` command), the plugin asks
+Cinder for one backup of each volume snapshot the image names, once it is
+available (see ``backup_copies_wait``; nova-api asks in the background,
+after its answer), incremental when the volume already has an available
+backup. Nothing waits for the copies themselves; each is recorded in its
+Cinder backup metadata (the image, the server, the backup type, the disk's
+device name and boot index), and
+``nova-snapshot-ext restore`` restores a server from them even when the
+image and its volume snapshots are gone. A copy that cannot be requested
+is logged (WARNING) and, in the ``backup`` command's report, named.
+
+Needs cinder-backup in the cloud and Cinder's backup policy for the
+server's owner (doc/source/backups.rst).
+
+Related options:
+
+* ``[snapshot_ext] volume_backed_backups``
+'''),
+    cfg.IntOpt(
+        'backup_copies_wait',
+        default=300,
+        min=1,
+        help='''
+Seconds a backup's copies wait for its volume snapshots.
+
+Cinder copies only an ``available`` volume snapshot, and Nova (as the
+plugin inside nova-api) answers ``createBackup`` before Cinder has made
+them. nova-api asks for the copies in the background once the snapshots
+are available, waiting at most this long for all of a backup's; a
+snapshot still ``creating`` after it is not copied and is named in a
+WARNING. The ``backup`` command waits the same before it reports. It also
+bounds how long the copies' retention waits for the copies it deletes.
+
+Related options:
+
+* ``[snapshot_ext] backup_copies``
+'''),
+    cfg.IntOpt(
+        'backup_copies_chain',
+        default=6,
+        min=0,
+        help='''
+Incremental copies of a volume in a row before the next full copy.
+
+An incremental copy needs every copy back to its chain's full copy, so
+the copies' retention can delete a chain only once none of its copies is
+kept. A bound lets old chains go: after this many incremental copies of
+a volume, its next copy is full. 0 makes every copy full.
+
+Related options:
+
+* ``[snapshot_ext] backup_copies_keep``
+'''),
+    cfg.IntOpt(
+        'backup_copies_keep',
+        default=0,
+        min=0,
+        help='''
+Copy sets kept per server and backup type (0: every one).
+
+After each backup's copies, the copies of that server and backup type
+beyond the newest this many backups are deleted, newest first, except
+those a kept incremental copy needs (named in the log). Independent of
+the images' ``rotation``: rotating an image never deletes a copy. The
+newest restorable set is always kept.
+
+Related options:
+
+* ``[snapshot_ext] backup_copies_max_age``
+* ``[snapshot_ext] backup_copies_chain``
+'''),
+    cfg.IntOpt(
+        'backup_copies_max_age',
+        default=0,
+        min=0,
+        help='''
+Days a copy set is kept (0: no age limit).
+
+Copy sets of a server and backup type older than this are deleted after
+its next backup's copies, as with ``backup_copies_keep`` (either limit
+deletes a set); the newest restorable set is always kept.
+'''),
 ]
 
 cinder_group = cfg.OptGroup(

@@ -362,7 +362,7 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     for image in selection.delete:
         image_id = str(image['id'])
         outcome = _delete_backup(glance, image_id, instance_uuid,
-                                 backup_type, owner, result)
+                                 backup_type, owner, result, cinder)
         if outcome is not None:
             mapped = mark.mapped_snapshot_ids(outcome)
             orphans.extend(mapped)
@@ -376,10 +376,40 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     return result
 
 
+def being_copied(cinder: ty.Any, image: ty.Mapping[str, ty.Any]
+                 ) -> list[str]:
+    """The image's volume snapshots cinder-backup is copying now.
+
+    A snapshot Cinder shows ``backing-up`` (a copy off the primary
+    storage, :mod:`.copies`) cannot be deleted until the copy ends; a
+    snapshot that cannot be read is not counted (its delete answers).
+
+    :param cinder: anything with ``get_snapshot`` (else none is).
+    :returns: snapshot ids, sorted.
+    """
+    read = getattr(cinder, 'get_snapshot', None)
+    if read is None:
+        return []
+    busy = []
+    for snap_id in mark.mapped_snapshot_ids(image):
+        try:
+            snap = read(snap_id)
+        except exception.CinderError:
+            continue
+        if (snap or {}).get('status') == 'backing-up':
+            busy.append(snap_id)
+    return busy
+
+
 def _delete_backup(glance: glance_mod.GlanceClient, image_id: str,
                    instance_uuid: str, backup_type: str, owner: str,
-                   result: RotationResult) -> dict[str, ty.Any] | None:
+                   result: RotationResult, cinder: ty.Any = None
+                   ) -> dict[str, ty.Any] | None:
     """Re-read, re-judge and delete one backup.
+
+    A backup whose volume snapshots are being copied is left, named: the
+    copy must end before its snapshots can go, and a later rotation
+    deletes it.
 
     :returns: the image as last read when it is gone (its mappings name
         the volume snapshots to consider), else ``None``.
@@ -398,6 +428,11 @@ def _delete_backup(glance: glance_mod.GlanceClient, image_id: str,
         why = deletion.refusal_to_delete(image)
     if why is None and image.get('status') != 'active':
         why = 'status %s: not a finished backup' % image.get('status')
+    busy = [] if why is not None else being_copied(cinder, image)
+    if busy:
+        why = ('cinder-backup is copying its volume snapshots %s off the '
+               'primary storage (backing-up); a later backup rotates it'
+               % ', '.join(busy))
     if why is not None:
         result.left[image_id] = why
         return None

@@ -18,7 +18,8 @@ Flow (doc/source/backups.rst)::
     instance_uuid) -> mark (backup marker; fingerprint and marker
     required) -> check_record (preflight) -> register (the snapshot
     engine: create or adopt, activate) -> read the active backup ->
-    rotate (:mod:`.rotation`)
+    copy off the primary storage (``[snapshot_ext] backup_copies``,
+    :mod:`.copies`) -> rotate (:mod:`.rotation`)
 
 If the backup does not become active, the engine's error propagates and
 nothing is rotated.  A retry of the same request converges on the same
@@ -31,6 +32,8 @@ from __future__ import annotations
 import dataclasses
 import typing as ty
 
+from nova_snapshot_ext.backup import copies as copies_mod
+from nova_snapshot_ext.backup import copy_retention
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext import exception
@@ -50,19 +53,49 @@ class BackupResult:
     :ivar snapshot: the new backup's :class:`~..snapshot.result.
         SnapshotResult` (``status == 'active'``).
     :ivar rotation: the :class:`~.rotation.RotationResult`.
+    :ivar copies: the :class:`~.copies.CopyResult`, or ``None`` when
+        ``[snapshot_ext] backup_copies`` is off.
+    :ivar retention: the :class:`~.copy_retention.RetentionResult`
+        after the copies, or ``None`` (no retention set).
     """
 
     snapshot: result_mod.SnapshotResult
     rotation: rotation_mod.RotationResult
+    copies: copies_mod.CopyResult | None = None
+    retention: copy_retention.RetentionResult | None = None
 
     def to_dict(self) -> dict[str, ty.Any]:
         data = self.snapshot.to_dict()
         data['rotation'] = self.rotation.to_dict()
+        data['copies'] = self.copies.to_dict() if self.copies else None
+        data['copy_retention'] = (self.retention.to_dict()
+                                  if self.retention else None)
         return data
 
     def describe(self) -> str:
-        return '%s\n%s' % (self.snapshot.describe(),
-                           self.rotation.describe())
+        parts = [self.snapshot.describe()]
+        for extra in (self.copies, self.retention):
+            if extra is not None:
+                parts.append(extra.describe())
+        parts.append(self.rotation.describe())
+        return '\n'.join(parts)
+
+
+def copier_for(group: ty.Any, cinder: ty.Any) -> copies_mod.Copier | None:
+    """The Cinder client that makes copies, or ``None`` (option off).
+
+    :param group: ``conf.snapshot_ext``.
+    :raises ConfigurationError: ``backup_copies`` is on and no Cinder
+        client was given (checked before anything is created).
+    """
+    if not group.backup_copies:
+        return None
+    if cinder is None:
+        raise exception.ConfigurationError(
+            group='snapshot_ext', option='backup_copies',
+            reason='copies are made with Cinder credentials: set '
+            '[snapshot_ext_cinder] auth_type and its options')
+    return ty.cast(copies_mod.Copier, cinder)
 
 
 def check_rotation(rotation: ty.Any) -> int:
@@ -146,7 +179,10 @@ class BackupService:
                glance: glance_mod.GlanceClient | None = None,
                cinder: rotation_mod.SnapshotDeleter | None = None
                ) -> BackupResult:
-        """Create and activate the backup, then rotate.
+        """Create and activate the backup, copy it, then rotate.
+
+        The copies and their retention (:meth:`copy`) only with
+        ``[snapshot_ext] backup_copies``.
 
         :param request: the snapshot request, with ``backup_type``.
         :param rotation: backups to keep, the new one included.
@@ -156,6 +192,8 @@ class BackupService:
         :returns: :class:`BackupResult`; its rotation names every image or
             volume snapshot it did not delete and why.
         :raises InvalidRequest, PreflightError: nothing was created.
+        :raises ConfigurationError: ``[snapshot_ext] backup_copies`` with
+            no ``cinder``; nothing was created.
         :raises ActivationFailed: the backup did not become active;
             nothing was rotated.
         :raises GlanceError: the active backup could not be read back;
@@ -163,10 +201,32 @@ class BackupService:
         """
         check_rotation(rotation)
         glance = glance or self.snapshots.glance
+        copier = copier_for(self.snapshots.conf.snapshot_ext, cinder)
         prepared = self.preflight(request, glance)
         result = self.snapshots.register(prepared, glance)
+        copies = kept = None
+        if copier is not None:
+            copies, kept = self.copy(copier, glance.get(str(result.image_id)))
         return BackupResult(result, self.rotate(
-            result, request.backup_type or '', rotation, glance, cinder))
+            result, request.backup_type or '', rotation, glance, cinder),
+            copies, kept)
+
+    def copy(self, copier: copies_mod.Copier, image: ty.Mapping[str, ty.Any]
+             ) -> tuple[copies_mod.CopyResult,
+                        copy_retention.RetentionResult | None]:
+        """The copies of an active backup, then their retention.
+
+        The copies are Cinder backups of the project ``copier`` acts in
+        (its ``project_id``, else the image's owner): they are recorded
+        for it, the project that lists and restores them.
+
+        :returns: ``(copies, retention)``; each names what failed (never
+            a Cinder error raised: the backup is active).
+        """
+        project = getattr(copier, 'project_id', None) or image.get('owner')
+        return copy_retention.copy_and_retain(
+            copier, image, str(project or ''),
+            self.snapshots.conf.snapshot_ext)
 
     def rotate(self, result: result_mod.SnapshotResult, backup_type: str,
                rotation: int, glance: glance_mod.GlanceClient,

@@ -19,11 +19,13 @@ One keystoneauth1 adapter on the block-storage service
 the user's token, as Nova's own Cinder API acts for the user).  Paths are
 relative to the catalog endpoint (``.../v3/{project_id}``).
 
-Four calls: read, list and delete volume snapshots, and write a
-snapshot's metadata (the plugin's record,
-:mod:`nova_snapshot_ext.backup.leaks`).  Every
-keystoneauth error is translated (:func:`translate`); a 404 on delete is
-"already gone", not a failure.
+Volume snapshots: read, list, delete, and write a snapshot's metadata (the
+plugin's record, :mod:`nova_snapshot_ext.backup.leaks`).  Backups (the
+copies off the primary storage, :mod:`nova_snapshot_ext.backup.copies`):
+create from a volume snapshot, read, list, delete, restore to a new
+volume.  Volumes: read and delete (what a restore made), and the project's
+volume quota.  Every keystoneauth error is translated (:func:`translate`);
+a 404 on delete is "already gone", not a failure.
 """
 
 from __future__ import annotations
@@ -43,9 +45,34 @@ from nova_snapshot_ext import opts
 #: owner and admins by Cinder's default policy).
 PROJECT_ATTRIBUTE = 'os-extended-snapshot-attributes:project_id'
 
+#: Volume API microversion of backup metadata (create and read).
+BACKUP_METADATA_VERSION = '3.43'
+
 #: What :meth:`CinderClient.delete_snapshot` reports.
 DELETED = 'deleted'
 GONE = 'already gone'
+
+
+#: Connection retries of a request that is safe to send again (a read):
+#: an idle keep-alive connection the server closed just as it was reused
+#: fails before the server reads the request.
+SAFE_RETRIES = 3
+#: Methods sent again on a failed connection (not POST or DELETE: the
+#: server may have acted on it, and a second DELETE of a backup being
+#: deleted is refused).
+SAFE_METHODS = ('GET', 'HEAD')
+
+
+def retries_for(adapter: ks_adapter.Adapter, method: str) -> int | None:
+    """The ``connect_retries`` of one request on ``adapter``.
+
+    :returns: at least :data:`SAFE_RETRIES` for :data:`SAFE_METHODS`; the
+        adapter's own (the options') otherwise.
+    """
+    own = adapter.connect_retries
+    if method.upper() in SAFE_METHODS:
+        return max(own or 0, SAFE_RETRIES)
+    return own
 
 
 #: What keystoneauth1 raises on its way to Cinder: its own errors, and a
@@ -65,30 +92,92 @@ def sent_error(err: BaseException) -> bool:
     return isinstance(err, SENT_ERRORS) or loading.raised_in_auth_plugin(err)
 
 
+def next_marker(page: list[ty.Any], page_size: int,
+                marker: str | None) -> str | None:
+    """The ``marker`` of the next page, or ``None`` after the last.
+
+    A short page is the last; so is a full one whose last entry has no
+    id, or the id already asked with (a listing that would never end).
+    """
+    last = page[-1] if page else None
+    if len(page) < page_size or not isinstance(last, dict):
+        return None
+    following = last.get('id')
+    if not following or following == marker:
+        return None
+    return str(following)
+
+
+def json_document(resp: ty.Any) -> dict[str, ty.Any] | None:
+    """An answer's JSON object (a ``requests`` response).
+
+    :returns: the object; ``{}`` for an empty body; ``None`` when the
+        body is not a JSON object.
+    """
+    if not resp.content:
+        return {}
+    try:
+        document = resp.json()
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def answered_reason(err: BaseException) -> str | None:
+    """The reason in an OpenStack fault body, with the HTTP status.
+
+    Cinder (and Nova) answer ``{"badRequest": {"code": 400, "message":
+    "..."}}``; keystoneauth1 reads only ``error``/``errors`` bodies and
+    would say "Unrecognized schema in response body".
+
+    :returns: ``"<message> (HTTP <status>)"``, or ``None`` when the
+        answer has no such body.
+    """
+    response = getattr(err, 'response', None)
+    if not isinstance(err, ks_exc.HttpError) or response is None:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or len(body) != 1:
+        return None
+    fault = next(iter(body.values()))
+    message = fault.get('message') if isinstance(fault, dict) else None
+    if not isinstance(message, str) or not message.strip():
+        return None
+    return '%s (HTTP %s)' % (' '.join(message.split())[:500],
+                             err.http_status)
+
+
 def translate(err: BaseException, operation: str,
-              snapshot_id: str) -> exception.CinderError:
+              snapshot_id: str | None = None,
+              resource: str | None = None) -> exception.CinderError:
     """A keystoneauth1 error as the plugin's Cinder exception (not raised).
 
+    :param resource: what was asked about, in Cinder's words (``backup
+        <id>``); default ``volume snapshot <snapshot_id>``.
     :returns: ``CinderForbidden`` for 401/403, ``CinderUnavailable`` for a
         transport failure or 503, ``CinderError`` otherwise (an endpoint
         keystoneauth could not choose names the options).
     """
+    resource = resource or 'volume snapshot %s' % snapshot_id
     if loading.raised_in_auth_plugin(err):
         # A plugin checks some of its options only when it first
         # authenticates ("password is a required attribute").
         return exception.CinderError(
-            operation=operation, snapshot_id=snapshot_id,
+            operation=operation, resource=resource,
             reason='the auth plugin of the Cinder credentials lacks an '
             'option it needs ([snapshot_ext_cinder], or the section its '
             'auth_section names): %s' % exception.reason_of(err))
     if isinstance(err, ValueError):
         return exception.CinderError(
-            operation=operation, snapshot_id=snapshot_id,
+            operation=operation, resource=resource,
             reason='keystoneauth could not choose a Cinder endpoint for '
             'these credentials (%s): scope [snapshot_ext_cinder] to a '
             'project, not the system' % ' '.join(str(err).split())[:300])
-    kwargs = dict(operation=operation, snapshot_id=snapshot_id,
-                  reason=exception.reason_of(err))
+    kwargs = dict(operation=operation, resource=resource,
+                  reason=answered_reason(err) or exception.reason_of(err))
     if isinstance(err, (ks_exc.Unauthorized, ks_exc.Forbidden)):
         return exception.CinderForbidden(**kwargs)
     if isinstance(err, (ks_exc.ConnectionError, ks_exc.ServiceUnavailable,
@@ -116,6 +205,43 @@ class CinderClient:
     def auth(self) -> ty.Any:
         """The identity it acts as (``None``: the session's own)."""
         return self._adapter.auth
+
+    @property
+    def project_id(self) -> str:
+        """The project these credentials act in (from the token).
+
+        :raises CinderError: the credentials could not be used (see
+            :func:`translate`).
+        """
+        try:
+            project = self._adapter.get_project_id()
+        except Exception as err:  # noqa: B902 - re-raised unless sent
+            if not sent_error(err):
+                raise
+            raise translate(err, 'read', resource='the project of the '
+                            'credentials') from err
+        if not project:
+            raise exception.ConfigurationError(
+                group=opts.CINDER_GROUP, option='auth_type',
+                reason='these credentials act in no project (an unscoped '
+                'token, or an auth plugin without one): the copies are a '
+                'project\'s; give a project-scoped password or application '
+                'credential')
+        return str(project)
+
+    def sibling(self, service_type: str) -> ks_adapter.Adapter:
+        """An adapter on another service, as this client reaches Cinder.
+
+        The same session, identity, interface and region (``restore``
+        boots a server with the Cinder credentials).
+
+        :param service_type: the catalog's service type (``compute``).
+        """
+        adapter = self._adapter
+        return ks_adapter.Adapter(
+            adapter.session, service_type=service_type, auth=adapter.auth,
+            interface=adapter.interface, region_name=adapter.region_name,
+            connect_retries=adapter.connect_retries)
 
     @classmethod
     def for_auth(cls, session: ks_session.Session, auth: ty.Any = None,
@@ -149,8 +275,9 @@ class CinderClient:
     def _request(self, method: str, snapshot_id: str,
                  operation: str) -> ty.Any:
         try:
-            return self._adapter.request('snapshots/%s' % snapshot_id,
-                                         method, raise_exc=True)
+            return self._adapter.request(
+                'snapshots/%s' % snapshot_id, method, raise_exc=True,
+                connect_retries=retries_for(self._adapter, method))
         except Exception as err:  # noqa: B902 - re-raised unless sent
             if not sent_error(err):
                 raise
@@ -199,7 +326,9 @@ class CinderClient:
             if marker:
                 query += '&marker=%s' % marker
             try:
-                resp = self._adapter.get(query, raise_exc=True)
+                resp = self._adapter.get(
+                    query, raise_exc=True,
+                    connect_retries=retries_for(self._adapter, 'GET'))
             except Exception as err:  # noqa: B902 - re-raised unless sent
                 if not sent_error(err):
                     raise
@@ -216,9 +345,9 @@ class CinderClient:
                     operation='list', snapshot_id='(all)',
                     reason='the answer is not a Cinder snapshot list')
             yield from (dict(s) for s in page if isinstance(s, dict))
-            if len(page) < page_size or not page:
+            marker = next_marker(page, page_size, marker)
+            if marker is None:
                 return
-            marker = page[-1].get('id')
 
     def set_snapshot_metadata(self, snapshot_id: str,
                               metadata: ty.Mapping[str, str]) -> None:
@@ -261,3 +390,202 @@ class CinderClient:
         if self._request('DELETE', snapshot_id, 'delete') is None:
             return GONE
         return DELETED
+
+    # backups, volumes and quotas ---------------------------------------
+
+    def _send(self, method: str, path: str, operation: str, resource: str,
+              body: ty.Any = None, microversion: str | None = None,
+              missing_ok: bool = False) -> ty.Any:
+        """One request; its JSON document (``{}`` when it has none).
+
+        :param missing_ok: answer ``None`` for a 404 instead of raising.
+        :raises CinderError: see :func:`translate`; also an answer that
+            is not a JSON document.
+        """
+        kwargs: dict[str, ty.Any] = {
+            'raise_exc': True,
+            'connect_retries': retries_for(self._adapter, method)}
+        if body is not None:
+            kwargs['json'] = body
+        if microversion:
+            kwargs['microversion'] = microversion
+        try:
+            resp = self._adapter.request(path, method, **kwargs)
+        except Exception as err:  # noqa: B902 - re-raised unless sent
+            if not sent_error(err):
+                raise
+            if missing_ok and isinstance(err, ks_exc.NotFound):
+                return None
+            raise translate(err, operation, resource=resource) from err
+        document = json_document(resp)
+        if document is None:
+            raise exception.CinderError(
+                operation=operation, resource=resource,
+                reason='the answer is not a JSON document')
+        return document
+
+    @staticmethod
+    def _member(document: ty.Any, key: str, operation: str,
+                resource: str) -> dict[str, ty.Any]:
+        value = document.get(key) if isinstance(document, dict) else None
+        if not isinstance(value, dict):
+            raise exception.CinderError(
+                operation=operation, resource=resource,
+                reason='the answer has no %r document' % key)
+        return dict(value)
+
+    def create_backup(self, volume_id: str, snapshot_id: str,
+                      incremental: bool, name: str, description: str,
+                      metadata: ty.Mapping[str, str]) -> dict[str, ty.Any]:
+        """``POST /backups``: a backup of a volume snapshot.
+
+        Cinder's backup API from a snapshot (``snapshot_id``; the volume
+        is the snapshot's own), with metadata (microversion
+        :data:`BACKUP_METADATA_VERSION`).  Cinder answers at once; the
+        copy runs in cinder-backup (status ``creating``, then
+        ``available`` or ``error``).
+
+        :param incremental: ask for an incremental backup; Cinder refuses
+            it (400) when the volume has no ``available`` backup.
+        :returns: Cinder's ``backup`` document (``id``, ``name``...).
+        :raises CinderError: Cinder refused it (its reason), or see
+            :func:`translate`.
+        """
+        resource = 'volume snapshot %s' % snapshot_id
+        body = {'backup': {
+            'volume_id': volume_id, 'snapshot_id': snapshot_id,
+            'incremental': bool(incremental), 'name': name,
+            'description': description, 'metadata': dict(metadata)}}
+        document = self._send('POST', 'backups', 'backup', resource, body,
+                              BACKUP_METADATA_VERSION)
+        return self._member(document, 'backup', 'backup', resource)
+
+    def get_backup(self, backup_id: str) -> dict[str, ty.Any] | None:
+        """``GET /backups/{id}`` with its metadata, or ``None`` if absent.
+
+        :raises CinderError: see :func:`translate`.
+        """
+        resource = 'backup %s' % backup_id
+        document = self._send('GET', 'backups/%s' % backup_id, 'read',
+                              resource, microversion=BACKUP_METADATA_VERSION,
+                              missing_ok=True)
+        if document is None:
+            return None
+        return self._member(document, 'backup', 'read', resource)
+
+    def list_backups(self, volume_id: str | None = None,
+                     page_size: int = 200) -> ty.Iterator[dict[str, ty.Any]]:
+        """Every backup of the caller's project, with metadata.
+
+        ``GET /backups/detail``, paged with ``limit`` and ``marker``.
+
+        :param volume_id: only this volume's (Cinder's ``volume_id``
+            filter).
+        :raises CinderError: see :func:`translate`.
+        """
+        marker = None
+        while True:
+            query = 'backups/detail?limit=%d' % page_size
+            if volume_id:
+                query += '&volume_id=%s' % volume_id
+            if marker:
+                query += '&marker=%s' % marker
+            document = self._send('GET', query, 'list', 'backups',
+                                  microversion=BACKUP_METADATA_VERSION)
+            page = document.get('backups')
+            if not isinstance(page, list):
+                raise exception.CinderError(
+                    operation='list', resource='backups',
+                    reason='the answer is not a Cinder backup list')
+            yield from (dict(b) for b in page if isinstance(b, dict))
+            marker = next_marker(page, page_size, marker)
+            if marker is None:
+                return
+
+    def delete_backup(self, backup_id: str) -> str:
+        """``DELETE /backups/{id}``.
+
+        :returns: :data:`DELETED`, or :data:`GONE` (404).
+        :raises CinderError: Cinder refused it (an incremental backup
+            still depends on it, or it is not ``available`` or
+            ``error``: its reason), or see :func:`translate`.
+        """
+        answer = self._send('DELETE', 'backups/%s' % backup_id, 'delete',
+                            'backup %s' % backup_id, missing_ok=True)
+        return GONE if answer is None else DELETED
+
+    def restore_backup(self, backup_id: str, name: str) -> str:
+        """``POST /backups/{id}/restore``: restore into a new volume.
+
+        Cinder makes a volume of the backup's size and restores into it
+        (``restoring-backup``, then ``available``).
+
+        :returns: the new volume's id.
+        :raises CinderError: see :func:`translate` (a quota refusal is
+            Cinder's 413, its reason kept).
+        """
+        resource = 'backup %s' % backup_id
+        document = self._send('POST', 'backups/%s/restore' % backup_id,
+                              'restore', resource,
+                              {'restore': {'name': name}})
+        restore = self._member(document, 'restore', 'restore', resource)
+        volume_id = restore.get('volume_id')
+        if not isinstance(volume_id, str) or not volume_id:
+            raise exception.CinderError(
+                operation='restore', resource=resource,
+                reason='the answer names no volume')
+        return volume_id
+
+    def get_volume(self, volume_id: str) -> dict[str, ty.Any] | None:
+        """``GET /volumes/{id}``, or ``None`` if absent.
+
+        :raises CinderError: see :func:`translate`.
+        """
+        resource = 'volume %s' % volume_id
+        document = self._send('GET', 'volumes/%s' % volume_id, 'read',
+                              resource, missing_ok=True)
+        if document is None:
+            return None
+        return self._member(document, 'volume', 'read', resource)
+
+    def delete_volume(self, volume_id: str) -> str:
+        """``DELETE /volumes/{id}``.
+
+        :returns: :data:`DELETED`, or :data:`GONE` (404).
+        :raises CinderError: see :func:`translate`.
+        """
+        answer = self._send('DELETE', 'volumes/%s' % volume_id, 'delete',
+                            'volume %s' % volume_id, missing_ok=True)
+        return GONE if answer is None else DELETED
+
+    def volume_quota(self, project_id: str) -> dict[str, dict[str, int]]:
+        """The project's volume quotas and their use.
+
+        ``GET /os-quota-sets/{project}?usage=True``.
+
+        :returns: ``{'volumes': {'limit': n, 'in_use': n, 'reserved': n},
+            'gigabytes': {...}}`` (a limit of -1 is unlimited; gigabytes
+            in GiB).
+        :raises CinderError: see :func:`translate`.
+        """
+        resource = 'the quotas of project %s' % project_id
+        document = self._send('GET', 'os-quota-sets/%s?usage=True'
+                              % project_id, 'read', resource)
+        quota = self._member(document, 'quota_set', 'read', resource)
+        usage = {}
+        for key in ('volumes', 'gigabytes'):
+            entry = quota.get(key)
+            if not isinstance(entry, dict):
+                raise exception.CinderError(
+                    operation='read', resource=resource,
+                    reason='the answer has no usage of %r' % key)
+            try:
+                usage[key] = {name: int(entry.get(name) or 0)
+                              for name in ('in_use', 'reserved')}
+                # No limit given: unknown, left to Cinder (-1).
+                usage[key]['limit'] = int(entry.get('limit', -1))
+            except (TypeError, ValueError, OverflowError):
+                raise exception.CinderError(
+                    operation='read', resource=resource,
+                    reason='the usage of %r is not a number' % key)
+        return usage

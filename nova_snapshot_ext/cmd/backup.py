@@ -16,12 +16,16 @@ The snapshot request's image, marked as a backup of ``backup_type``, then
 the rotation of the server's older backups (doc/source/backups.rst).  The
 volume snapshots of rotated backups are deleted only with Cinder
 credentials (``[snapshot_ext_cinder]``); without them they are named.
+With ``[snapshot_ext] backup_copies``, the copies off the primary storage
+and their retention come before the rotation (they need those
+credentials: refused, nothing created, without them).
 
-Exit status (design.md rule 10): 0 backup active and rotation complete;
-2 bad input or configuration (nothing created); 3 Glance or Cinder
-unreachable or credentials refused; 1 the backup failed, or it is active
-and the rotation could not delete an image or a volume snapshot it
-selected (the report names each).
+Exit status (design.md rule 10): 0 backup active, copies asked for and
+rotation complete; 2 bad input or configuration (nothing created); 3
+Glance or Cinder unreachable or credentials refused; 1 the backup failed,
+or it is active and a copy was not asked for, the copies' retention could
+not list the backups, or the rotation could not delete an image or a
+volume snapshot it selected (the report names each).
 """
 
 from __future__ import annotations
@@ -93,6 +97,29 @@ def cinder_client(conf: cfg.ConfigOpts) -> cinder_mod.CinderClient | None:
     return cinder_mod.CinderClient.from_conf(conf)
 
 
+def _copy_failures(result: backup_mod.BackupResult, backup_id: str
+                   ) -> list[exception.SnapshotExtException]:
+    """What the copies and their retention failed at, said on stderr.
+
+    :returns: the errors (their kinds choose the exit status).
+    """
+    failures: list[exception.SnapshotExtException] = []
+    if result.copies is not None and result.copies.failed:
+        print('error: backup %s is active, but %d of its volume snapshots '
+              'were not copied off the primary storage (named above); the '
+              'same command run again copies what is missing'
+              % (backup_id, len(result.copies.failed)), file=sys.stderr)
+        failures.extend(result.copies.errors)
+    if result.retention is not None and result.retention.error:
+        print('error: backup %s is active, but the retention of its copies '
+              'was not done: %s' % (backup_id, result.retention.error),
+              file=sys.stderr)
+        failures.append(result.retention.failure or exception.CinderError(
+            operation='list', resource='backups',
+            reason=result.retention.error))
+    return failures
+
+
 def run(conf: cfg.ConfigOpts) -> int:
     """Back up, rotate, print the report; return the exit status."""
     args = conf.command
@@ -111,6 +138,11 @@ def run(conf: cfg.ConfigOpts) -> int:
     request = dataclasses.replace(request, backup_type=backup_type)
     service_mod.check_options(conf)
     cinder = cinder_client(conf)
+    # Refused before Glance is asked anything; the project the copies
+    # are made in (and recorded for) is read now.
+    copier = backup_mod.copier_for(conf.snapshot_ext, cinder)
+    if copier is not None:
+        getattr(copier, 'project_id', None)
     glance = checks.connect(conf)
     service = backup_mod.BackupService(
         service_mod.SnapshotService(conf, glance=glance))
@@ -125,8 +157,9 @@ def run(conf: cfg.ConfigOpts) -> int:
         checks.warn('the volume snapshots of the rotated backups were '
                     'left (no [%s] credentials); delete them in Cinder once '
                     'no image names them' % opts.CINDER_GROUP)
-    code = _exit_code(report.failures)
-    if code:
+    code = _exit_code(list(report.failures) +
+                      _copy_failures(result, report.backup_id))
+    if code and report.failures:
         print('error: backup %s is active, but the rotation is incomplete: '
               'see the images and volume snapshots named above; a later '
               'backup of this type rotates the images again, not the '

@@ -63,6 +63,7 @@ from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import config
 from nova_snapshot_ext.cmd import logs
 from nova_snapshot_ext.cmd import paste as paste_cmd
+from nova_snapshot_ext.cmd import restore as restore_cmd
 from nova_snapshot_ext.cmd import snapshot as snapshot_cmd
 from nova_snapshot_ext.cmd import streams
 from nova_snapshot_ext import driver as driver_mod
@@ -82,7 +83,7 @@ REQUEST_SCHEMA = os.path.join(os.path.dirname(request_mod.SAMPLE_REQUEST),
                               'snapshot-request.schema.json')
 
 COMMANDS = ('snapshot', 'probe', 'audit', 'demo', 'serve', 'backup',
-            'paste')
+            'restore', 'paste')
 
 #: ``--format`` values.
 FORMATS = ('text', 'json')
@@ -177,6 +178,7 @@ def add_commands(subparsers: ty.Any) -> None:
 
     _add_snapshot(subparsers)
     backup_cmd.add_parser(subparsers)
+    restore_cmd.add_parser(subparsers)
     _add_probe(subparsers)
     _add_audit(subparsers)
     _add_demo(subparsers)
@@ -592,7 +594,7 @@ HANDLERS: dict[str, ty.Callable[[cfg.ConfigOpts], int]] = {
     'snapshot': snapshot_cmd.cmd_snapshot, 'probe': snapshot_cmd.cmd_probe,
     'audit': cmd_audit,
     'demo': cmd_demo, 'serve': cmd_serve, 'backup': backup_cmd.run,
-    'paste': paste_cmd.run}
+    'restore': restore_cmd.run, 'paste': paste_cmd.run}
 
 
 def _fail(message: str, code: int, fmt: str, **details: ty.Any) -> int:
@@ -647,6 +649,14 @@ def _report_interrupt(err: KeyboardInterrupt, fmt: str) -> int:
     elif cut_short:
         # A second signal stopped the cleanup: never "cleaned up".
         message += '; a second signal cut the cleanup short'
+    elif getattr(original, 'restore_made', None) is not None:
+        # A restore, undone (restore.service.Restore.run): each fate.
+        made = original.restore_made  # type: ignore[attr-defined]
+        message += '; the restore was undone' + ''.join(
+            '; %s %s %s' % (m['kind'], m['id'], m['fate']) for m in made)
+        with contextlib.suppress(Exception):
+            return _fail(message, code, fmt, made=made)
+        return code
     elif result is None:
         # No snapshot result: nothing is known to have been made.
         message += '; no image of this run is known'
@@ -732,9 +742,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(message, checks.EXIT_INPUT, fmt)
     except exception.GlanceError as err:
         return _fail(*checks.glance_error(err), fmt)
-    except (exception.CinderForbidden, exception.CinderUnavailable) as err:
-        # Cinder unreachable or its credentials refused: exit 3, as for
-        # Glance (the message names [snapshot_ext_cinder]).
+    except (exception.CinderForbidden, exception.CinderUnavailable,
+            exception.ComputeForbidden, exception.ComputeUnavailable) as err:
+        # Cinder (or Nova, for restore) unreachable or its credentials
+        # refused: exit 3, as for Glance (the message names
+        # [snapshot_ext_cinder]).
         return _fail(err.format_message(), checks.EXIT_UNREACHABLE, fmt)
     except exception.SnapshotExtException as err:
         return _fail(err.format_message(), checks.EXIT_FAILED, fmt)

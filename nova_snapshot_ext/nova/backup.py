@@ -34,7 +34,11 @@ volume_backed_backups = true`` the filter answers it instead
    (:func:`.hook.register_prepared`).  A failure from here on is answered
    with its cause (:func:`_failure`), the volume snapshots taken deleted
    or named.
-4. The rotation (:mod:`..backup.rotation`) with the user's context for
+4. With ``[snapshot_ext] backup_copies``, one Cinder backup of each of
+   the image's volume snapshots (:mod:`..backup.copies`), asked for in a
+   thread of its own once the snapshots are available, never waited for;
+   a copy not requested is a WARNING.  Then the
+   rotation (:mod:`..backup.rotation`) with the user's context for
    Glance and Nova's own Cinder API
    (:class:`~nova_snapshot_ext.cinder.NovaCinder`).  A
    failure of the rotation is logged (WARNING, naming what was not
@@ -48,6 +52,7 @@ volume_backed_backups = true`` the filter answers it instead
 from __future__ import annotations
 
 import dataclasses
+import threading
 import typing as ty
 
 from oslo_log import log as logging
@@ -56,6 +61,7 @@ from oslo_utils import uuidutils
 import webob
 import webob.exc
 
+from nova_snapshot_ext.backup import copy_retention
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
 from nova_snapshot_ext.cinder import nova_api
@@ -225,8 +231,12 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
                        fault)
     if not isinstance(image_id, str):
         return image_id  # the failure, answered
-    _rotate(context, glance, image_id, action,
-            conf.snapshot_ext.rotation_full_scan)
+    backup = _read_backup(glance, image_id)
+    if backup is not None:
+        if conf.snapshot_ext.backup_copies:
+            _copy_later(context, backup, conf.snapshot_ext)
+        _rotate(context, glance, backup, action,
+                conf.snapshot_ext.rotation_full_scan)
     return _answer(req, nova_req, image_id, action.rotation)
 
 
@@ -343,20 +353,77 @@ def _failure(fault: ty.Callable[[int, str], ty.Any], instance: ty.Any,
     return fault(status_for(err), message)
 
 
-def _rotate(context: ty.Any, glance: ty.Any, image_id: str,
+def _read_backup(glance: ty.Any, image_id: str) -> ty.Any:
+    """The active backup image, or ``None`` (logged: nothing follows)."""
+    try:
+        return glance.get(image_id)
+    except exception.GlanceError as err:
+        LOG.warning('nova-snapshot-ext: backup %(id)s is active; it could '
+                    'not be read back, so it was neither copied nor '
+                    'rotated: %(reason)s',
+                    {'id': image_id, 'reason': err.format_message()})
+        return None
+
+
+def _copy_later(context: ty.Any, backup: ty.Any,
+                group: ty.Any) -> threading.Thread | None:
+    """:func:`_copy` in a thread of its own: Nova answers meanwhile.
+
+    The volume snapshots are made by Cinder after Nova's answer (a
+    quiesced server is thawed once they are), and a copy needs them
+    ``available``.  A nova-api stopped before the copies are asked for
+    leaves the backup without them; the next ``createBackup`` of the
+    server copies its own snapshots (doc/source/backups.rst).
+
+    :param group: ``conf.snapshot_ext``.
+    """
+    thread = threading.Thread(
+        target=_copy, args=(context, backup, group), daemon=True,
+        name='nova-snapshot-ext-copies-%s' % backup.get('id'))
+    try:
+        thread.start()
+    except Exception:  # noqa: B902 - the backup stands, Nova's answer too
+        LOG.exception('nova-snapshot-ext: backup %s is active; its copies '
+                      'off the primary storage were not asked for (no '
+                      'thread)', backup.get('id'))
+        return None
+    return thread
+
+
+def _copy(context: ty.Any, backup: ty.Any, group: ty.Any) -> None:
+    """The backup's copies off the primary storage, then their retention.
+
+    ``[snapshot_ext] backup_copies`` (:mod:`..backup.copies`), with Nova's
+    Cinder for the user's context, once the snapshots are available (at
+    most ``backup_copies_wait`` seconds); then ``backup_copies_keep`` and
+    ``backup_copies_max_age`` (:mod:`..backup.copy_retention`).  Nothing
+    raised: a copy not requested, or one past retention not deleted, is a
+    WARNING naming it and why; the backup stands.
+    """
+    try:
+        cinder = nova_api.NovaCinder(context)
+        project = str(context.project_id)
+        result, kept = copy_retention.copy_and_retain(cinder, backup,
+                                                      project, group)
+        level = LOG.warning if result.failed else LOG.info
+        level('nova-snapshot-ext: createBackup %s', result.describe())
+        if kept is not None:
+            level = LOG.warning if kept.left or kept.error else LOG.info
+            level('nova-snapshot-ext: createBackup %s', kept.describe())
+    except Exception:
+        LOG.exception('nova-snapshot-ext: backup %s is active; its copies '
+                      'off the primary storage failed', backup.get('id'))
+
+
+def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
             action: BackupAction, full_scan: bool
             ) -> rotation_mod.RotationResult | None:
     """Rotate around the new backup; every failure logged, none raised.
 
+    :param backup: the active backup image (a Glance document).
     :param full_scan: ``[snapshot_ext] rotation_full_scan``.
     """
-    try:
-        backup = glance.get(image_id)
-    except exception.GlanceError as err:
-        LOG.warning('nova-snapshot-ext: backup %(id)s is active; its '
-                    'rotation was not done: %(reason)s',
-                    {'id': image_id, 'reason': err.format_message()})
-        return None
+    image_id = backup.get('id')
     try:
         result = rotation_mod.rotate(
             glance, backup, action.rotation, action.backup_type,

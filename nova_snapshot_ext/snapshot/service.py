@@ -86,7 +86,7 @@ def check_options(conf: cfg.ConfigOpts) -> None:
     :raises ConfigurationError: naming the option and the reason.
     """
     group = conf[opts.CORE_GROUP]
-    for opt in opts.core_opts + opts.location_opts:
+    for opt in opts.core_opts + opts.location_opts + opts.backup_opts:
         try:
             getattr(group, opt.dest)
         except (cfg.Error, ValueError) as err:

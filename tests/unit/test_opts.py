@@ -44,7 +44,9 @@ class TestOpts(base.TestCase):
              'location_url',
              'location_disk_format', 'location_hash_algo',
              'location_validation_data', 'location_api',
-             'volume_backed_backups'],
+             'volume_backed_backups', 'backup_copies',
+             'backup_copies_wait', 'backup_copies_chain',
+             'backup_copies_keep', 'backup_copies_max_age'],
             groups['snapshot_ext'])
         self.assertEqual('block-storage', opts.CINDER_DEFAULTS['service_type'])
         self.assertIn('auth_type', groups['snapshot_ext_cinder'])

@@ -14,8 +14,15 @@
 
 import json
 
+import fixtures
+from oslo_config import types
+
+from nova_snapshot_ext.backup import service as backup_service
 from nova_snapshot_ext.cmd import backup as backup_cmd
+from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext import exception
+from nova_snapshot_ext import opts
+from nova_snapshot_ext.snapshot import service as snapshot_service
 from tests import base
 from tests.unit.cmd import test_cmd
 
@@ -81,3 +88,143 @@ class TestBackupCommand(test_cmd.CLITestCase):
         self.assertIn('[cinder_creds] auth_type', err.format_message())
         self.assertIn('[snapshot_ext_cinder] auth_section names this section',
                       err.format_message())
+
+
+class TestCopierFor(base.TestCase):
+
+    def test_off_is_none_with_or_without_cinder(self):
+        cinder = object()
+        self.assertIsNone(backup_service.copier_for(self.conf.snapshot_ext,
+                                                    None))
+        self.assertIsNone(backup_service.copier_for(self.conf.snapshot_ext,
+                                                    cinder))
+
+    def test_on_is_the_cinder_client(self):
+        self.flags(backup_copies=True)
+        cinder = object()
+        self.assertIs(cinder, backup_service.copier_for(
+            self.conf.snapshot_ext, cinder))
+
+    def test_on_without_cinder_names_the_option(self):
+        self.flags(backup_copies=True)
+        err = self.assertRaises(exception.ConfigurationError,
+                                backup_service.copier_for,
+                                self.conf.snapshot_ext, None)
+        self.assertEqual(('snapshot_ext', 'backup_copies'),
+                         (err.kwargs['group'], err.kwargs['option']))
+        self.assertIn('[snapshot_ext] backup_copies', err.format_message())
+        self.assertIn('[snapshot_ext_cinder] auth_type',
+                      err.format_message())
+
+
+class TestBackupCopiesRefusedBeforeGlance(test_cmd.CLITestCase):
+    """Copies' configuration refused before anything is asked of Glance."""
+
+    def setUp(self):
+        super().setUp()
+        self.connected = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.cmd.checks.connect', self.connect))
+
+    def connect(self, conf):
+        # Glance reached: what these tests must never see (the control
+        # below shows it is where the command goes next).
+        self.connected.append(conf)
+        raise checks.CLIError('checks.connect reached',
+                              checks.EXIT_UNREACHABLE)
+
+    def backup(self, conf_text):
+        request = self.write('r.json', json.dumps(base.sample_request_dict()))
+        return self.run_main('backup', '--config-file',
+                             self.write('c.conf', conf_text),
+                             '--rotation', '1', '--backup-type', 'daily',
+                             request)
+
+    def test_control_good_configuration_reaches_connect(self):
+        self.assertEqual(3, self.backup(''))
+        self.assertEqual(1, len(self.connected))
+        self.assertIn('checks.connect reached', self.stderr.getvalue())
+
+    def test_control_copies_with_cinder_reach_connect(self):
+        cinder = object()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_snapshot_ext.cmd.backup.cinder_client',
+            lambda conf: cinder))
+        self.assertEqual(3, self.backup('[snapshot_ext]\n'
+                                        'backup_copies = true\n'))
+        self.assertEqual(1, len(self.connected))
+
+    def test_copies_without_cinder_credentials_exit_2(self):
+        code = self.backup('[snapshot_ext]\nbackup_copies = true\n')
+        self.assertEqual(2, code)
+        self.assertEqual([], self.connected)
+        stderr = self.stderr.getvalue()
+        self.assertIn('option [snapshot_ext] backup_copies:', stderr)
+        self.assertIn('[snapshot_ext_cinder] auth_type', stderr)
+        self.assertNotIn('checks.connect reached', stderr)
+
+    def test_copies_without_cinder_credentials_json(self):
+        request = self.write('r.json', json.dumps(base.sample_request_dict()))
+        code = self.run_main('--format', 'json', 'backup', '--config-file',
+                             self.write('c.conf', '[snapshot_ext]\n'
+                                        'backup_copies = true\n'),
+                             '--rotation', '1', '--backup-type', 'daily',
+                             request)
+        self.assertEqual(2, code)
+        document = json.loads(self.stdout.getvalue())
+        self.assertEqual(2, document['exit_code'])
+        self.assertIn('[snapshot_ext] backup_copies', document['error'])
+        self.assertEqual([], self.connected)
+
+    def test_bad_copies_keep_exit_2_naming_it(self):
+        code = self.backup('[snapshot_ext]\nbackup_copies_keep = -1\n')
+        self.assertEqual(2, code)
+        self.assertEqual([], self.connected)
+        self.assertIn('option [snapshot_ext] backup_copies_keep:',
+                      self.stderr.getvalue())
+
+    def test_every_bad_copies_option_exit_2_naming_it(self):
+        for option, value in (('backup_copies_keep', '-1'),
+                              ('backup_copies_max_age', '-3'),
+                              ('backup_copies_chain', '-1'),
+                              ('backup_copies_wait', '0'),
+                              ('backup_copies', 'maybe')):
+            self.stderr.seek(0)
+            self.stderr.truncate()
+            code = self.backup('[snapshot_ext]\n%s = %s\n'
+                               % (option, value))
+            self.assertEqual(2, code, option)
+            self.assertIn('option [snapshot_ext] %s:' % option,
+                          self.stderr.getvalue(), option)
+        self.assertEqual([], self.connected)
+
+    def test_bad_option_named_even_with_copies_off(self):
+        # Read at start-up whether copies are on or not: a value that
+        # would fail later is named now.
+        code = self.backup('[snapshot_ext]\nbackup_copies = false\n'
+                           'backup_copies_keep = -1\n')
+        self.assertEqual((2, []), (code, self.connected))
+        self.assertIn('backup_copies_keep', self.stderr.getvalue())
+
+
+class TestCheckOptionsReadsBackupOptions(test_cmd.CLITestCase):
+
+    def test_every_backup_option_read_at_start(self):
+        self.assertIn('backup_copies_keep',
+                      [opt.dest for opt in opts.backup_opts])
+        for opt in opts.backup_opts:
+            bad = 'maybe' if isinstance(opt.type, types.Boolean) else '-7'
+            conf = base.private_conf([self.write(
+                'c.conf', '[snapshot_ext]\n%s = %s\n' % (opt.dest, bad))])
+            err = self.assertRaises(exception.ConfigurationError,
+                                    snapshot_service.check_options, conf)
+            self.assertEqual(opt.dest, err.kwargs['option'])
+            self.assertIn('[snapshot_ext] %s:' % opt.dest,
+                          err.format_message())
+
+    def test_good_values_pass(self):
+        conf = base.private_conf([self.write(
+            'c.conf', '[snapshot_ext]\nbackup_copies = true\n'
+            'backup_copies_keep = 0\nbackup_copies_wait = 1\n'
+            'backup_copies_chain = 0\nbackup_copies_max_age = 0\n')])
+        self.assertIsNone(snapshot_service.check_options(conf))

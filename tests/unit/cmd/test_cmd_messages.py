@@ -78,6 +78,10 @@ class TestBlankValues(base.TestCase):
                                 not other.option_strings):
                             continue
                         argv += [other.option_strings[0], '1']
+                    if command == 'restore' and name not in (
+                            '--image', '--server'):
+                        # One of them is required (an exclusive group).
+                        argv += ['--server', '1']
                     if name:
                         argv += [name, blank]
                         if command in ('snapshot', 'backup'):

@@ -111,7 +111,7 @@ class Cinder(base.CloudService):
         return self.cloud.service('mariadb').count(
             "SELECT COUNT(*) FROM services WHERE `binary` = 'cinder-volume'"
             " AND deleted = 0 AND disabled = 0 AND updated_at > "
-            "NOW() - INTERVAL 60 SECOND", 'cinder')
+            "UTC_TIMESTAMP() - INTERVAL 60 SECOND", 'cinder')
 
     def _wait_pools(self):
         """Until cinder-scheduler knows a backend it can place volumes on.

@@ -110,4 +110,4 @@ class CinderBackup(base.CloudService):
         return self.cloud.service('mariadb').count(
             "SELECT COUNT(*) FROM services WHERE `binary` = 'cinder-backup'"
             " AND deleted = 0 AND disabled = 0 AND updated_at > "
-            "NOW() - INTERVAL 60 SECOND", 'cinder')
+            "UTC_TIMESTAMP() - INTERVAL 60 SECOND", 'cinder')
