@@ -33,6 +33,7 @@ import uuid
 import fixtures
 from oslotest import base as oslotest_base
 
+from nova_snapshot_ext.backup import copies
 from nova_snapshot_ext.embedded.cloud import guest
 from nova_snapshot_ext.embedded.cloud import host
 from nova_snapshot_ext.embedded.cloud import libvirtd
@@ -44,6 +45,9 @@ from tests.cloud import test_scenarios
 #: Seconds to wait for a guest's console to say everything (a TCG boot
 #: takes ~5 s alone, ~15 s on a loaded 2-core machine).
 CONSOLE_TIMEOUT = 240.0
+#: Seconds a copy off the primary storage may take (a 1 GB volume:
+#: ~10-20 s here, more when the machine is loaded).
+COPY_TIMEOUT = 300.0
 #: Volume API microversion of an in-use extend (3.42).
 EXTEND = 'volume 3.42'
 
@@ -189,6 +193,33 @@ class _RealStack(test_scenarios._Cloud):
             self.assertEqual(('READ', marker), said['markers'][disk],
                              (disk, said))
 
+    def _copies_of(self, image_id):
+        """The Cinder backups recorded as copies of ``image_id``."""
+        listed = self.demo.json(
+            'cinder', 'GET', self.demo.project_path('/backups/detail'),
+            microversion='volume 3.43')['backups']
+        return [b for b in listed if (b.get('metadata') or {}).get(
+            copies.IMAGE_KEY) == image_id]
+
+    def _wait_copies(self, image_id, count):
+        """Until ``count`` copies of the image are available."""
+        return self.demo.wait(
+            'the %d copies of backup %s' % (count, image_id),
+            lambda: {'copies': self._copies_of(image_id)},
+            lambda v: len(v['copies']) == count and all(
+                b['status'] == 'available' for b in v['copies']),
+            timeout=COPY_TIMEOUT)['copies']
+
+    def _delete_copies(self, backup_ids):
+        """Delete copies, newest first (an incremental before its base)."""
+        for backup_id in backup_ids:
+            self.demo.call('cinder', 'DELETE', self.demo.project_path(
+                '/backups/%s' % backup_id), ok=None)
+            self.demo.wait('backup %s deleted' % backup_id, lambda: {
+                'gone': self.demo.call('cinder', 'GET', self.demo.project_path(
+                    '/backups/%s' % backup_id), ok=None).status_code == 404},
+                lambda v: v['gone'], timeout=COPY_TIMEOUT)
+
     def _create_backup(self, server_id, name, rotation):
         resp = self.demo.action(server_id, {'createBackup': {
             'name': name, 'backup_type': 'daily', 'rotation': rotation}},
@@ -315,6 +346,12 @@ class FileStoreTest(_RoundTrip, oslotest_base.BaseTestCase):
             image_id = self._create_backup(server['id'], 'backup-%d' % i, 2)
             made.append(image_id)
             image = self._active_image(image_id)
+            # Its copies off the primary storage end before the next
+            # backup: a backup whose snapshots are being copied is not
+            # rotated (they cannot be deleted yet).
+            copied = [b['id'] for b in
+                      self._wait_copies(image_id, len(volumes))]
+            self.addCleanup(self._delete_copies, list(reversed(copied)))
             mappings[image_id] = self._mappings(image)
             self._assert_rbd_snapshots(image, volumes)
             if i == 1:

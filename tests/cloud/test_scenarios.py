@@ -64,6 +64,37 @@ class _Cloud(object):
         self.demo = base.Api(self.cloud, 'demo')
         self.admin = base.Api(self.cloud, 'admin')
 
+    def _conf_file(self, user='demo', project='demo'):
+        """The plugin's CLI configuration as ``user`` (Glance, Cinder)."""
+        keystone = self.cloud.keystone_url
+        auth = ('auth_type = password\nauth_url = %s\nusername = %s\n'
+                'password = %s\nproject_name = %s\n'
+                'user_domain_id = default\nproject_domain_id = default\n'
+                % (keystone, user, launcher.PASSWORD, project))
+        fd, path = tempfile.mkstemp(suffix='.conf')
+        with os.fdopen(fd, 'w') as fh:
+            fh.write('[snapshot_ext_glance]\n%s\n[snapshot_ext_cinder]\n%s'
+                     % (auth, auth))
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def _cli(self, command, conf_file, *extra, codes=(0,), timeout=300):
+        """``nova-snapshot-ext <command> --format json``: ``(code, JSON)``.
+
+        :param codes: the exit statuses expected (else the test fails with
+            its stderr).
+        """
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', command,
+             '--config-file', conf_file, '--format', 'json'] + list(extra),
+            capture_output=True, text=True, timeout=timeout, check=False)
+        self.addDetail('%s stderr' % command, _text(proc.stderr[-4000:]))
+        self.assertIn(proc.returncode, codes, proc.stderr)
+        return proc.returncode, json.loads(proc.stdout)
+
+    def _audit(self, conf_file, *extra):
+        return self._cli('audit', conf_file, *extra, codes=(0, 1))[1]
+
     def _volume_server(self):
         """A server on a root volume (from the image) and a data volume."""
         tag = uuid.uuid4().hex[:8]
@@ -86,6 +117,16 @@ class _Cloud(object):
             '/volumes/%s' % volume_id), ok=None)
 
     def _delete_snapshot(self, snapshot_id):
+        # A snapshot cinder-backup is copying (backing-up, the real
+        # stack's copies) can be deleted once the copy ends.
+        try:
+            self.demo.wait('snapshot %s copied' % snapshot_id,
+                           lambda: self.demo.snapshot(
+                               snapshot_id, ok=(200, 404)) or {},
+                           lambda s: s.get('status') != 'backing-up',
+                           timeout=300)
+        except AssertionError:
+            pass
         self.demo.call('cinder', 'DELETE', self.demo.project_path(
             '/snapshots/%s' % snapshot_id), ok=None)
         try:
@@ -300,27 +341,6 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
     """
 
     profile = 'default'
-
-    def _conf_file(self, user='demo', project='demo'):
-        keystone = self.cloud.keystone_url
-        auth = ('auth_type = password\nauth_url = %s\nusername = %s\n'
-                'password = %s\nproject_name = %s\n'
-                'user_domain_id = default\nproject_domain_id = default\n'
-                % (keystone, user, launcher.PASSWORD, project))
-        fd, path = tempfile.mkstemp(suffix='.conf')
-        with os.fdopen(fd, 'w') as fh:
-            fh.write('[snapshot_ext_glance]\n%s\n[snapshot_ext_cinder]\n%s'
-                     % (auth, auth))
-        self.addCleanup(os.unlink, path)
-        return path
-
-    def _audit(self, conf_file, *extra):
-        proc = subprocess.run(
-            [sys.executable, '-m', 'nova_snapshot_ext.cmd.main', 'audit',
-             '--config-file', conf_file, '--format', 'json'] + list(extra),
-            capture_output=True, text=True, timeout=300, check=False)
-        self.assertIn(proc.returncode, (0, 1), proc.stderr)
-        return json.loads(proc.stdout)
 
     def _hand_snapshot(self, volume_id, name, metadata=None):
         snap = self.demo.json('cinder', 'POST', self.demo.project_path(
