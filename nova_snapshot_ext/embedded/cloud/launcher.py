@@ -122,7 +122,7 @@ class Cloud(object):
     def __init__(self, profile='default', plugin=True, keep=False,
                  use_template=True, activation='upload',
                  nova_glance_port=None, stack='fake', glance_store='file',
-                 progress=None):
+                 progress=None, copies=True):
         if profile not in PROFILES:
             raise KeyError('unknown profile %r (known: %s)' % (
                 profile, ', '.join(sorted(PROFILES))))
@@ -140,6 +140,9 @@ class Cloud(object):
                            % glance_store)
         self.stack = stack
         self.glance_store = glance_store
+        #: nova-api copies backups off the primary storage where
+        #: cinder-backup runs (``[snapshot_ext] backup_copies``).
+        self.copies = copies
         self._progress = progress
         self.profile = profile
         self.plugin = plugin
