@@ -128,6 +128,7 @@ class CopySet:
         return {'image_id': self.image_id, 'server': self.server,
                 'backup_type': self.backup_type, 'set_size': self.set_size,
                 'created_at': self.created_at, 'taken_at': self.taken_at,
+                'refusal': self.refusal(),
                 'members': [m.to_dict() for m in self.members]}
 
 

@@ -80,7 +80,7 @@ class TestCopySet(base.TestCase):
         self.assertEqual(
             {'image_id': 'img', 'server': 'srv', 'backup_type': 'daily',
              'set_size': 1, 'created_at': '2024-05-01T10:00:00',
-             'taken_at': '2024-05-01T10:00:00',
+             'taken_at': '2024-05-01T10:00:00', 'refusal': None,
              'members': [member().to_dict()]}, copy_set.to_dict())
 
 
