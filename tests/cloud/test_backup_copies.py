@@ -143,7 +143,13 @@ class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
         running = self.cloud.procs.named('cinder-backup')
         process.stop_group(running.process, 0, first=signal.SIGKILL)
         self.cloud.procs.stop_named('cinder-backup')
-        self._active_image(first)
+        # Active; its snapshots go from available to backing-up at once
+        # (the copies are asked for) and stay so until the restart.
+        image = self.demo.wait(
+            'image %s' % first, lambda: self.demo.image(first),
+            lambda i: i['status'] == 'active', failed=('killed', 'deleted'))
+        for snapshot_id in self._snapshot_ids(image):
+            self.addCleanup(self._delete_snapshot, snapshot_id)
         self.demo.wait('the copies of %s asked for' % first,
                        lambda: {'copies': self._copies_of(first)},
                        lambda v: len(v['copies']) == len(volumes),
