@@ -442,8 +442,9 @@ def template_dir():
 def ensure_template(python=None):
     """Build the template once (under a lock), or reuse it.
 
-    The template records the virtualenv record it was built with; a new
-    virtualenv rebuilds it.
+    The template records the virtualenv record it was built with and the
+    code that built it (:func:`glance_venv.builder_digest`); a change of
+    either rebuilds it.
 
     :param python: the keystone interpreter; :func:`ensure_venv` if None.
     :returns: ``(template directory, ids)``.
@@ -453,7 +454,8 @@ def ensure_template(python=None):
     path = template_dir()
     built_from = {'venv': glance_venv._read_release_record(RELEASE),
                   'python': python, 'users': list(USERS),
-                  'limits': list(GLANCE_LIMITS.items())}
+                  'limits': list(GLANCE_LIMITS.items()),
+                  'builder': glance_venv.builder_digest()}
     with open(path + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:

@@ -580,7 +580,8 @@ def _template_record(ids):
     """What a template's ``template.json`` holds."""
     return {'version': TEMPLATE_VERSION, 'ids': ids,
             'services': [cls.name for cls in services_mod.SERVICES],
-            'requirements': list(venv.pins())}
+            'requirements': list(venv.pins()),
+            'builder': glance_venv.builder_digest()}
 
 
 def _read_template(tmpl):
@@ -592,7 +593,7 @@ def _read_template(tmpl):
         return None
     expected = _template_record(None)
     if any(record.get(key) != expected[key] for key in (
-            'version', 'services', 'requirements')):
+            'version', 'services', 'requirements', 'builder')):
         return None
     return record
 

@@ -113,30 +113,9 @@ def checkout_root():
         os.path.dirname(os.path.abspath(__file__)))))
 
 
-def _tree_hash(root):
-    """A hash of the plugin's installable files (to reinstall on change).
-
-    :param root: the checkout.
-    :returns: a hex string.
-    """
-    digest = hashlib.sha256()
-    for top in ('nova_snapshot_ext', 'setup.cfg', 'setup.py',
-                'requirements.txt'):
-        path = os.path.join(root, top)
-        if os.path.isfile(path):
-            walk = [(root, [], [top])]
-        else:
-            walk = os.walk(path)
-        for dirpath, dirnames, filenames in walk:
-            dirnames[:] = sorted(d for d in dirnames if d != '__pycache__')
-            for name in sorted(filenames):
-                if name.endswith(('.pyc', '.pyo')):
-                    continue
-                full = os.path.join(dirpath, name)
-                digest.update(os.path.relpath(full, root).encode())
-                with open(full, 'rb') as fh:
-                    digest.update(fh.read())
-    return digest.hexdigest()
+#: The plugin's installable files, relative to the checkout.
+_PLUGIN_FILES = ('nova_snapshot_ext', 'setup.cfg', 'setup.py',
+                 'requirements.txt')
 
 
 def ensure_plugin(python, root=None):
@@ -154,7 +133,7 @@ def ensure_plugin(python, root=None):
     root = root or checkout_root()
     mark = os.path.join(os.path.dirname(os.path.dirname(python)),
                         _PLUGIN_MARK)
-    wanted = _tree_hash(root)
+    wanted = glance_venv.tree_digest(root, _PLUGIN_FILES)
     try:
         with open(mark) as fh:
             if fh.read().strip() == wanted:

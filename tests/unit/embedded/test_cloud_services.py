@@ -22,6 +22,7 @@ import testtools
 from nova_snapshot_ext.embedded.cloud import launcher
 from nova_snapshot_ext.embedded.cloud import services
 from nova_snapshot_ext.embedded.cloud.services import base
+from nova_snapshot_ext.embedded import glance_venv
 
 
 class DeclarationsTest(testtools.TestCase):
@@ -119,6 +120,52 @@ class TemplateRecordTest(testtools.TestCase):
         self.assertIsNone(launcher._read_template(self.dir))
         os.remove(os.path.join(self.dir, 'template.json'))
         self.assertIsNone(launcher._read_template(self.dir))
+
+    def test_a_template_built_by_other_code_is_not_reused(self):
+        record = launcher._template_record({})
+        record['builder'] = '0' * 64
+        self._write(record)
+        self.assertIsNone(launcher._read_template(self.dir))
+        del record['builder']
+        self._write(record)
+        self.assertIsNone(launcher._read_template(self.dir))
+
+
+class BuilderDigestTest(testtools.TestCase):
+    """The digest follows the files' names and contents, nothing else."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(self.root, 'pkg', 'sub', '__pycache__'))
+        self._put('pkg/a.py', 'a = 1\n')
+        self._put('pkg/sub/b.py', 'b = 2\n')
+
+    def _put(self, name, text):
+        with open(os.path.join(self.root, name), 'w') as fh:
+            fh.write(text)
+
+    def _digest(self):
+        return glance_venv.tree_digest(self.root, ('pkg',))
+
+    def test_contents_and_names_change_it_compiled_files_do_not(self):
+        first = self._digest()
+        self._put('pkg/sub/__pycache__/b.cpython-311.pyc', 'x')
+        self._put('pkg/a.pyc', 'x')
+        self.assertEqual(first, self._digest())
+        self._put('pkg/sub/b.py', 'b = 3\n')
+        changed = self._digest()
+        self.assertNotEqual(first, changed)
+        os.rename(os.path.join(self.root, 'pkg', 'sub', 'b.py'),
+                  os.path.join(self.root, 'pkg', 'sub', 'c.py'))
+        self.assertNotIn(self._digest(), (first, changed))
+
+    def test_the_builder_is_the_embedded_package(self):
+        here = os.path.dirname(os.path.abspath(glance_venv.__file__))
+        self.assertEqual(
+            glance_venv.tree_digest(os.path.dirname(here), ('embedded',)),
+            glance_venv.builder_digest())
+        self.assertEqual(64, len(glance_venv.builder_digest()))
 
 
 class PhaseOrderTest(testtools.TestCase):
