@@ -25,7 +25,9 @@ concern:
 * :mod:`.volume_snapshots`: with Cinder credentials, the volume snapshots
   the plugin recorded taking for an image that is gone;
 * :mod:`.backups`: with Cinder credentials, backups whose volume
-  snapshots are gone, and which volume snapshots were listed.
+  snapshots are gone, and which volume snapshots were listed;
+* :mod:`.copies`: with Cinder credentials, the copies off the primary
+  storage (in error, a broken chain, past retention, never made).
 
 The audit reads what :mod:`nova_snapshot_ext.backup` writes (its marks and
 records); nothing there imports the audit.  The names below are defined
@@ -45,6 +47,7 @@ UNSAFE_MAPPING = report.UNSAFE_MAPPING
 DELETION_HAZARD = report.DELETION_HAZARD
 IMAGE = report.IMAGE
 VOLUME_SNAPSHOT = report.VOLUME_SNAPSHOT
+COPY = report.COPY
 Finding = report.Finding
 Action = report.Action
 Report = report.Report

@@ -38,6 +38,11 @@ BORROWED_PROPERTY = 'borrowed-property'
 MALFORMED_MAPPING = 'malformed-mapping'
 UNSAFE_MAPPING = 'unsafe-mapping'
 DELETION_HAZARD = 'deletion-hazard'
+# The copies off the primary storage (nova_snapshot_ext.audit.copies):
+COPY_IN_ERROR = 'copy-in-error'
+COPY_CHAIN_BROKEN = 'copy-chain-broken'
+COPY_PAST_RETENTION = 'copy-past-retention'
+COPIES_INCOMPLETE = 'copies-incomplete'
 
 #: The documented problem vocabulary: kind -> (what it means, fixable).
 KINDS: dict[str, tuple[str, bool]] = {
@@ -80,6 +85,26 @@ KINDS: dict[str, tuple[str, bool]] = {
                                'fix: delete it in Cinder (re-read first)',
                                True),
     references.KIND: (references.MEANING, False),
+    # With Cinder credentials, the copies (nova_snapshot_ext.audit.copies):
+    COPY_IN_ERROR: ('a copy off the primary storage (a Cinder backup the '
+                    'plugin recorded) in error: it holds nothing to '
+                    "restore (Cinder's fail_reason says why); fix: delete "
+                    'it in Cinder (re-read first: still in error, still '
+                    'recorded, no incremental made on it)', True),
+    COPY_CHAIN_BROKEN: ('an incremental copy with no available full copy '
+                        'of its volume before it: its chain lost its base, '
+                        'Cinder cannot restore it; not fixed (the next '
+                        'copy of the volume is made full)', False),
+    COPY_PAST_RETENTION: ('a copy the retention ([snapshot_ext] '
+                          'backup_copies_keep, backup_copies_max_age) '
+                          'deletes, still there (no copy a kept one needs); '
+                          'fix: the retention of its server and backup '
+                          'type, which re-reads every backup first', True),
+    COPIES_INCOMPLETE: ('with [snapshot_ext] backup_copies, an active '
+                        'backup image older than twice backup_copies_wait '
+                        'with a disk that has no copy, or only copies in '
+                        'error; fix: make the missing copies (a copy '
+                        'already made is not made twice)', True),
 }
 
 
@@ -87,6 +112,10 @@ KINDS: dict[str, tuple[str, bool]] = {
 #: volume snapshot (the Cinder checks, :mod:`nova_snapshot_ext.backup`).
 IMAGE = 'image'
 VOLUME_SNAPSHOT = 'volume snapshot'
+#: A copy off the primary storage: a Cinder backup.
+COPY = 'copy'
+#: The key each subject's id has in :meth:`Finding.to_dict`.
+_ID_KEYS = {VOLUME_SNAPSHOT: 'volume_snapshot_id', COPY: 'backup_id'}
 
 
 def _subject_dict(data: dict[str, ty.Any], recorded_image: ty.Any
@@ -94,12 +123,13 @@ def _subject_dict(data: dict[str, ty.Any], recorded_image: ty.Any
     """A finding's or action's dict with its id under its subject's name.
 
     An image's id stays ``image_id``; a volume snapshot's is
-    ``volume_snapshot_id``, and ``image_id`` is then the image it was
-    recorded for (``None``: none).
+    ``volume_snapshot_id`` and a copy's ``backup_id``, and ``image_id`` is
+    then the image it was recorded for (``None``: none).
     """
     data.pop('recorded_image', None)
-    if data.get('subject') == VOLUME_SNAPSHOT:
-        data['volume_snapshot_id'] = data.pop('image_id')
+    key = _ID_KEYS.get(str(data.get('subject')))
+    if key is not None:
+        data[key] = data.pop('image_id')
         data['image_id'] = recorded_image
     return data
 
@@ -114,7 +144,8 @@ class Finding:
 
     :ivar image_id: the Glance image id; with ``subject``
         :data:`VOLUME_SNAPSHOT`, the Cinder volume snapshot's id (named
-        ``volume_snapshot_id`` in :meth:`to_dict`).
+        ``volume_snapshot_id`` in :meth:`to_dict`); with :data:`COPY`,
+        the Cinder backup's (``backup_id``).
     :ivar kind: one of :data:`KINDS`.
     :ivar evidence: what was seen (JSON-able dict).
     :ivar fixable: whether ``--fix`` repairs it.
@@ -123,7 +154,7 @@ class Finding:
         ``{'op': 'remove', 'path': '/instance_uuid'}``; or ``None``.
     :ivar owner: the image's project, for the report.
     :ivar name: the image's name, for the report.
-    :ivar subject: :data:`IMAGE` or :data:`VOLUME_SNAPSHOT`.
+    :ivar subject: :data:`IMAGE`, :data:`VOLUME_SNAPSHOT` or :data:`COPY`.
     """
 
     image_id: str

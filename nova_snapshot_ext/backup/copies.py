@@ -303,6 +303,31 @@ def chain_length(backups: ty.Iterable[ty.Mapping[str, ty.Any]]) -> int:
     return count
 
 
+def base_of(backups: ty.Iterable[ty.Mapping[str, ty.Any]],
+            backup: ty.Mapping[str, ty.Any]
+            ) -> ty.Mapping[str, ty.Any] | None:
+    """The full backup a backup's chain stands on, or ``None``.
+
+    Cinder makes an incremental on the newest ``available`` backup of its
+    volume with older data, so walking the volume's available backups
+    back in time from it, the first full one is its chain's base.  A full
+    backup is its own base.
+
+    :param backups: backups of its volume (others are passed over).
+    :returns: the base; ``None`` when no available full backup of older
+        data is left (deleted, or failed after): Cinder can restore
+        neither it nor an incremental made on it.
+    """
+    if not backup.get('is_incremental'):
+        return backup
+    when = data_time(backup)
+    older = sorted((b for b in backups
+                    if b.get('volume_id') == backup.get('volume_id') and
+                    b.get('status') == 'available' and data_time(b) < when),
+                   key=data_time, reverse=True)
+    return next((b for b in older if not b.get('is_incremental')), None)
+
+
 def make_copies(cinder: Copier, image: ty.Mapping[str, ty.Any],
                 project: str, wait: Wait | None = None,
                 chain: int | None = None) -> CopyResult:
@@ -400,8 +425,9 @@ def _copy(cinder: Copier, disk: Disk, image: ty.Mapping[str, ty.Any],
     retried; its snapshot may be ``backing-up`` for it) is reported, not
     made twice.  Otherwise, once the snapshot is ``available``: an
     incremental when the volume has an ``available`` backup of older
-    data than the snapshot (Cinder's parent) and its chain is shorter
-    than ``chain``; a full copy else.
+    data than the snapshot (Cinder's parent), its chain still has its
+    full base (:func:`base_of`) and is shorter than ``chain``; a full
+    copy else.
 
     :param waiting: ``(wait, deadline)`` for the snapshot.
     """
@@ -421,9 +447,15 @@ def _copy(cinder: Copier, disk: Disk, image: ty.Mapping[str, ty.Any],
     snap = _available(cinder, disk, *waiting)
     backups = list(cinder.list_backups(volume_id=volume_id))
     parent = parent_of(backups, str(snap.get('created_at') or ''))
-    incremental = (parent is not None and
-                   parent.get('status') == 'available' and
-                   (chain is None or chain_length(backups) < chain))
+    usable = parent is not None and parent.get('status') == 'available'
+    if parent is not None and usable and base_of(backups, parent) is None:
+        LOG.warning('nova-snapshot-ext: backup %s of volume %s is an '
+                    'incremental whose chain has no full backup left: the '
+                    'copy of volume snapshot %s is made full',
+                    parent.get('id'), volume_id, disk.snapshot_id)
+        usable = False
+    incremental = usable and (chain is None or
+                              chain_length(backups) < chain)
     name = 'copy of %s %s' % (image.get('name') or image.get('id'),
                               disk.device_name or disk.snapshot_id)
     description = ('nova-snapshot-ext: copy of volume snapshot %s of '

@@ -183,6 +183,49 @@ def needed(backups: ty.Iterable[ty.Mapping[str, ty.Any]],
     return wanted
 
 
+@dataclasses.dataclass
+class RetentionPlan:
+    """What a policy keeps of one server's copies of one backup type.
+
+    :ivar kept: backup image ids whose sets are kept, newest first.
+    :ivar past: the copies of the other sets (Cinder backup documents),
+        newest data first: the order they are deleted in.
+    :ivar needed: backup ids the kept copies need (their chains back to
+        a full copy): those of ``past`` among them stay.
+    """
+
+    kept: list[str]
+    past: list[dict[str, ty.Any]]
+    needed: set[str]
+
+
+def plan_retention(backups: list[dict[str, ty.Any]], project: str,
+                   server: str, backup_type: str, policy: Policy,
+                   now: datetime.datetime | None = None) -> RetentionPlan:
+    """Which copies of ``server`` and ``backup_type`` are past retention.
+
+    The one reading of the policy, for :func:`retain` and the audit
+    (:mod:`nova_snapshot_ext.audit.copies`).
+
+    :param backups: every backup of the project, with metadata.
+    :param now: the time ages are measured at (default: now, UTC).
+    """
+    now = now or timeutils.utcnow()
+    mine = [s for s in sets_mod.find_sets(backups, project)
+            if s.server == server and s.backup_type == backup_type]
+    kept = kept_sets(mine, policy, now)
+    copies = [b for b in backups if _copy_of(b, project, server,
+                                             backup_type)]
+    keep_ids = [str(b['id']) for b in copies
+                if b['metadata'][copies_mod.IMAGE_KEY] in kept]
+    past = sorted((b for b in copies
+                   if b['metadata'][copies_mod.IMAGE_KEY] not in kept),
+                  key=lambda b: (copies_mod.data_time(b), str(b['id'])),
+                  reverse=True)
+    return RetentionPlan([s.image_id for s in mine if s.image_id in kept],
+                         past, needed(backups, keep_ids))
+
+
 def retain(cinder: ty.Any, backups: list[dict[str, ty.Any]],
            project: str, server: str, backup_type: str, policy: Policy,
            wait: copies_mod.Wait | None = None,
@@ -196,23 +239,14 @@ def retain(cinder: ty.Any, backups: list[dict[str, ty.Any]],
         (a copy not deleted is in ``left`` with the reason).
     """
     wait = wait or copies_mod.Wait()
-    now = now or timeutils.utcnow()
     result = RetentionResult(server, backup_type)
     if not policy.active:
         return result
-    mine = [s for s in sets_mod.find_sets(backups, project)
-            if s.server == server and s.backup_type == backup_type]
-    kept = kept_sets(mine, policy, now)
-    result.kept = [s.image_id for s in mine if s.image_id in kept]
-    copies = [b for b in backups if _copy_of(b, project, server,
-                                             backup_type)]
-    keep_ids = [str(b['id']) for b in copies
-                if b['metadata'][copies_mod.IMAGE_KEY] in kept]
-    wanted = needed(backups, keep_ids)
-    past = sorted((b for b in copies
-                   if b['metadata'][copies_mod.IMAGE_KEY] not in kept),
-                  key=lambda b: (copies_mod.data_time(b), str(b['id'])),
-                  reverse=True)
+    plan = plan_retention(backups, project, server, backup_type, policy,
+                          now)
+    result.kept = plan.kept
+    wanted = set(plan.needed)
+    past = plan.past
     deadline = wait.clock() + wait.seconds
     for backup in past:
         backup_id = str(backup['id'])

@@ -30,6 +30,7 @@ from oslo_config import cfg
 
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.audit import backups as backup_audit
+from nova_snapshot_ext.audit import copies as copies_audit
 from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import progress as progress_mod
@@ -52,6 +53,9 @@ def summary(report: audit.Report) -> str:
 def _text(report: audit.Report, fix: bool, act: bool) -> str:
     lines = [summary(report) + '.',
              backup_audit.describe_coverage(report.cinder_coverage)]
+    if report.cinder_coverage is not None:
+        lines.append(copies_audit.describe_coverage(
+            report.cinder_coverage.get('copies')))
     for finding in report.findings:
         lines.append('  %s' % finding.describe())
     for item in report.not_inspected:
@@ -71,14 +75,18 @@ def _text(report: audit.Report, fix: bool, act: bool) -> str:
 
 
 def _cinder_checks(cinder: ty.Any, auditor: audit.AuditGlance,
-                   args: ty.Any, report: audit.Report, shown: bool) -> None:
-    """Backups and volume snapshots judged with Cinder, when configured.
+                   conf: cfg.ConfigOpts, report: audit.Report,
+                   shown: bool) -> None:
+    """Backups, volume snapshots and copies judged with Cinder.
 
     Only with ``[snapshot_ext_cinder]`` credentials (else none, and the
     report's ``cinder_coverage`` stays ``None``).  They read the images a
     second time: with ``shown``, that read has its own progress (label
-    ``audit (Cinder checks)``).
+    ``audit (Cinder checks)``).  The copies' coverage is
+    ``cinder_coverage['copies']``
+    (:func:`nova_snapshot_ext.audit.copies.coverage`).
     """
+    args = conf.command
     if cinder is None:
         return
     second = (progress_mod.Progress(sys.stderr, 'audit (Cinder checks)')
@@ -90,6 +98,10 @@ def _cinder_checks(cinder: ty.Any, auditor: audit.AuditGlance,
     report.findings += findings
     if second is not None:
         second.done(second.images, second.pages)
+    findings, report.cinder_coverage['copies'] = copies_audit.scan(
+        auditor, cinder, conf.snapshot_ext, owner=args.owner,
+        page_size=args.page_size or audit.DEFAULT_PAGE_SIZE)
+    report.findings += findings
 
 
 def check_args(conf: cfg.ConfigOpts) -> None:
@@ -138,11 +150,13 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
         shown.done(report.scanned, report.pages)
 
     cinder = backup_cmd.cinder_client(conf)
-    _cinder_checks(cinder, auditor, args, report, shown is not None)
+    _cinder_checks(cinder, auditor, conf, report, shown is not None)
     if args.fix:
         audit.repair(auditor, report, act=args.yes, queued_age=queued_age)
         if cinder is not None:
             backup_audit.repair(cinder, auditor, report, act=args.yes)
+            copies_audit.repair(cinder, auditor, report, conf.snapshot_ext,
+                                act=args.yes)
     if conf.format == 'json':
         data = report.to_dict()
         data['fix'] = 'act' if args.fix and args.yes else (

@@ -132,8 +132,10 @@ class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
         one being made "incomplete backup reset on manager restart",
         then perhaps its queued request's own).
         The backup image stays active, ``restore --list`` names each copy
-        in error and says why the set cannot be restored, and the next
-        ``createBackup`` makes a full set.
+        in error and says why the set cannot be restored; ``audit`` names
+        the copies in error and the image's missing copies, and ``--fix
+        --yes`` deletes those and makes these; the next ``createBackup``
+        makes a full set.
         """
         if not isinstance(self.cloud, launcher.Cloud):
             self.skipTest('stops and starts cinder-backup: needs the cloud '
@@ -191,6 +193,38 @@ class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
                 any(member['reason'][:60] in reason for reason in said),
                 '%r is none of what Cinder said: %r' % (
                     member['reason'], said))
+
+        # The audit names what the crash left; --fix --yes deletes the
+        # copies in error and makes the image's copies again.
+        audit_conf = self._conf_file(more='[snapshot_ext]\nbackup_copies = '
+                                     'true\nbackup_copies_wait = 1\n')
+        found = self._audit(audit_conf)['findings']
+        self.assertLessEqual({b['id'] for b in errors}, {
+            f['backup_id'] for f in found if f['kind'] == 'copy-in-error'})
+        [owed] = [f for f in found if f['kind'] == 'copies-incomplete' and
+                  f['image_id'] == first]
+        self.assertEqual(len(errors),
+                         len(owed['evidence']['disks_without_copy']))
+        fixed = self._cli('audit', audit_conf, '--fix', '--yes',
+                          codes=(0, 1))[1]
+        outcomes = {(a.get('backup_id') or a['image_id'], a['kind']):
+                    a['outcome'] for a in fixed['actions']}
+        for backup in errors:
+            self.assertEqual('done',
+                             outcomes[(backup['id'], 'copy-in-error')])
+        self.assertEqual('done', outcomes[(first, 'copies-incomplete')])
+        remade = self.demo.wait(
+            'the copies of %s made again' % first,
+            lambda: {'copies': [b for b in self._copies_of(first)
+                                if b['status'] not in ('deleting',)]},
+            lambda v: len(v['copies']) == len(volumes) and all(
+                b['status'] == 'available' for b in v['copies']),
+            timeout=test_real_stack.COPY_TIMEOUT)['copies']
+        self.addCleanup(self._delete_copies, [b['id'] for b in remade])
+        _, listed = self._cli('restore', conf, '--server', server['id'],
+                              '--list')
+        [shown] = [s for s in listed['sets'] if s['image_id'] == first]
+        self.assertIsNone(shown['refusal'])
 
         time.sleep(test_scenarios.BACKUP_SPACING)
         second = self._create_backup(server['id'], 'after-restart', 5)

@@ -64,8 +64,11 @@ class _Cloud(object):
         self.demo = base.Api(self.cloud, 'demo')
         self.admin = base.Api(self.cloud, 'admin')
 
-    def _conf_file(self, user='demo', project='demo'):
-        """The plugin's CLI configuration as ``user`` (Glance, Cinder)."""
+    def _conf_file(self, user='demo', project='demo', more=''):
+        """The plugin's CLI configuration as ``user`` (Glance, Cinder).
+
+        :param more: more of it (``[snapshot_ext]`` options...).
+        """
         keystone = self.cloud.keystone_url
         auth = ('auth_type = password\nauth_url = %s\nusername = %s\n'
                 'password = %s\nproject_name = %s\n'
@@ -73,8 +76,8 @@ class _Cloud(object):
                 % (keystone, user, launcher.PASSWORD, project))
         fd, path = tempfile.mkstemp(suffix='.conf')
         with os.fdopen(fd, 'w') as fh:
-            fh.write('[snapshot_ext_glance]\n%s\n[snapshot_ext_cinder]\n%s'
-                     % (auth, auth))
+            fh.write('[snapshot_ext_glance]\n%s\n[snapshot_ext_cinder]\n%s\n%s'
+                     % (auth, auth, more))
         self.addCleanup(os.unlink, path)
         return path
 

@@ -450,7 +450,9 @@ class TestRepair(base.TestCase):
                           'deletion-hazard', 'backup-snapshot-gone',
                           'unnamed-volume-snapshot',
                           'leaked-volume-snapshot',
-                          'untagged-snapshot-reference'}, set(audit.KINDS))
+                          'untagged-snapshot-reference', 'copy-in-error',
+                          'copy-chain-broken', 'copy-past-retention',
+                          'copies-incomplete'}, set(audit.KINDS))
 
 
 class TestImageLeftInPlace(test_service.ServiceTestBase):

@@ -613,6 +613,29 @@ class TestChainLength(base.TestCase):
         self.assertEqual(2, copies.chain_length(backups))
 
 
+class TestBaseOf(base.TestCase):
+
+    def test_a_full_backup_is_its_own_base(self):
+        [full] = _chain('F')
+        self.assertIs(full, copies.base_of([full], full))
+
+    def test_the_newest_older_available_full_one(self):
+        backups = _chain('F', 'I', 'F', 'I', 'I', 'F')
+        self.assertEqual('b2', copies.base_of(backups, backups[4])['id'])
+        self.assertEqual('b0', copies.base_of(backups, backups[1])['id'])
+
+    def test_none_when_no_full_one_is_left(self):
+        backups = _chain('F', 'I', 'I')
+        backups[0]['status'] = 'error'
+        self.assertIsNone(copies.base_of(backups, backups[2]))
+        self.assertIsNone(copies.base_of(backups[1:], backups[1]))
+
+    def test_another_volume_s_full_backup_is_no_base(self):
+        other = _chain('F', volume_id=VOL_B, prefix='o')
+        mine = _backup('i', '2024-05-01T11:00:00', True)
+        self.assertIsNone(copies.base_of(other + [mine], mine))
+
+
 class _ChainCinder(FakeCinder):
     """Copies that become available at once, as Cinder dates them."""
 
@@ -689,6 +712,13 @@ class TestCopyChain(base.TestCase):
                                            '2024-05-01T11:00:00', False,
                                            status='error'))
         self.assertEqual({SNAP_A: False}, self.copy(2))
+
+    def test_a_chain_without_its_full_base_is_not_extended(self):
+        self.cinder.backups = _chain('F', 'I', 'I')[1:]
+        with self.assertLogs(copies.LOG.logger, 'WARNING') as logs:
+            self.assertEqual({SNAP_A: False}, self.copy(6))
+        self.assertIn('no full backup left', logs.output[0])
+        self.assertFalse(self.cinder.created[0]['incremental'])
 
     def test_successive_backups_full_after_n_incrementals(self):
         kinds = []

@@ -131,6 +131,7 @@ class TestAuditProgress(base.TestCase):
 
     def test_cinder_checks_read_again_with_their_own_progress(self):
         from nova_snapshot_ext.audit import backups as backup_audit
+        from nova_snapshot_ext.audit import copies as copies_audit
         from nova_snapshot_ext.audit import volume_snapshots as vs_audit
         from nova_snapshot_ext.cmd import backup as backup_cmd
 
@@ -153,10 +154,14 @@ class TestAuditProgress(base.TestCase):
             return [], backup_audit.coverage(vs_audit.Scope('p1'),
                                              vs_audit.Scope('p1'), None)
 
+        def copies_scan(auditor, cinder, group, **kwargs):
+            return [], copies_audit.coverage('p1', [], False)
+
         conf = main.parse(['audit'])
         with mock.patch.object(audit, 'scan', scan), mock.patch.object(
                 backup_cmd, 'cinder_client', return_value=mock.Mock()), \
-                mock.patch.object(backup_audit, 'scan', cinder_scan):
+                mock.patch.object(backup_audit, 'scan', cinder_scan), \
+                mock.patch.object(copies_audit, 'scan', copies_scan):
             self.assertEqual(0, audit_cmd.run(conf, mock.Mock()))
         lines = [line.strip() for line in
                  stderr.getvalue().replace('\r', '\n').splitlines()
