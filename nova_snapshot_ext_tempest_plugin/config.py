@@ -46,6 +46,14 @@ opts = [
     cfg.BoolOpt('backup', default=True,
                 help='Whether the plugin serves createBackup for '
                 'volume-backed servers (Nova alone refuses it).'),
+    cfg.BoolOpt('backup_copies', default=False,
+                help='Whether nova-api copies each volume-backed backup off '
+                'the primary storage (the plugin\'s [snapshot_ext] '
+                'backup_copies). True, with [volume-feature-enabled] backup '
+                '(cinder-backup runs): the copy test runs, and expects one '
+                'available Cinder backup per volume snapshot of each '
+                'createBackup, recorded with its image, server and disk. '
+                'False: that test is skipped.'),
     cfg.StrOpt('location_url',
                help='The plugin\'s [snapshot_ext] location_url when nova-api '
                'activates through a location (activation_method '

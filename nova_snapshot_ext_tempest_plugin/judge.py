@@ -25,6 +25,7 @@ import tempfile
 
 from oslo_utils.imageutils import format_inspector
 
+from nova_snapshot_ext.backup import copies
 from nova_snapshot_ext.embedded.cloud import guest
 
 #: The entry kinds that name a volume snapshot in an image's mapping.
@@ -229,6 +230,71 @@ def rotation_kept(backups, rotation):
     :returns: a list of ids, oldest first.
     """
     return list(backups[-max(rotation, 1):])
+
+
+def copies_of(backups, image_id):
+    """The Cinder backups recorded as copies of one backup image.
+
+    :param backups: Cinder backup documents with ``metadata``
+        (``GET /backups/detail`` at volume microversion 3.43 or later).
+    :param image_id: the backup image.
+    :returns: those whose record names it, in the order given.
+    """
+    return [b for b in backups
+            if (b.get('metadata') or {}).get(copies.IMAGE_KEY) == image_id]
+
+
+def copy_problems(image, server_id, found):
+    """What is wrong with a backup image's copies off the primary storage.
+
+    One ``available`` copy per volume snapshot the image's mapping names,
+    none of another, each recording the server, the disk's device name
+    and boot index, and how many disks the image has
+    (doc/source/backups.rst, "Where the record lives").
+
+    :param image: the backup image as Glance v2 shows it.
+    :param server_id: the server backed up.
+    :param found: :func:`copies_of` the image.
+    :returns: a list of sentences (empty: every disk has its copy).
+    """
+    try:
+        entries = [e for e in mapping(image)
+                   if e.get('source_type') == _SNAPSHOT]
+    except ValueError as exc:
+        return [str(exc)]
+    problems = []
+    by_snapshot = {}
+    for backup in found:
+        by_snapshot.setdefault(backup.get('snapshot_id'), []).append(backup)
+    for entry in entries:
+        made = by_snapshot.pop(entry.get('snapshot_id'), [])
+        if len(made) != 1:
+            problems.append('%d copies of volume snapshot %s (%s), not 1'
+                            % (len(made), entry.get('snapshot_id'),
+                               entry.get('device_name')))
+            continue
+        backup = made[0]
+        meta = backup.get('metadata') or {}
+        if backup.get('status') != 'available':
+            problems.append('the copy %s of %s is %s: %s' % (
+                backup.get('id'), entry.get('device_name'),
+                backup.get('status'), backup.get('fail_reason')))
+        index = _boot_index(entry)
+        wanted = {copies.SERVER_KEY: server_id,
+                  copies.DEVICE_KEY: entry.get('device_name') or '',
+                  copies.BOOT_INDEX_KEY: str(
+                      index if index is not None and index >= 0 else -1),
+                  copies.SET_SIZE_KEY: str(len(entries))}
+        for key, value in sorted(wanted.items()):
+            if meta.get(key) != value:
+                problems.append('the copy %s records %s = %r, not %r' % (
+                    backup.get('id'), key, meta.get(key), value))
+    for snapshot_id, extra in sorted(by_snapshot.items(),
+                                     key=lambda i: str(i[0])):
+        problems.append('copies of volume snapshot %s, which the image '
+                        'does not name: %s' % (
+                            snapshot_id, [b.get('id') for b in extra]))
+    return problems
 
 
 def console_markers(output):

@@ -253,14 +253,12 @@ def _start_cloud(args):
         raise SystemExit('error: the cloud launcher is not available here '
                          '(%s); pass --tempest-conf of a running cloud'
                          % exc)
-    # No copies off the primary storage: the rotation scenario makes
-    # four backups seconds apart and counts what the rotation kept; with
-    # copies a backup whose snapshots are still being copied is rightly
-    # left for the next rotation. The copies are judged by
-    # tests/cloud/test_backup_copies.py (the Tempest test is not written).
+    # With copies off the primary storage where cinder-backup runs (the
+    # real stack): tempest.conf says so ([volume-feature-enabled] backup,
+    # [nova_snapshot_ext] backup_copies) and the copy test runs.
     cloud = launcher.Cloud(profile=args.profile, plugin=not args.stock_nova,
                            activation=args.activation, stack=args.stack,
-                           glance_store=args.glance_store, copies=False)
+                           glance_store=args.glance_store)
     print('== bringing the cloud up (profile %s, %s, activation %s, stack '
           '%s, Glance store %s)' % (
               args.profile, 'stock Nova' if args.stock_nova else 'plugin in '

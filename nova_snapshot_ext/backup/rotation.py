@@ -132,6 +132,9 @@ class RotationResult:
         :data:`CHECK_FULL_SCAN` or :data:`CHECK_LEGACY_SCAN`; ``None``
         when it had no volume snapshot to consider.
     :ivar error: why the rotation could not even list the backups.
+    :ivar copying: ids (among ``left``) of backups left only because
+        cinder-backup is copying their volume snapshots: a rotation a
+        little later deletes them.
     """
 
     backup_id: str
@@ -144,6 +147,7 @@ class RotationResult:
     snapshots_left: dict[str, str] = dataclasses.field(default_factory=dict)
     snapshot_check: str | None = None
     error: str | None = None
+    copying: list[str] = dataclasses.field(default_factory=list)
     #: The exceptions behind ``error`` / ``not_deleted`` (for exit codes).
     failures: list[exception.SnapshotExtException] = dataclasses.field(
         default_factory=list, repr=False)
@@ -431,8 +435,9 @@ def _delete_backup(glance: glance_mod.GlanceClient, image_id: str,
     busy = [] if why is not None else being_copied(cinder, image)
     if busy:
         why = ('cinder-backup is copying its volume snapshots %s off the '
-               'primary storage (backing-up); a later backup rotates it'
+               'primary storage (backing-up); a later rotation deletes it'
                % ', '.join(busy))
+        result.copying.append(image_id)
     if why is not None:
         result.left[image_id] = why
         return None

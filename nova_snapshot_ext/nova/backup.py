@@ -34,13 +34,15 @@ volume_backed_backups = true`` the filter answers it instead
    (:func:`.hook.register_prepared`).  A failure from here on is answered
    with its cause (:func:`_failure`), the volume snapshots taken deleted
    or named.
-4. With ``[snapshot_ext] backup_copies``, one Cinder backup of each of
-   the image's volume snapshots (:mod:`..backup.copies`), asked for in a
-   thread of its own once the snapshots are available, never waited for;
-   a copy not requested is a WARNING.  Then the
-   rotation (:mod:`..backup.rotation`) with the user's context for
+4. The rotation (:mod:`..backup.rotation`) with the user's context for
    Glance and Nova's own Cinder API
-   (:class:`~nova_snapshot_ext.cinder.NovaCinder`).  A
+   (:class:`~nova_snapshot_ext.cinder.NovaCinder`).  With
+   ``[snapshot_ext] backup_copies``, first one Cinder backup of each of
+   the image's volume snapshots (:mod:`..backup.copies`), asked for in a
+   thread of its own once the snapshots are available, never waited for
+   by the answer (a copy not requested is a WARNING); the rotation then
+   follows in that thread, waiting up to ``backup_copies_wait`` for an
+   older backup whose snapshots are being copied.  A
    failure of the rotation is logged (WARNING, naming what was not
    deleted); the backup stands and the answer is Nova's success.  Before
    it, the volume snapshots of the active backup are recorded in Cinder
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 import typing as ty
 
 from oslo_log import log as logging
@@ -87,6 +90,8 @@ IMAGE_ID_BODY_SINCE = '2.45'
 
 #: Before this microversion Nova checks the image metadata quota.
 NO_QUOTA_CHECK_SINCE = '2.39'
+#: Seconds between two rotations while an older backup is being copied.
+ROTATION_POLL_S = 2.0
 
 
 @dataclasses.dataclass
@@ -233,10 +238,14 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
         return image_id  # the failure, answered
     backup = _read_backup(glance, image_id)
     if backup is not None:
-        if conf.snapshot_ext.backup_copies:
-            _copy_later(context, backup, conf.snapshot_ext)
-        _rotate(context, glance, backup, action,
-                conf.snapshot_ext.rotation_full_scan)
+        if not conf.snapshot_ext.backup_copies:
+            _rotate(context, glance, backup, action,
+                    conf.snapshot_ext.rotation_full_scan)
+        elif _copy_later(context, glance, backup, action,
+                         conf.snapshot_ext) is None:
+            # No thread: no copies, but the rotation as without them.
+            _rotate(context, glance, backup, action,
+                    conf.snapshot_ext.rotation_full_scan)
     return _answer(req, nova_req, image_id, action.rotation)
 
 
@@ -365,21 +374,26 @@ def _read_backup(glance: ty.Any, image_id: str) -> ty.Any:
         return None
 
 
-def _copy_later(context: ty.Any, backup: ty.Any,
-                group: ty.Any) -> threading.Thread | None:
+def _copy_later(context: ty.Any, glance: ty.Any, backup: ty.Any,
+                action: BackupAction, group: ty.Any
+                ) -> threading.Thread | None:
     """:func:`_copy` in a thread of its own: Nova answers meanwhile.
 
     The volume snapshots are made by Cinder after Nova's answer (a
     quiesced server is thawed once they are), and a copy needs them
-    ``available``.  A nova-api stopped before the copies are asked for
-    leaves the backup without them; the next ``createBackup`` of the
-    server copies its own snapshots (doc/source/backups.rst).
+    ``available``.  The rotation follows the copies in the same thread:
+    an older backup's snapshots cannot be deleted while cinder-backup
+    copies them, so it waits for them (:func:`_rotate`'s ``patience``).
+    A nova-api stopped before the copies are asked for leaves the backup
+    without them until ``audit --fix --yes`` makes them
+    (``copies-incomplete``, doc/source/backups.rst).
 
     :param group: ``conf.snapshot_ext``.
+    :returns: the thread, or ``None`` when none could start (logged).
     """
     thread = threading.Thread(
-        target=_copy, args=(context, backup, group), daemon=True,
-        name='nova-snapshot-ext-copies-%s' % backup.get('id'))
+        target=_copy, args=(context, glance, backup, action, group),
+        daemon=True, name='nova-snapshot-ext-copies-%s' % backup.get('id'))
     try:
         thread.start()
     except Exception:  # noqa: B902 - the backup stands, Nova's answer too
@@ -390,16 +404,28 @@ def _copy_later(context: ty.Any, backup: ty.Any,
     return thread
 
 
-def _copy(context: ty.Any, backup: ty.Any, group: ty.Any) -> None:
-    """The backup's copies off the primary storage, then their retention.
+def _copy(context: ty.Any, glance: ty.Any, backup: ty.Any,
+          action: BackupAction, group: ty.Any) -> None:
+    """The backup's copies off the primary storage, retention, rotation.
 
     ``[snapshot_ext] backup_copies`` (:mod:`..backup.copies`), with Nova's
     Cinder for the user's context, once the snapshots are available (at
     most ``backup_copies_wait`` seconds); then ``backup_copies_keep`` and
-    ``backup_copies_max_age`` (:mod:`..backup.copy_retention`).  Nothing
-    raised: a copy not requested, or one past retention not deleted, is a
-    WARNING naming it and why; the backup stands.
+    ``backup_copies_max_age`` (:mod:`..backup.copy_retention`); then the
+    images' rotation, waiting up to ``backup_copies_wait`` for the older
+    backups' copies to end.  Nothing raised: a copy not requested, or one
+    past retention not deleted, is a WARNING naming it and why; the
+    backup stands.
     """
+    try:
+        _copies(context, backup, group)
+    finally:
+        _rotate(context, glance, backup, action, group.rotation_full_scan,
+                patience=float(group.backup_copies_wait))
+
+
+def _copies(context: ty.Any, backup: ty.Any, group: ty.Any) -> None:
+    """The copies and their retention; every failure logged, none raised."""
     try:
         cinder = nova_api.NovaCinder(context)
         project = str(context.project_id)
@@ -416,18 +442,27 @@ def _copy(context: ty.Any, backup: ty.Any, group: ty.Any) -> None:
 
 
 def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
-            action: BackupAction, full_scan: bool
+            action: BackupAction, full_scan: bool, patience: float = 0.0
             ) -> rotation_mod.RotationResult | None:
     """Rotate around the new backup; every failure logged, none raised.
 
     :param backup: the active backup image (a Glance document).
     :param full_scan: ``[snapshot_ext] rotation_full_scan``.
+    :param patience: seconds a backup left because cinder-backup copies
+        its volume snapshots (``RotationResult.copying``) is waited for,
+        the rotation run again every :data:`ROTATION_POLL_S` (0: once).
     """
     image_id = backup.get('id')
+    deadline = time.monotonic() + patience
     try:
-        result = rotation_mod.rotate(
-            glance, backup, action.rotation, action.backup_type,
-            nova_api.NovaCinder(context), full_scan=full_scan)
+        cinder = nova_api.NovaCinder(context)
+        while True:
+            result = rotation_mod.rotate(
+                glance, backup, action.rotation, action.backup_type,
+                cinder, full_scan=full_scan)
+            if not result.copying or time.monotonic() >= deadline:
+                break
+            time.sleep(ROTATION_POLL_S)
     except Exception:
         # The backup exists: an unexpected error of the rotation must not
         # turn Nova's answer into a failure (or hand it back to Nova).
@@ -435,10 +470,11 @@ def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
                       'failed', image_id)
         return None
     # Anything this rotation failed to delete (an image, or a volume
-    # snapshot Cinder refused to delete) is a WARNING; a look-alike left
-    # on purpose is not a failure.
-    level = LOG.warning if result.failures or not result.complete \
-        else LOG.info
+    # snapshot Cinder refused to delete), or a backup still being copied
+    # when the patience ran out, is a WARNING; a look-alike left on
+    # purpose is not a failure.
+    level = LOG.warning if (result.failures or not result.complete or
+                            result.copying) else LOG.info
     level('nova-snapshot-ext: createBackup rotation: %s', result.describe())
     return result
 

@@ -223,14 +223,17 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
 
 def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
                  flavor_ref, flavor_ref_alt, lock_path, log_file=None,
-                 location_url=None, marker_image_ref=None):
+                 location_url=None, marker_image_ref=None,
+                 cinder_backup=False, backup_copies=False):
     """A tempest.conf for this cloud.
 
     No Neutron (``[service_available] neutron = False``) and no SSH to a
     guest (``[validation] run_validation = False``); the image and flavor
     ids of this start; ``[nova_snapshot_ext] location_url`` in location
     mode; on the real stack ``marker_image_ref`` (the marker guest) and
-    ``[compute-feature-enabled] console_output = True``.
+    ``[compute-feature-enabled] console_output = True``;
+    ``[volume-feature-enabled] backup`` where cinder-backup runs, and
+    ``[nova_snapshot_ext] backup_copies`` where nova-api copies backups.
     """
     # Over 60 lines on purpose: one table, a section per line group, as
     # the file reads.
@@ -239,6 +242,7 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
         plugin['location_url'] = location_url
     if marker_image_ref:
         plugin['marker_image_ref'] = marker_image_ref
+    plugin['backup_copies'] = bool(backup_copies)
     return render_ini(collections.OrderedDict([
         ('DEFAULT', collections.OrderedDict(
             [('log_file', log_file)] if log_file else [])),
@@ -284,7 +288,7 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
             ('max_microversion', 'latest'),
         ])),
         ('volume-feature-enabled', collections.OrderedDict([
-            ('backup', False),
+            ('backup', bool(cinder_backup)),
             ('enable_volume_image_dep_tests', True),
         ])),
         ('network', {'public_network_id': ''}),

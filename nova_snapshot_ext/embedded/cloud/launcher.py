@@ -179,6 +179,16 @@ class Cloud(object):
         """Whether this cloud runs the service called ``name``."""
         return any(s.name == name for s in self.services)
 
+    @property
+    def backup_copies(self):
+        """Whether nova-api copies backups off the primary storage.
+
+        ``[snapshot_ext] backup_copies``: where cinder-backup runs (the
+        real stack), unless the cloud was asked not to
+        (``Cloud(copies=False)``).
+        """
+        return bool(self.copies) and self.runs('cinder_backup')
+
     @staticmethod
     def gather(attribute):
         """Every service's ``attribute`` (its databases, user...), in order.
@@ -516,7 +526,9 @@ class Cloud(object):
                 self.ids['flavors']['cloud.small'],
                 self._directory('tempest', 'locks'),
                 location_url=self.location_url,
-                marker_image_ref=self.ids['images'].get('guest')))
+                marker_image_ref=self.ids['images'].get('guest'),
+                cinder_backup=self.runs('cinder_backup'),
+                backup_copies=self.backup_copies))
         return path
 
     def write_plugin_conf(self):

@@ -24,6 +24,7 @@ import urllib.request
 from oslo_log import log as logging
 from tempest.common import waiters
 from tempest import config
+from tempest.lib.common import api_microversion_fixture
 from tempest.lib.common.utils import data_utils
 from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
@@ -114,7 +115,12 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
             self.addCleanup(self._delete_snapshot, snapshot_id)
 
     def _delete_snapshot(self, snapshot_id):
-        """Delete a volume snapshot once Cinder allows it (not creating)."""
+        """Delete a volume snapshot once Cinder allows it.
+
+        Not while it is ``creating``, nor ``backing-up`` (cinder-backup
+        copying it off the primary storage, ``[nova_snapshot_ext]
+        backup_copies``).
+        """
         deadline = time.monotonic() + CONF.volume.build_timeout
         while True:
             try:
@@ -122,7 +128,8 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
                     snapshot_id)['snapshot']['status']
             except lib_exc.NotFound:
                 return
-            if status != 'creating' or time.monotonic() > deadline:
+            if status not in ('creating', 'backing-up') or \
+                    time.monotonic() > deadline:
                 break
             time.sleep(CONF.volume.build_interval)
         test_utils.call_and_ignore_notfound_exc(
@@ -399,6 +406,65 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
             self._assert_honest(self.image_client.show_image(image['id']),
                                 volumes)
         self._assert_boots(backups[-1], volumes)
+
+    def _copies(self, image_id, count):
+        """The image's copies, once ``count`` are there and none is busy.
+
+        :returns: the Cinder backups recorded as its copies
+            (:func:`judge.copies_of`), each with a cleanup.
+        """
+        deadline = time.monotonic() + CONF.volume.build_timeout
+        while True:
+            listed = self.backups_client.list_backups(detail=True)['backups']
+            found = judge.copies_of(listed, image_id)
+            if (len(found) >= count and not any(
+                    b['status'] in ('creating', 'restoring')
+                    for b in found)) or time.monotonic() > deadline:
+                break
+            time.sleep(CONF.volume.build_interval)
+        for backup in found:
+            self.addCleanup(self.backups_client.wait_for_resource_deletion,
+                            backup['id'])
+            self.addCleanup(test_utils.call_and_ignore_notfound_exc,
+                            self.backups_client.delete_backup, backup['id'])
+        return found
+
+    @decorators.idempotent_id('7ea3dcd6-f712-4664-83f0-06c3ce5784a2')
+    @decorators.attr(type='slow')
+    def test_create_backup_copies_off_the_primary_storage(self):
+        """createBackup's volume snapshots are copied by cinder-backup.
+
+        One available Cinder backup per volume snapshot the backup image
+        names, recorded with the image, the server, the disk's device
+        name and boot index and the number of disks; the boot disk's copy
+        restores into a new volume of the source volume's size.
+        """
+        if not CONF.nova_snapshot_ext.backup:
+            raise self.skipException('[nova_snapshot_ext] backup is False')
+        if not CONF.nova_snapshot_ext.backup_copies:
+            raise self.skipException('[nova_snapshot_ext] backup_copies is '
+                                     'False: nova-api does not copy backups')
+        if not CONF.volume_feature_enabled.backup:
+            raise self.skipException('[volume-feature-enabled] backup is '
+                                     'False: the cloud has no cinder-backup')
+        # Backup metadata (the copies' record) is shown from 3.43.
+        self.useFixture(api_microversion_fixture.APIMicroversionFixture(
+            volume_microversion='3.43'))
+        server, volumes = self._boot_volume_backed()
+        resp = self.servers_client.create_backup(
+            server['id'], backup_type='daily', rotation=2,
+            name=self._name('copied'))
+        image = self._active_image(self._image_id(resp))
+        found = self._copies(image['id'], len(volumes))
+        problems = judge.copy_problems(image, server['id'], found)
+        self.assertEqual([], problems, 'the copies of backup %s: %s' % (
+            image['id'], found))
+        [boot] = [b for b in found
+                  if b['snapshot_id'] == judge.snapshot_ids(image)[0]]
+        restored = self.restore_backup(boot['id'])
+        volume = self.volumes_client.show_volume(
+            restored['volume_id'])['volume']
+        self.assertEqual(volumes[0]['size'], volume['size'])
 
     @decorators.idempotent_id('c3e8b7a2-61d4-4f0e-9b5a-0d2f8c1e7a49')
     def test_refused_create_image_leaves_nothing(self):

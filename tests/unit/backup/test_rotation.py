@@ -266,6 +266,26 @@ class TestRotate(RotateBase):
         self.assertEqual([('snap-01', OWNER), ('snap-02', OWNER),
                           ('snap-03', OWNER)], self.cinder.deleted)
 
+    def test_a_backup_being_copied_is_left_and_listed_as_copying(self):
+        busy = {'snap-02'}
+
+        class Copying(FakeCinder):
+            def get_snapshot(self, snapshot_id):
+                return {'id': snapshot_id, 'status': 'backing-up'
+                        if snapshot_id in busy else 'available'}
+
+        self.cinder = Copying()
+        result = self.rotate()
+        self.assertEqual(['img-01', 'img-03'], result.deleted)
+        self.assertEqual(['img-02'], result.copying)
+        self.assertIn('a later rotation deletes it', result.left['img-02'])
+        self.assertEqual(['img-02'], result.to_dict()['copying'])
+        # The copy ended: the same rotation again deletes it.
+        busy.clear()
+        again = self.rotate()
+        self.assertEqual(['img-02'], again.deleted)
+        self.assertEqual([], again.copying)
+
     def test_snapshot_another_image_names_is_kept(self):
         self.add({'id': 'copy', 'status': 'active', 'owner': 'project-b',
                   'block_device_mapping': json.dumps(

@@ -87,6 +87,15 @@ class TempestConfTest(testtools.TestCase):
         self.assertEqual('true', conf['volume-feature-enabled'][
             'enable_volume_image_dep_tests'])
         self.assertEqual('http://k/v3', conf['identity']['uri_v3'])
+        self.assertEqual('false', conf['volume-feature-enabled']['backup'])
+        self.assertEqual('false', conf['nova_snapshot_ext']['backup_copies'])
+
+    def test_cinder_backup_and_copies(self):
+        conf = _parse(config.tempest_conf(
+            'http://k/v3', 'pw', 'img', 'img2', 'f1', 'f2', '/locks',
+            cinder_backup=True, backup_copies=True))
+        self.assertEqual('true', conf['volume-feature-enabled']['backup'])
+        self.assertEqual('true', conf['nova_snapshot_ext']['backup_copies'])
 
 
 class PortsTest(testtools.TestCase):

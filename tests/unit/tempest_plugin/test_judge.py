@@ -16,6 +16,7 @@ import json
 
 import testtools
 
+from nova_snapshot_ext.backup import copies
 from nova_snapshot_ext_tempest_plugin import config
 from nova_snapshot_ext_tempest_plugin import judge
 
@@ -326,3 +327,66 @@ class ConsistencyProblemsTest(testtools.TestCase):
         self.assertEqual(['the source shows no freeze and thaw (none): no '
                           'quiesce to judge'],
                          judge.consistency_problems(source, self.copy()))
+
+
+def _copy(backup_id, snapshot_id, device, boot_index, status='available',
+          image='img', server='srv', set_size=2, **meta):
+    record = {copies.IMAGE_KEY: image, copies.SERVER_KEY: server,
+              copies.DEVICE_KEY: device,
+              copies.BOOT_INDEX_KEY: str(boot_index),
+              copies.SET_SIZE_KEY: str(set_size)}
+    record.update(meta)
+    return {'id': backup_id, 'snapshot_id': snapshot_id, 'status': status,
+            'fail_reason': None, 'metadata': record}
+
+
+class CopyTest(testtools.TestCase):
+
+    def good(self):
+        return [_copy('b-root', ROOT_SNAP, '/dev/vda', 0),
+                _copy('b-data', DATA_SNAP, '/dev/vdb', -1)]
+
+    def test_copies_of_the_image_only(self):
+        other = _copy('b-other', ROOT_SNAP, '/dev/vda', 0, image='img2')
+        plain = {'id': 'b-plain', 'snapshot_id': ROOT_SNAP,
+                 'metadata': None}
+        found = judge.copies_of(self.good() + [other, plain], 'img')
+        self.assertEqual(['b-root', 'b-data'], [b['id'] for b in found])
+
+    def test_a_copy_per_disk_recorded_is_sound(self):
+        self.assertEqual([], judge.copy_problems(_image(), 'srv',
+                                                 self.good()))
+
+    def test_each_kind_of_difference_named(self):
+        found = self.good()
+        found[0]['status'] = 'error'
+        found[0]['fail_reason'] = 'cinder-backup died'
+        found[1]['metadata'][copies.DEVICE_KEY] = '/dev/vdz'
+        found.append(_copy('b-stray', 'other-snap', '/dev/vdc', -1))
+        problems = judge.copy_problems(_image(), 'srv', found)
+        # In the mapping's order (the data disk's entry comes first).
+        self.assertEqual(3, len(problems), problems)
+        self.assertIn("snapshot_ext_device = '/dev/vdz', not '/dev/vdb'",
+                      problems[0])
+        self.assertIn('is error: cinder-backup died', problems[1])
+        self.assertIn('does not name', problems[2])
+
+    def test_a_missing_or_twice_made_copy_named(self):
+        found = self.good()[:1]
+        problems = judge.copy_problems(_image(), 'srv', found)
+        self.assertEqual(['0 copies of volume snapshot %s (/dev/vdb), not 1'
+                          % DATA_SNAP], problems)
+        twice = self.good() + [_copy('b-again', DATA_SNAP, '/dev/vdb', -1)]
+        self.assertIn('2 copies', judge.copy_problems(_image(), 'srv',
+                                                      twice)[0])
+
+    def test_another_server_or_set_size_named(self):
+        found = [_copy('b-root', ROOT_SNAP, '/dev/vda', 0, server='x'),
+                 _copy('b-data', DATA_SNAP, '/dev/vdb', -1, set_size=3)]
+        problems = judge.copy_problems(_image(), 'srv', found)
+        self.assertEqual(2, len(problems), problems)
+        self.assertIn('snapshot_ext_set_size', problems[0])
+        self.assertIn('snapshot_ext_server', problems[1])
+
+    def test_the_option_is_registered(self):
+        self.assertIn('backup_copies', [o.name for o in config.opts])

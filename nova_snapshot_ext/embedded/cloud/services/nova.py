@@ -113,11 +113,7 @@ class Nova(base.CloudService):
             return None
         options = {'driver': 'libvirt' if self.cloud.real else 'fake',
                    'volume_backed_backups': True,
-                   # Copies off the primary storage where cinder-backup
-                   # runs (the real stack), unless the cloud was asked
-                   # not to (Cloud(copies=False)).
-                   'backup_copies': (self.cloud.copies and
-                                     self.cloud.runs('cinder_backup'))}
+                   'backup_copies': self.cloud.backup_copies}
         if self.cloud.location_url is not None:
             options.update(
                 activation_method=self.cloud.activation,
