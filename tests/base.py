@@ -134,3 +134,22 @@ class TestCase(base.BaseTestCase):
 
 __all__ = ['PrivateConf', 'TestCase', 'chained', 'exception', 'private_conf',
            'sample_request_dict']
+
+
+class Clock:
+    """A clock that moves only when :meth:`sleep` is called.
+
+    A ``clock`` and ``sleep`` pair for code that waits (``copies.Wait``,
+    a rotation's patience): ``slept`` lists what it asked for.
+    """
+
+    def __init__(self, now=1000.0):
+        self.now = now
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds

@@ -25,20 +25,6 @@ from nova_snapshot_ext.nova import backup
 from tests import base
 
 
-class Clock:
-
-    def __init__(self):
-        self.now = 100.0
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 def result(copying=()):
     made = rotation_mod.RotationResult('new', 2)
     made.copying = list(copying)
@@ -51,7 +37,7 @@ class TestRotateWithPatience(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.clock = Clock()
+        self.clock = base.Clock()
         self.patch('nova_snapshot_ext.nova.backup.time.monotonic',
                    self.clock)
         self.patch('nova_snapshot_ext.nova.backup.time.sleep',

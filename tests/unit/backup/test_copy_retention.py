@@ -14,6 +14,7 @@
 
 import dataclasses
 import datetime
+import functools
 import inspect
 import json
 from unittest import mock
@@ -69,19 +70,7 @@ def series(*kinds, first_day=1, volume_id=VOL_A, prefix='c'):
             for n, kind in enumerate(kinds, 1)]
 
 
-class Clock:
-    """A clock that moves only when :meth:`sleep` is called."""
-
-    def __init__(self):
-        self.now = 500.0
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
+Clock = functools.partial(base.Clock, 500.0)
 
 
 class FakeCinder:

@@ -17,6 +17,7 @@ from keystoneauth1 import plugin as ks_plugin
 from nova_snapshot_ext.backup import copies
 from nova_snapshot_ext.cinder import client as cinder_client
 from nova_snapshot_ext import exception
+from tests import base
 
 PROJECT = 'project-a'
 SERVER = 'aaaaaaaa-1111-4222-8333-444444444444'
@@ -78,19 +79,7 @@ class FakeAuth(ks_plugin.BaseAuthPlugin):
         return self.project_id
 
 
-class Clock:
-    """A clock that moves only when :meth:`sleep` is called."""
-
-    def __init__(self):
-        self.now = 1000.0
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
+Clock = base.Clock
 
 
 def quota(volumes=(10, 0, 0), gigabytes=(1000, 0, 0)):
