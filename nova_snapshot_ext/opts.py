@@ -453,8 +453,10 @@ When true, once a backup image is active (nova-api's ``createBackup`` with
 ``volume_backed_backups``, and the ``backup`` command), the plugin asks
 Cinder for one backup of each volume snapshot the image names, once it is
 available (see ``backup_copies_wait``; nova-api asks in the background,
-after its answer), incremental when the volume already has an available
-backup. Nothing waits for the copies themselves; each is recorded in its
+after its answer, and rotates the backup images there, after the copies),
+incremental when the volume already has an available backup. Nothing waits
+for the copies themselves but the rotation of a backup still being copied
+(Cinder cannot delete its snapshots until then); each is recorded in its
 Cinder backup metadata (the image, the server, the backup type, the disk's
 device name and boot index), and
 ``nova-snapshot-ext restore`` restores a server from them even when the
@@ -481,7 +483,9 @@ them. nova-api asks for the copies in the background once the snapshots
 are available, waiting at most this long for all of a backup's; a
 snapshot still ``creating`` after it is not copied and is named in a
 WARNING. The ``backup`` command waits the same before it reports. It also
-bounds how long the copies' retention waits for the copies it deletes.
+bounds how long the copies' retention waits for the copies it deletes, and
+how long nova-api's rotation waits for an older backup whose snapshots are
+still being copied (it is then left for the next rotation, named).
 
 Related options:
 

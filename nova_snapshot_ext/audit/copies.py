@@ -22,9 +22,10 @@ Cinder identity's project, are judged):
     ``--fix --yes`` deletes it, after reading it again: still in error,
     still recorded, no incremental made on it.
 ``copy-chain-broken`` (a copy)
-    an available incremental copy with no available full copy of its
-    volume of older data (:func:`~nova_snapshot_ext.backup.copies.
-    base_of`): its chain lost its base, Cinder cannot restore it.  Not
+    an available incremental copy with no full copy of its volume of
+    older data still there, available or being restored
+    (:func:`~nova_snapshot_ext.backup.copies.base_of`): its chain lost
+    its base, Cinder cannot restore it.  Not
     fixed; the next copy of that volume is made full.
 ``copy-past-retention`` (a copy)
     the retention (``[snapshot_ext] backup_copies_keep``,
@@ -36,10 +37,11 @@ Cinder identity's project, are judged):
 ``copies-incomplete`` (a backup image)
     with ``[snapshot_ext] backup_copies``, an active backup image of the
     project, older than twice ``backup_copies_wait`` (by then every copy
-    nova-api owed was asked for), a disk of which has no copy, or only
-    copies in error.  ``--fix --yes`` makes the missing copies
-    (:func:`~nova_snapshot_ext.backup.copies.make_copies`: a copy
-    already made is reported, not made twice).
+    nova-api owed was asked for) and not older than the first backup of
+    its server and type with a copy (copies were on by then), a disk of
+    which has no copy, or only copies in error.  ``--fix --yes`` makes
+    the missing copies (:func:`~nova_snapshot_ext.backup.copies.
+    make_copies`: a copy already made is reported, not made twice).
 
 Cinder lists one project's backups to its caller: the copies of the
 Cinder identity's project are judged (:func:`coverage`), and the backup
@@ -121,7 +123,9 @@ def judge_copies(backups: list[dict[str, ty.Any]], project: str,
         plan = retention_mod.plan_retention(backups, project, server,
                                             backup_type, policy, now)
         for backup in plan.past:
-            if str(backup['id']) in plan.needed:
+            # A copy in error is reported (and fixed) as such.
+            if str(backup['id']) in plan.needed or \
+                    backup.get('status') == 'error':
                 continue
             findings.append(_copy_finding(
                 backup, report_mod.COPY_PAST_RETENTION,
@@ -156,7 +160,7 @@ def owed_disks(image: ty.Mapping[str, ty.Any],
             for b in backups
             if copies_mod.record_refusal(b, project) is None and
             b['metadata'].get(copies_mod.IMAGE_KEY) == image.get('id') and
-            b.get('status') not in ('error', 'deleting', 'error_deleting')}
+            b.get('status') not in copies_mod.NOT_A_COPY}
     return [disk for disk in copies_mod.disks_of(image)
             if tags.snapshot_key(disk.snapshot_id) not in have]
 
@@ -167,6 +171,10 @@ def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
                  ) -> list[report_mod.Finding]:
     """``copies-incomplete`` findings of the project's backup images.
 
+    Copies are owed from the first backup of a server and backup type
+    that has one (copies were on by then): older backups, made before
+    ``backup_copies``, are not judged.
+
     :param images: Glance images (those not active, not marked
         ``image_type=backup``, of another owner, or younger than
         ``owed_after`` are passed over).
@@ -174,11 +182,24 @@ def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
         an image was asked for.
     """
     now = now or timeutils.utcnow()
+    mine = [i for i in images if i.get('image_type') == 'backup' and
+            i.get('owner') == project]
+    copied = {b['metadata'].get(copies_mod.IMAGE_KEY) for b in backups
+              if copies_mod.record_refusal(b, project) is None}
+    since: dict[tuple[str, str], str] = {}
+    for image in mine:
+        key = (str(image.get('instance_uuid')),
+               str(image.get('backup_type') or ''))
+        created = str(image.get('created_at') or '')
+        if image.get('id') in copied and created and (
+                key not in since or created < since[key]):
+            since[key] = created
     findings = []
-    for image in images:
-        if (image.get('image_type') != 'backup' or
-                image.get('status') != 'active' or
-                image.get('owner') != project):
+    for image in mine:
+        key = (str(image.get('instance_uuid')),
+               str(image.get('backup_type') or ''))
+        if image.get('status') != 'active' or key not in since or \
+                str(image.get('created_at') or '') < since[key]:
             continue
         age = _age_seconds(image.get('created_at'), now)
         if age is None or age < owed_after:
@@ -217,6 +238,8 @@ def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
     if cover is None:
         return ('Copy checks: not run (no [snapshot_ext_cinder] '
                 'credentials).')
+    if cover.get('error'):
+        return 'Copy checks: not done: %s' % cover['error']
     images = ('its backup images judged for missing copies'
               if cover['images_judged'] else
               'backup images not judged for missing copies ([snapshot_ext] '
@@ -237,14 +260,20 @@ def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
     :param group: ``conf.snapshot_ext`` (``backup_copies``,
         ``backup_copies_wait`` and the retention options).
     :param owner: ``audit --owner``: no finding unless it is that project.
-    :returns: the findings and :func:`coverage`.
-    :raises CinderError: the backups could not be listed.
+    :returns: the findings and :func:`coverage`; when the backups could
+        not be listed, or the credentials act in no project, no finding
+        and a coverage whose ``error`` says why (the audit's other checks
+        stand).
     :raises GlanceError: a page of backup images could not be listed.
-    :raises ConfigurationError: the Cinder credentials act in no project.
     """
-    project = cinder.project_id
-    backups = list(cinder.list_backups())
     copies_on = bool(group.backup_copies)
+    try:
+        project = cinder.project_id
+        backups = list(cinder.list_backups())
+    except (exception.CinderError, exception.ConfigurationError) as err:
+        # The other checks' findings stand; this one says why it has none.
+        return [], {'project': None, 'copies': 0,
+                    'images_judged': False, 'error': err.format_message()}
     cover = coverage(project, backups, copies_on)
     if owner is not None and owner != project:
         return [], cover
@@ -272,6 +301,8 @@ def repair(cinder: ty.Any, auditor: images_mod.AuditGlance,
     """
     actions: list[report_mod.Action] = []
     retained: dict[tuple[str, str], retention_mod.RetentionResult] = {}
+    reported = {f.image_id for f in report.findings
+                if f.kind == report_mod.COPY_PAST_RETENTION}
     for finding in report.findings:
         if finding.kind not in KINDS or not finding.fixable:
             continue
@@ -280,7 +311,8 @@ def repair(cinder: ty.Any, auditor: images_mod.AuditGlance,
         elif finding.kind == report_mod.COPY_IN_ERROR:
             outcome = _delete_in_error(cinder, finding.image_id)
         elif finding.kind == report_mod.COPY_PAST_RETENTION:
-            outcome = _retained(cinder, finding, group, retained)
+            outcome = _retained(cinder, finding, group, retained,
+                                reported)
         else:
             outcome = _copied(cinder, auditor, finding.image_id, group)
         actions.append(report_mod.Action(
@@ -313,9 +345,13 @@ def _delete_in_error(cinder: ty.Any, backup_id: str) -> tuple[str, str]:
 
 def _retained(cinder: ty.Any, finding: report_mod.Finding, group: ty.Any,
               retained: dict[tuple[str, str],
-                             retention_mod.RetentionResult]
-              ) -> tuple[str, str]:
-    """The retention of the copy's server and type (once per pair)."""
+                             retention_mod.RetentionResult],
+              reported: set[str]) -> tuple[str, str]:
+    """The retention of the copy's server and type (once per pair).
+
+    It deletes only ``reported`` copies: one past retention since the
+    scan is left for the next audit or backup, never deleted unnamed.
+    """
     fix = finding.fix or {}
     key = (str(fix.get('server')), str(fix.get('backup_type') or ''))
     if key not in retained:
@@ -329,7 +365,8 @@ def _retained(cinder: ty.Any, finding: report_mod.Finding, group: ty.Any,
             retained[key] = retention_mod.retain(
                 cinder, backups, project, key[0], key[1],
                 retention_mod.policy_of(group),
-                copies_mod.Wait(float(group.backup_copies_wait)))
+                copies_mod.Wait(float(group.backup_copies_wait)),
+                only=reported)
     result = retained[key]
     if result.error:
         return 'failed', result.error

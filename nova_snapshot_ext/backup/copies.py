@@ -81,6 +81,12 @@ _NO_PARENT = ('No backups available to do an incremental backup',
               'The parent backup must be available for incremental backup')
 #: Seconds between two reads of a snapshot still ``creating``.
 POLL_S = 1.0
+#: Cinder backup states in which a copy holds, or will hold, no data: a
+#: disk whose copies are all in these has none.
+NOT_A_COPY = ('error', 'deleting', 'error_deleting')
+#: Backup states of a chain's link that is still there (a full copy
+#: being restored still holds its data).
+PRESENT = ('available', 'restoring')
 
 
 class Copier(ty.Protocol):
@@ -309,21 +315,22 @@ def base_of(backups: ty.Iterable[ty.Mapping[str, ty.Any]],
     """The full backup a backup's chain stands on, or ``None``.
 
     Cinder makes an incremental on the newest ``available`` backup of its
-    volume with older data, so walking the volume's available backups
-    back in time from it, the first full one is its chain's base.  A full
-    backup is its own base.
+    volume with older data, so walking the volume's backups that are
+    still there (:data:`PRESENT`: available, or being restored) back in
+    time from it, the first full one is its chain's base.  A full backup
+    is its own base.
 
     :param backups: backups of its volume (others are passed over).
-    :returns: the base; ``None`` when no available full backup of older
-        data is left (deleted, or failed after): Cinder can restore
-        neither it nor an incremental made on it.
+    :returns: the base; ``None`` when no full backup of older data is
+        left (deleted, or failed after): Cinder can restore neither it
+        nor an incremental made on it.
     """
     if not backup.get('is_incremental'):
         return backup
     when = data_time(backup)
     older = sorted((b for b in backups
                     if b.get('volume_id') == backup.get('volume_id') and
-                    b.get('status') == 'available' and data_time(b) < when),
+                    b.get('status') in PRESENT and data_time(b) < when),
                    key=data_time, reverse=True)
     return next((b for b in older if not b.get('is_incremental')), None)
 
@@ -381,7 +388,7 @@ def _made_before(backups: ty.Iterable[ty.Mapping[str, ty.Any]],
         meta = backup.get('metadata')
         if (isinstance(meta, dict) and meta.get(IMAGE_KEY) == image_id and
                 tags.snapshot_key(str(backup.get('snapshot_id') or '')) ==
-                key and backup.get('status') not in ('error', 'deleting')
+                key and backup.get('status') not in NOT_A_COPY
                 and record_refusal(backup, project) is None):
             return backup
     return None
@@ -448,7 +455,7 @@ def _copy(cinder: Copier, disk: Disk, image: ty.Mapping[str, ty.Any],
     backups = list(cinder.list_backups(volume_id=volume_id))
     parent = parent_of(backups, str(snap.get('created_at') or ''))
     usable = parent is not None and parent.get('status') == 'available'
-    if parent is not None and usable and base_of(backups, parent) is None:
+    if usable and parent is not None and base_of(backups, parent) is None:
         LOG.warning('nova-snapshot-ext: backup %s of volume %s is an '
                     'incremental whose chain has no full backup left: the '
                     'copy of volume snapshot %s is made full',

@@ -229,12 +229,16 @@ def plan_retention(backups: list[dict[str, ty.Any]], project: str,
 def retain(cinder: ty.Any, backups: list[dict[str, ty.Any]],
            project: str, server: str, backup_type: str, policy: Policy,
            wait: copies_mod.Wait | None = None,
-           now: datetime.datetime | None = None) -> RetentionResult:
+           now: datetime.datetime | None = None,
+           only: ty.Collection[str] | None = None) -> RetentionResult:
     """Delete the copies of ``server`` and ``backup_type`` past retention.
 
     :param cinder: deletes and reads backups (``delete_backup``,
         ``get_backup``), acting for ``project``.
     :param backups: every backup of the project, with metadata.
+    :param only: delete none but these backup ids (the audit's findings);
+        the others past retention stay, untouched and unnamed, with what
+        they need.
     :returns: a :class:`RetentionResult`; never raises a Cinder error
         (a copy not deleted is in ``left`` with the reason).
     """
@@ -250,6 +254,9 @@ def retain(cinder: ty.Any, backups: list[dict[str, ty.Any]],
     deadline = wait.clock() + wait.seconds
     for backup in past:
         backup_id = str(backup['id'])
+        if only is not None and backup_id not in only:
+            wanted |= needed(backups, [backup_id])
+            continue
         if backup_id in wanted:
             result.left[backup_id] = NEEDED
         elif backup.get('has_dependent_backups'):

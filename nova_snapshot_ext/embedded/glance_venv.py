@@ -49,7 +49,6 @@ import argparse
 import collections
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -234,47 +233,6 @@ def release_of_version(version):
         return RELEASES.get(int(str(version).split('.')[0]))
     except ValueError:
         return None
-
-
-def tree_digest(root, tops):
-    """A digest of files' names and contents (to rebuild on change).
-
-    :param root: the directory ``tops`` are relative to.
-    :param tops: files or directories under ``root``, walked in order
-        (``__pycache__`` and compiled files left out).
-    :returns: a SHA-256 hex string.
-    """
-    digest = hashlib.sha256()
-    for top in tops:
-        path = os.path.join(root, top)
-        if os.path.isfile(path):
-            walk = [(root, [], [top])]
-        else:
-            walk = os.walk(path)
-        for dirpath, dirnames, filenames in walk:
-            dirnames[:] = sorted(d for d in dirnames if d != '__pycache__')
-            for name in sorted(filenames):
-                if name.endswith(('.pyc', '.pyo')):
-                    continue
-                full = os.path.join(dirpath, name)
-                digest.update(os.path.relpath(full, root).encode())
-                with open(full, 'rb') as fh:
-                    digest.update(fh.read())
-    return digest.hexdigest()
-
-
-def builder_digest():
-    """A digest of the code that builds the embedded services' templates.
-
-    Recorded with a template (the cloud's, Keystone's): one built by other
-    code is not reused, so a change to how a service is initialised is
-    proven by one cold start, in CI too (whose caches outlive the clone).
-
-    :returns: :func:`tree_digest` of this package's directory
-        (``nova_snapshot_ext/embedded``).
-    """
-    here = os.path.dirname(os.path.abspath(__file__))
-    return tree_digest(os.path.dirname(here), (os.path.basename(here),))
 
 
 def cache_root():

@@ -63,6 +63,7 @@ import time
 
 from oslo_log import log as logging
 
+from nova_snapshot_ext.embedded import digest
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import logs
 from nova_snapshot_ext.embedded import process as proc_mod
@@ -443,7 +444,7 @@ def ensure_template(python=None):
     """Build the template once (under a lock), or reuse it.
 
     The template records the virtualenv record it was built with and the
-    code that built it (:func:`glance_venv.builder_digest`); a change of
+    code that built it (:func:`.digest.builder_digest`); a change of
     either rebuilds it.
 
     :param python: the keystone interpreter; :func:`ensure_venv` if None.
@@ -455,7 +456,7 @@ def ensure_template(python=None):
     built_from = {'venv': glance_venv._read_release_record(RELEASE),
                   'python': python, 'users': list(USERS),
                   'limits': list(GLANCE_LIMITS.items()),
-                  'builder': glance_venv.builder_digest()}
+                  'builder': digest.builder_digest()}
     with open(path + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:

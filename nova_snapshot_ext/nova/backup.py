@@ -241,6 +241,8 @@ def serve(req: webob.Request, project_id: str | None, server_id: str,
         if not conf.snapshot_ext.backup_copies:
             _rotate(context, glance, backup, action,
                     conf.snapshot_ext.rotation_full_scan)
+        # The thread takes this request's Glance client: nothing here
+        # uses it after the hand-over.
         elif _copy_later(context, glance, backup, action,
                          conf.snapshot_ext) is None:
             # No thread: no copies, but the rotation as without them.
@@ -449,8 +451,8 @@ def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
     :param backup: the active backup image (a Glance document).
     :param full_scan: ``[snapshot_ext] rotation_full_scan``.
     :param patience: seconds a backup left because cinder-backup copies
-        its volume snapshots (``RotationResult.copying``) is waited for,
-        the rotation run again every :data:`ROTATION_POLL_S` (0: once).
+        its volume snapshots (``RotationResult.copying``) is waited for
+        (:func:`_wait_copied`), then the rotation is run again (0: once).
     """
     image_id = backup.get('id')
     deadline = time.monotonic() + patience
@@ -462,7 +464,7 @@ def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
                 cinder, full_scan=full_scan)
             if not result.copying or time.monotonic() >= deadline:
                 break
-            time.sleep(ROTATION_POLL_S)
+            _wait_copied(glance, cinder, result.copying, deadline)
     except Exception:
         # The backup exists: an unexpected error of the rotation must not
         # turn Nova's answer into a failure (or hand it back to Nova).
@@ -477,6 +479,28 @@ def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
                             result.copying) else LOG.info
     level('nova-snapshot-ext: createBackup rotation: %s', result.describe())
     return result
+
+
+def _wait_copied(glance: ty.Any, cinder: ty.Any, image_ids: list[str],
+                 deadline: float) -> None:
+    """Until cinder-backup copies none of these backups' snapshots.
+
+    Polls only those images (gone counts as done), every
+    :data:`ROTATION_POLL_S`, until ``deadline`` (``time.monotonic``).
+    """
+    while time.monotonic() < deadline:
+        busy = False
+        for image_id in image_ids:
+            try:
+                image = glance.get(image_id)
+            except exception.GlanceNotFound:
+                continue
+            if rotation_mod.being_copied(cinder, image):
+                busy = True
+                break
+        if not busy:
+            return
+        time.sleep(ROTATION_POLL_S)
 
 
 def _answer(req: webob.Request, nova_req: ty.Any, image_id: str,

@@ -17,6 +17,7 @@ The whole path runs inside Nova in ``tests/nova`` and on the real stack
 rotation faked.
 """
 
+import json
 import types
 from unittest import mock
 
@@ -54,7 +55,12 @@ class TestRotateWithPatience(base.TestCase):
 
     def rotate(self, answers, patience):
         rotate = mock.Mock(side_effect=answers)
-        with mock.patch.object(rotation_mod, 'rotate', rotate):
+
+        def wait_copied(glance, cinder, image_ids, deadline):
+            self.clock.sleep(backup.ROTATION_POLL_S)
+
+        with mock.patch.object(rotation_mod, 'rotate', rotate), \
+                mock.patch.object(backup, '_wait_copied', wait_copied):
             done = backup._rotate(None, mock.Mock(), {'id': 'new'},
                                   self.action, False, patience=patience)
         return done, rotate.call_count
@@ -77,6 +83,63 @@ class TestRotateWithPatience(base.TestCase):
         self.assertEqual(['old'], done.copying)
         self.assertEqual(4, calls)  # at 0, 2, 4 and 6 s
         self.assertIn('old', '\n'.join(logs.output))
+
+
+class TestWaitCopied(base.TestCase):
+    """Only the busy images are read again until their copies end."""
+
+    def setUp(self):
+        super().setUp()
+        self.clock = base.Clock()
+        for name, new in (('monotonic', self.clock),
+                          ('sleep', self.clock.sleep)):
+            patcher = mock.patch('nova_snapshot_ext.nova.backup.time.' + name,
+                                 new)
+            patcher.start()
+            self.addCleanup(patcher.stop)
+
+    def test_until_no_snapshot_is_backing_up_or_the_image_is_gone(self):
+        from nova_snapshot_ext import exception
+
+        busy_reads = {'snap-a': 2}
+        images = {'old': {'id': 'old', 'block_device_mapping': json.dumps(
+            [{'source_type': 'snapshot', 'snapshot_id': 'snap-a',
+              'boot_index': 0}])}}
+
+        class Glance:
+            reads = []
+
+            def get(self, image_id):
+                self.reads.append(image_id)
+                if image_id not in images:
+                    raise exception.GlanceNotFound(operation='get',
+                                                   reason='gone')
+                return images[image_id]
+
+        class Cinder:
+            def get_snapshot(self, snapshot_id):
+                left = busy_reads.get(snapshot_id, 0)
+                busy_reads[snapshot_id] = left - 1
+                return {'id': snapshot_id,
+                        'status': 'backing-up' if left > 0 else 'available'}
+
+        glance = Glance()
+        backup._wait_copied(glance, Cinder(), ['gone', 'old'],
+                            self.clock() + 60)
+        self.assertEqual([backup.ROTATION_POLL_S] * 2, self.clock.slept)
+        self.assertEqual({'gone', 'old'}, set(glance.reads))
+
+    def test_gives_up_at_the_deadline(self):
+        class Busy:
+            def get_snapshot(self, snapshot_id):
+                return {'id': snapshot_id, 'status': 'backing-up'}
+
+        glance = mock.Mock()
+        glance.get.return_value = {'id': 'old', 'block_device_mapping': (
+            '[{"source_type": "snapshot", "snapshot_id": "s", '
+            '"boot_index": 0}]')}
+        backup._wait_copied(glance, Busy(), ['old'], self.clock() + 5)
+        self.assertEqual([backup.ROTATION_POLL_S] * 3, self.clock.slept)
 
 
 class TestCopyThenRotate(base.TestCase):

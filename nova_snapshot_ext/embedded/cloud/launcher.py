@@ -41,6 +41,7 @@ from nova_snapshot_ext.embedded.cloud import realstack
 from nova_snapshot_ext.embedded.cloud import resources
 from nova_snapshot_ext.embedded.cloud import services as services_mod
 from nova_snapshot_ext.embedded.cloud import venv
+from nova_snapshot_ext.embedded import digest
 from nova_snapshot_ext.embedded import glance as glance_mod
 from nova_snapshot_ext.embedded import glance_venv
 from nova_snapshot_ext.embedded import keystone as keystone_mod
@@ -593,7 +594,7 @@ def _template_record(ids):
     return {'version': TEMPLATE_VERSION, 'ids': ids,
             'services': [cls.name for cls in services_mod.SERVICES],
             'requirements': list(venv.pins()),
-            'builder': glance_venv.builder_digest()}
+            'builder': digest.builder_digest()}
 
 
 def _read_template(tmpl):

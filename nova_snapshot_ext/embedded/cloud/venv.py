@@ -30,6 +30,7 @@ import hashlib
 import os
 import subprocess
 
+from nova_snapshot_ext.embedded import digest
 from nova_snapshot_ext.embedded import glance_venv
 
 PYTHON = '3.11'
@@ -133,7 +134,7 @@ def ensure_plugin(python, root=None):
     root = root or checkout_root()
     mark = os.path.join(os.path.dirname(os.path.dirname(python)),
                         _PLUGIN_MARK)
-    wanted = glance_venv.tree_digest(root, _PLUGIN_FILES)
+    wanted = digest.tree_digest(root, _PLUGIN_FILES)
     try:
         with open(mark) as fh:
             if fh.read().strip() == wanted:

@@ -25,6 +25,7 @@ from oslo_log import log as logging
 from tempest.common import waiters
 from tempest import config
 from tempest.lib.common import api_microversion_fixture
+from tempest.lib.common import api_version_utils
 from tempest.lib.common.utils import data_utils
 from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
@@ -35,6 +36,9 @@ from nova_snapshot_ext_tempest_plugin import judge
 
 CONF = config.CONF
 LOG = logging.getLogger(__name__)
+#: The volume API microversion that shows a backup's metadata (the
+#: copies' record).
+COPY_RECORD_MICROVERSION = '3.43'
 
 
 class VolumeBackedSnapshotTest(manager.ScenarioTest):
@@ -389,6 +393,7 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
                 server['id'], backup_type='daily', rotation=2,
                 name=self._name('backup-%d' % number))
             image = self._active_image(self._image_id(resp))
+            self._cleanup_copies(image['id'])
             backups.append(image)
         kept_ids = judge.rotation_kept([b['id'] for b in backups], 2)
         for image in backups:
@@ -407,27 +412,55 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
                                 volumes)
         self._assert_boots(backups[-1], volumes)
 
-    def _copies(self, image_id, count):
-        """The image's copies, once ``count`` are there and none is busy.
+    @staticmethod
+    def _copies_enabled():
+        """Whether nova-api copies backups here (tempest.conf says)."""
+        return bool(CONF.nova_snapshot_ext.backup_copies and
+                    CONF.volume_feature_enabled.backup)
 
-        :returns: the Cinder backups recorded as its copies
-            (:func:`judge.copies_of`), each with a cleanup.
-        """
+    def _list_copies(self, image_id):
+        """The Cinder backups recorded as copies of ``image_id``."""
+        listed = self.backups_client.list_backups(detail=True)['backups']
+        return judge.copies_of(listed, image_id)
+
+    def _copies(self, image_id, count):
+        """The image's copies, once ``count`` are there and none is busy."""
         deadline = time.monotonic() + CONF.volume.build_timeout
         while True:
-            listed = self.backups_client.list_backups(detail=True)['backups']
-            found = judge.copies_of(listed, image_id)
+            found = self._list_copies(image_id)
             if (len(found) >= count and not any(
                     b['status'] in ('creating', 'restoring')
                     for b in found)) or time.monotonic() > deadline:
-                break
+                return found
             time.sleep(CONF.volume.build_interval)
-        for backup in found:
-            self.addCleanup(self.backups_client.wait_for_resource_deletion,
-                            backup['id'])
-            self.addCleanup(test_utils.call_and_ignore_notfound_exc,
-                            self.backups_client.delete_backup, backup['id'])
-        return found
+
+    def _cleanup_copies(self, image_id):
+        """Delete, at cleanup, the copies nova-api made of a backup.
+
+        Registered after the image's cleanups, so it runs before its
+        volume snapshots' deletes.  The copies are listed when it runs (a
+        copy asked for after the test looked goes too); one still being
+        made is waited for (Cinder deletes only a finished backup).
+        """
+        if not self._copies_enabled():
+            return
+
+        def delete():
+            fixture = api_microversion_fixture.APIMicroversionFixture(
+                volume_microversion=COPY_RECORD_MICROVERSION)
+            fixture.setUp()
+            try:
+                found = self._copies(image_id, 0)
+                for backup in found:
+                    test_utils.call_and_ignore_notfound_exc(
+                        self.backups_client.delete_backup, backup['id'])
+                for backup in found:
+                    self.backups_client.wait_for_resource_deletion(
+                        backup['id'])
+            finally:
+                fixture.cleanUp()
+
+        self.addCleanup(delete)
 
     @decorators.idempotent_id('7ea3dcd6-f712-4664-83f0-06c3ce5784a2')
     @decorators.attr(type='slow')
@@ -447,14 +480,17 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
         if not CONF.volume_feature_enabled.backup:
             raise self.skipException('[volume-feature-enabled] backup is '
                                      'False: the cloud has no cinder-backup')
-        # Backup metadata (the copies' record) is shown from 3.43.
+        api_version_utils.check_skip_with_microversion(
+            COPY_RECORD_MICROVERSION, 'latest',
+            CONF.volume.min_microversion, CONF.volume.max_microversion)
         self.useFixture(api_microversion_fixture.APIMicroversionFixture(
-            volume_microversion='3.43'))
+            volume_microversion=COPY_RECORD_MICROVERSION))
         server, volumes = self._boot_volume_backed()
         resp = self.servers_client.create_backup(
             server['id'], backup_type='daily', rotation=2,
             name=self._name('copied'))
         image = self._active_image(self._image_id(resp))
+        self._cleanup_copies(image['id'])
         found = self._copies(image['id'], len(volumes))
         problems = judge.copy_problems(image, server['id'], found)
         self.assertEqual([], problems, 'the copies of backup %s: %s' % (
@@ -462,6 +498,8 @@ class VolumeBackedSnapshotTest(manager.ScenarioTest):
         [boot] = [b for b in found
                   if b['snapshot_id'] == judge.snapshot_ids(image)[0]]
         restored = self.restore_backup(boot['id'])
+        self.addCleanup(self.volumes_client.wait_for_resource_deletion,
+                        restored['volume_id'])
         volume = self.volumes_client.show_volume(
             restored['volume_id'])['volume']
         self.assertEqual(volumes[0]['size'], volume['size'])

@@ -94,8 +94,18 @@ class FakeAuditor:
 
     def get(self, image_id):
         if image_id not in self.images:
-            raise exception.GlanceNotFound(image_id=image_id)
+            raise exception.GlanceNotFound(operation='get', reason='gone')
         return dict(self.images[image_id])
+
+
+#: The server's first backup with a copy: copies are owed from it on.
+FIRST = 100
+
+
+def first_copied():
+    """``(image, its copy)``: copies were on from 2024-05-19 on."""
+    return (backup_image(FIRST, ['s0'], created_at='2024-05-19T10:00:00Z'),
+            copy('b0', image_id(FIRST), rt.day(19), snapshot_id='s0'))
 
 
 def kinds(findings):
@@ -175,6 +185,19 @@ class TestJudgeCopies(base.TestCase):
         self.assertEqual(['c1', 'c2', 'c3'],
                          sorted(f.image_id for f in found))
 
+    def test_a_copy_in_error_past_retention_is_reported_once(self):
+        backups = series('F', 'F', 'F')
+        backups[0]['status'] = 'error'
+        self.assertEqual([(report_mod.COPY_IN_ERROR, 'c1'),
+                          (report_mod.COPY_PAST_RETENTION, 'c2')],
+                         kinds(self.judge(backups,
+                                          retention.Policy(keep=1))))
+
+    def test_a_full_base_being_restored_is_still_a_base(self):
+        backups = series('F', 'I')
+        backups[0]['status'] = 'restoring'
+        self.assertEqual([], self.judge(backups))
+
     def test_no_policy_no_retention_finding(self):
         self.assertEqual([], self.judge(series('F', 'F', 'F')))
 
@@ -189,9 +212,19 @@ class TestJudgeCopies(base.TestCase):
 class TestJudgeImages(base.TestCase):
 
     def judge(self, images, backups=(), owed_after=600.0):
+        image, its_copy = first_copied()
         return copies_audit.judge_images(
-            images, list(backups), PROJECT, owed_after,
-            datetime.datetime(2024, 5, 20, 12, 0, 0))
+            [image] + list(images), [its_copy] + list(backups), PROJECT,
+            owed_after, datetime.datetime(2024, 5, 20, 12, 0, 0))
+
+    def test_backups_before_the_first_copy_or_never_copied_pass(self):
+        older = backup_image(1, ['s1'], created_at='2024-05-18T10:00:00Z')
+        other = backup_image(2, ['s2'], instance_uuid='another-server')
+        weekly = backup_image(3, ['s3'], backup_type='weekly')
+        self.assertEqual([], self.judge([older, other, weekly]))
+        # Without any copy of the server, nothing is owed.
+        self.assertEqual([], copies_audit.judge_images(
+            [backup_image(4, ['s4'])], [], PROJECT, 600.0, NOW))
 
     def test_an_image_without_copies_is_incomplete(self):
         [finding] = self.judge([backup_image(1, ['s1', 's2'])])
@@ -238,14 +271,15 @@ class TestScan(base.TestCase):
     def test_scan_reads_the_project_s_backups_and_backup_images(self):
         backups = series('F', 'F')
         backups[0]['status'] = 'error'
-        cinder = FakeCinder(backups)
-        auditor = FakeAuditor([backup_image(7, ['s7']),
+        first, its_copy = first_copied()
+        cinder = FakeCinder(backups + [its_copy])
+        auditor = FakeAuditor([first, backup_image(7, ['s7']),
                                backup_image(8, ['s8'], os_hidden=True)])
         found, cover = copies_audit.scan(auditor, cinder, group(), now=NOW)
         self.assertEqual([(report_mod.COPIES_INCOMPLETE, image_id(7)),
                           (report_mod.COPIES_INCOMPLETE, image_id(8)),
                           (report_mod.COPY_IN_ERROR, 'c1')], kinds(found))
-        self.assertEqual({'project': PROJECT, 'copies': 2,
+        self.assertEqual({'project': PROJECT, 'copies': 3,
                           'images_judged': True}, cover)
         self.assertEqual([{'image_type': 'backup', 'owner': PROJECT,
                            'os_hidden': False},
@@ -268,12 +302,29 @@ class TestScan(base.TestCase):
         self.assertEqual([], found)
         self.assertEqual(1, cover['copies'])
 
-    def test_unreadable_backups_raise_cinder_s_error(self):
+    def test_unreadable_backups_or_no_project_said_not_raised(self):
         cinder = FakeCinder()
         cinder.list_error = exception.CinderError(
             operation='list', snapshot_id='', reason='Cinder is down')
-        self.assertRaises(exception.CinderError, copies_audit.scan,
-                          FakeAuditor(), cinder, group())
+        found, cover = copies_audit.scan(FakeAuditor(), cinder, group())
+        self.assertEqual([], found)
+        self.assertIn('Cinder is down', cover['error'])
+        self.assertIn('not done: ', copies_audit.describe_coverage(cover))
+
+        class Unscoped(FakeCinder):
+            @property
+            def project_id(self):
+                raise exception.ConfigurationError(
+                    group='snapshot_ext_cinder', option='auth_type',
+                    reason='these credentials act in no project')
+
+            @project_id.setter
+            def project_id(self, value):
+                pass
+
+        found, cover = copies_audit.scan(FakeAuditor(), Unscoped(), group())
+        self.assertEqual([], found)
+        self.assertIn('auth_type', cover['error'])
 
     def test_describe_coverage(self):
         self.assertIn('not run', copies_audit.describe_coverage(None))
@@ -357,16 +408,51 @@ class TestRepair(base.TestCase):
         self.assertIn('busy', actions['c1'].reason)
         self.assertEqual([None], cinder.listed[1:])
 
+    def test_retention_deletes_only_what_the_audit_reported(self):
+        cinder = FakeCinder(series('F', 'F', 'F'))
+        report = self.report(copies_audit.judge_copies(
+            list(cinder.list_backups()), PROJECT, retention.Policy(keep=2),
+            NOW))
+        self.assertEqual(['c1'], [f.image_id for f in report.findings])
+        # A newer backup since the scan: c2 is past retention too, but
+        # was never reported.
+        cinder.backups['c4'] = copy('c4', image_id(4), rt.day(4))
+        [action] = copies_audit.repair(cinder, FakeAuditor(), report,
+                                       group(keep=2), act=True)
+        self.assertEqual(('c1', 'done'), (action.image_id, action.outcome))
+        self.assertEqual(['c1'], cinder.deleted)
+        self.assertIn('c2', cinder.backups)
+
+    def test_a_disk_whose_copy_failed_to_delete_has_none(self):
+        first, its_copy = first_copied()
+        stuck = copy('b1', image_id(1), rt.day(20), snapshot_id='s1',
+                     status='error_deleting')
+        snapshots = {'s1': {'id': 's1', 'volume_id': 'vol-s1',
+                            'status': 'available',
+                            'created_at': '2024-05-20T10:00:00'}}
+        cinder = FakeCinder([its_copy, stuck], snapshots=snapshots)
+        images = [first, backup_image(1, ['s1'])]
+        report = self.report(copies_audit.judge_images(
+            images, list(cinder.list_backups()), PROJECT, 600.0, NOW))
+        self.assertEqual([image_id(1)],
+                         [f.image_id for f in report.findings])
+        [action] = copies_audit.repair(cinder, FakeAuditor(images), report,
+                                       group(), act=True)
+        # The copier agrees: the disk had no copy, one is made.
+        self.assertEqual(('done', 1), (action.outcome, len(cinder.created)))
+
     def test_missing_copies_made_once_for_a_still_active_image(self):
         snapshots = {s: {'id': s, 'volume_id': 'vol-' + s,
                          'status': 'available',
                          'created_at': '2024-05-20T10:00:00'}
                      for s in ('s1', 's2')}
-        cinder = FakeCinder(snapshots=snapshots)
-        images = [backup_image(1, ['s1', 's2']), backup_image(2, ['s1'])]
+        first, its_copy = first_copied()
+        cinder = FakeCinder([its_copy], snapshots=snapshots)
+        images = [first, backup_image(1, ['s1', 's2']),
+                  backup_image(2, ['s1'])]
         auditor = FakeAuditor(images)
         report = self.report(copies_audit.judge_images(
-            images, [], PROJECT, 600.0, NOW))
+            images, [its_copy], PROJECT, 600.0, NOW))
         auditor.images[image_id(2)]['status'] = 'deleted'
         actions = {a.image_id: a for a in copies_audit.repair(
             cinder, auditor, report, group(), act=True)}
@@ -380,14 +466,15 @@ class TestRepair(base.TestCase):
                                         for b in made])
         # Run again: the copies are there, none is made twice.
         report = self.report(copies_audit.judge_images(
-            images[:1], list(cinder.list_backups()), PROJECT, 600.0, NOW))
+            images[:2], list(cinder.list_backups()), PROJECT, 600.0, NOW))
         self.assertEqual([], report.findings)
 
     def test_a_copy_that_cannot_be_made_is_named(self):
-        cinder = FakeCinder()  # the snapshots are gone
-        images = [backup_image(1, ['s1'])]
+        first, its_copy = first_copied()
+        cinder = FakeCinder([its_copy])  # the snapshots are gone
+        images = [first, backup_image(1, ['s1'])]
         report = self.report(copies_audit.judge_images(
-            images, [], PROJECT, 600.0, NOW))
+            images, [its_copy], PROJECT, 600.0, NOW))
         [action] = copies_audit.repair(cinder, FakeAuditor(images), report,
                                        group(), act=True)
         self.assertEqual('failed', action.outcome)

@@ -22,7 +22,7 @@ import testtools
 from nova_snapshot_ext.embedded.cloud import launcher
 from nova_snapshot_ext.embedded.cloud import services
 from nova_snapshot_ext.embedded.cloud.services import base
-from nova_snapshot_ext.embedded import glance_venv
+from nova_snapshot_ext.embedded import digest
 
 
 class DeclarationsTest(testtools.TestCase):
@@ -146,7 +146,7 @@ class BuilderDigestTest(testtools.TestCase):
             fh.write(text)
 
     def _digest(self):
-        return glance_venv.tree_digest(self.root, ('pkg',))
+        return digest.tree_digest(self.root, ('pkg',))
 
     def test_contents_and_names_change_it_compiled_files_do_not(self):
         first = self._digest()
@@ -160,12 +160,31 @@ class BuilderDigestTest(testtools.TestCase):
                   os.path.join(self.root, 'pkg', 'sub', 'c.py'))
         self.assertNotIn(self._digest(), (first, changed))
 
+    def test_hidden_files_left_out_suffixes_honoured(self):
+        first = self._digest()
+        self._put('pkg/.#a.py', 'an editor lock')
+        os.makedirs(os.path.join(self.root, 'pkg', '.hidden'))
+        self._put('pkg/.hidden/c.py', 'c = 1\n')
+        self.assertEqual(first, self._digest())
+        self._put('pkg/notes.txt', 'text')
+        self.assertNotEqual(first, self._digest())
+        self.assertEqual(first, digest.tree_digest(self.root, ('pkg',),
+                                                   suffixes=('.py',)))
+
+    def test_names_and_contents_do_not_run_together(self):
+        self._put('pkg/a.py', 'xy')
+        one = self._digest()
+        os.remove(os.path.join(self.root, 'pkg', 'a.py'))
+        self._put('pkg/a.pyx', 'y')
+        self.assertNotEqual(one, self._digest())
+
     def test_the_builder_is_the_embedded_package(self):
-        here = os.path.dirname(os.path.abspath(glance_venv.__file__))
+        here = os.path.dirname(os.path.abspath(digest.__file__))
         self.assertEqual(
-            glance_venv.tree_digest(os.path.dirname(here), ('embedded',)),
-            glance_venv.builder_digest())
-        self.assertEqual(64, len(glance_venv.builder_digest()))
+            digest.tree_digest(os.path.dirname(here), ('embedded',),
+                               suffixes=('.py',)),
+            digest.builder_digest())
+        self.assertEqual(64, len(digest.builder_digest()))
 
 
 class PhaseOrderTest(testtools.TestCase):
