@@ -220,17 +220,25 @@ def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
 
 
 def coverage(project: str, backups: list[dict[str, ty.Any]],
-             copies_on: bool) -> dict[str, ty.Any]:
+             copies_on: bool,
+             policy: retention_mod.Policy | None = None
+             ) -> dict[str, ty.Any]:
     """What the copy checks read, for the report.
 
+    :param policy: the retention judged against (the audit's own
+        ``[snapshot_ext]`` options).
     :returns: ``{'project': id, 'copies': recorded copies seen,
         'images_judged': whether backup images were judged
-        (``backup_copies`` on)}``.
+        (``backup_copies`` on), 'retention': {'keep': n,
+        'max_age_days': n}}``.
     """
+    policy = policy or retention_mod.Policy()
     return {'project': project,
             'copies': sum(1 for b in backups
                           if copies_mod.record_refusal(b, project) is None),
-            'images_judged': copies_on}
+            'images_judged': copies_on,
+            'retention': {'keep': policy.keep,
+                          'max_age_days': policy.max_age_days}}
 
 
 def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
@@ -244,9 +252,17 @@ def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
               if cover['images_judged'] else
               'backup images not judged for missing copies ([snapshot_ext] '
               'backup_copies is off)')
+    kept = cover.get('retention') or {}
+    if kept.get('keep') or kept.get('max_age_days'):
+        retention = ('retention of this configuration: keep %s, max age %s '
+                     'days (0: no limit)' % (kept.get('keep'),
+                                             kept.get('max_age_days')))
+    else:
+        retention = ('no retention in this configuration ([snapshot_ext] '
+                     'backup_copies_keep and backup_copies_max_age are 0)')
     return ("Copy checks: project %s's copies off the primary storage "
-            '(%d recorded), %s.' % (cover['project'], cover['copies'],
-                                    images))
+            '(%d recorded), %s; %s.' % (cover['project'], cover['copies'],
+                                        images, retention))
 
 
 def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
@@ -274,11 +290,11 @@ def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
         # The other checks' findings stand; this one says why it has none.
         return [], {'project': None, 'copies': 0,
                     'images_judged': False, 'error': err.format_message()}
-    cover = coverage(project, backups, copies_on)
+    policy = retention_mod.policy_of(group)
+    cover = coverage(project, backups, copies_on, policy)
     if owner is not None and owner != project:
         return [], cover
-    findings = judge_copies(backups, project,
-                            retention_mod.policy_of(group), now)
+    findings = judge_copies(backups, project, policy, now)
     if copies_on:
         images = (image for page in images_mod.listed_pages(
             auditor, page_size, {'image_type': 'backup', 'owner': project})

@@ -280,7 +280,11 @@ class TestScan(base.TestCase):
                           (report_mod.COPIES_INCOMPLETE, image_id(8)),
                           (report_mod.COPY_IN_ERROR, 'c1')], kinds(found))
         self.assertEqual({'project': PROJECT, 'copies': 3,
-                          'images_judged': True}, cover)
+                          'images_judged': True,
+                          'retention': {'keep': 0, 'max_age_days': 0}},
+                         cover)
+        self.assertIn('no retention in this configuration',
+                      copies_audit.describe_coverage(cover))
         self.assertEqual([{'image_type': 'backup', 'owner': PROJECT,
                            'os_hidden': False},
                           {'image_type': 'backup', 'owner': PROJECT,
@@ -328,10 +332,12 @@ class TestScan(base.TestCase):
 
     def test_describe_coverage(self):
         self.assertIn('not run', copies_audit.describe_coverage(None))
-        text = copies_audit.describe_coverage(
-            {'project': 'p1', 'copies': 3, 'images_judged': True})
+        text = copies_audit.describe_coverage(copies_audit.coverage(
+            'p1', [copy('c%d' % n, image_id(n), rt.day(n), project='p1')
+                   for n in (1, 2, 3)], True, retention.Policy(keep=2)))
         self.assertIn("project p1's copies", text)
         self.assertIn('(3 recorded)', text)
+        self.assertIn('keep 2, max age 0 days', text)
 
 
 class TestRepair(base.TestCase):
