@@ -82,11 +82,27 @@ def _copy_finding(backup: ty.Mapping[str, ty.Any], kind: str,
         name=backup.get('name'), subject=report_mod.COPY)
 
 
+def _by_volume(backups: list[dict[str, ty.Any]]
+               ) -> dict[str, list[dict[str, ty.Any]]]:
+    """The backups of each volume (chains never cross volumes)."""
+    volumes: dict[str, list[dict[str, ty.Any]]] = {}
+    for backup in backups:
+        volumes.setdefault(str(backup.get('volume_id')), []).append(backup)
+    return volumes
+
+
 def judge_copies(backups: list[dict[str, ty.Any]], project: str,
                  policy: retention_mod.Policy,
                  now: datetime.datetime | None = None
                  ) -> list[report_mod.Finding]:
     """The findings about the copies themselves (no image read).
+
+    A copy being deleted is not judged (in progress).  A copy whose
+    delete failed (``error_deleting``) is a ``copy-in-error`` that
+    ``--fix`` cannot repair (Cinder deletes only an available or error
+    backup: an admin resets its state first).  Past retention are the
+    copies no kept copy of any backup type needs (Cinder chains by
+    volume, not by type).
 
     :param backups: every backup of the project, with metadata
         (:meth:`~nova_snapshot_ext.cinder.CinderClient.list_backups`).
@@ -98,34 +114,49 @@ def judge_copies(backups: list[dict[str, ty.Any]], project: str,
     """
     recorded = [b for b in backups
                 if copies_mod.record_refusal(b, project) is None]
+    volumes = _by_volume(backups)
     findings = []
     for backup in recorded:
-        if backup.get('status') == 'error':
+        status = backup.get('status')
+        if status in ('error', 'error_deleting'):
             findings.append(_copy_finding(
                 backup, report_mod.COPY_IN_ERROR,
-                {'fail_reason': backup.get('fail_reason') or '',
+                {'status': status,
+                 'fail_reason': backup.get('fail_reason') or '',
                  'has_dependent_backups':
                      bool(backup.get('has_dependent_backups'))},
-                project, {'op': 'delete-copy'}))
-        elif (backup.get('status') == 'available' and
-              copies_mod.base_of(backups, backup) is None):
+                project, {'op': 'delete-copy'} if status == 'error'
+                else None))
+        elif status == 'available' and copies_mod.base_of(
+                volumes[str(backup.get('volume_id'))], backup) is None:
             findings.append(_copy_finding(
                 backup, report_mod.COPY_CHAIN_BROKEN,
-                {'why': 'Cinder shows no available full backup of volume '
-                 '%s older than it' % backup.get('volume_id')},
+                {'why': 'Cinder shows no full backup of volume %s older '
+                 'than it still there' % backup.get('volume_id')},
                 project, None))
     if not policy.active:
         return findings
-    groups = sorted({(str(b['metadata'].get(copies_mod.SERVER_KEY)),
-                      str(b['metadata'].get(copies_mod.BACKUP_TYPE_KEY)
-                          or '')) for b in recorded})
-    for server, backup_type in groups:
-        plan = retention_mod.plan_retention(backups, project, server,
-                                            backup_type, policy, now)
+    groups: dict[tuple[str, str], list[dict[str, ty.Any]]] = {}
+    for backup in recorded:
+        meta = backup['metadata']
+        groups.setdefault((str(meta.get(copies_mod.SERVER_KEY)),
+                           str(meta.get(copies_mod.BACKUP_TYPE_KEY) or '')),
+                          []).append(backup)
+    plans = {}
+    needed: set[str] = set()
+    for key, mine in sorted(groups.items()):
+        # Only the backups of this group's volumes: what its chains are.
+        theirs = [b for volume in {str(c.get('volume_id')) for c in mine}
+                  for b in volumes[volume]]
+        plans[key] = plan = retention_mod.plan_retention(
+            theirs, project, key[0], key[1], policy, now)
+        needed |= plan.needed
+    for (server, backup_type), plan in sorted(plans.items()):
         for backup in plan.past:
-            # A copy in error is reported (and fixed) as such.
-            if str(backup['id']) in plan.needed or \
-                    backup.get('status') == 'error':
+            # A copy in error is reported (and fixed) as such; one being
+            # deleted is on its way.
+            if str(backup['id']) in needed or backup.get('status') not in (
+                    'available',):
                 continue
             findings.append(_copy_finding(
                 backup, report_mod.COPY_PAST_RETENTION,
@@ -140,12 +171,29 @@ def judge_copies(backups: list[dict[str, ty.Any]], project: str,
 
 def _age_seconds(created_at: ty.Any, now: datetime.datetime
                  ) -> float | None:
+    when = _time(created_at)
+    return None if when is None else (now - when).total_seconds()
+
+
+def _time(text: ty.Any) -> datetime.datetime | None:
+    """An ISO 8601 time as naive UTC, or ``None`` when unreadable."""
     try:
-        when = timeutils.normalize_time(
-            timeutils.parse_isotime(str(created_at)))
-    except ValueError:
+        return timeutils.normalize_time(timeutils.parse_isotime(str(text)))
+    except (ValueError, OverflowError):
         return None
-    return (now - when).total_seconds()
+
+
+def _copied_keys(backups: list[dict[str, ty.Any]], project: str
+                 ) -> dict[str, set[str]]:
+    """Image id -> snapshot keys with a copy that is, or will be, data."""
+    have: dict[str, set[str]] = {}
+    for backup in backups:
+        if copies_mod.record_refusal(backup, project) is None and \
+                backup.get('status') not in copies_mod.NOT_A_COPY:
+            have.setdefault(str(backup['metadata'].get(copies_mod.IMAGE_KEY)),
+                            set()).add(tags.snapshot_key(
+                                str(backup.get('snapshot_id'))))
+    return have
 
 
 def owed_disks(image: ty.Mapping[str, ty.Any],
@@ -156,13 +204,29 @@ def owed_disks(image: ty.Mapping[str, ty.Any],
     :param backups: every backup of the project, with metadata.
     :returns: in :func:`~.copies.disks_of`'s order.
     """
-    have = {tags.snapshot_key(str(b.get('snapshot_id')))
-            for b in backups
-            if copies_mod.record_refusal(b, project) is None and
-            b['metadata'].get(copies_mod.IMAGE_KEY) == image.get('id') and
-            b.get('status') not in copies_mod.NOT_A_COPY}
+    have = _copied_keys(backups, project).get(str(image.get('id')), set())
     return [disk for disk in copies_mod.disks_of(image)
             if tags.snapshot_key(disk.snapshot_id) not in have]
+
+
+def _copies_since(backups: list[dict[str, ty.Any]], project: str
+                  ) -> dict[tuple[str, str], datetime.datetime]:
+    """(server, backup type) -> the time of its oldest recorded copy's data.
+
+    Read from Cinder's records, so the images of those copies may be gone
+    (rotated): copies were on from then on.
+    """
+    since: dict[tuple[str, str], datetime.datetime] = {}
+    for backup in backups:
+        if copies_mod.record_refusal(backup, project) is not None:
+            continue
+        when = _time(copies_mod.data_time(backup))
+        meta = backup['metadata']
+        key = (str(meta.get(copies_mod.SERVER_KEY)),
+               str(meta.get(copies_mod.BACKUP_TYPE_KEY) or ''))
+        if when is not None and (key not in since or when < since[key]):
+            since[key] = when
+    return since
 
 
 def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
@@ -171,9 +235,10 @@ def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
                  ) -> list[report_mod.Finding]:
     """``copies-incomplete`` findings of the project's backup images.
 
-    Copies are owed from the first backup of a server and backup type
-    that has one (copies were on by then): older backups, made before
-    ``backup_copies``, are not judged.
+    Copies are owed from the oldest recorded copy of a server and backup
+    type on (copies were on by then; its image may be gone): a backup
+    whose volume snapshots are older, made before ``backup_copies``, is
+    not judged.
 
     :param images: Glance images (those not active, not marked
         ``image_type=backup``, of another owner, or younger than
@@ -182,29 +247,27 @@ def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
         an image was asked for.
     """
     now = now or timeutils.utcnow()
-    mine = [i for i in images if i.get('image_type') == 'backup' and
-            i.get('owner') == project]
-    copied = {b['metadata'].get(copies_mod.IMAGE_KEY) for b in backups
-              if copies_mod.record_refusal(b, project) is None}
-    since: dict[tuple[str, str], str] = {}
-    for image in mine:
-        key = (str(image.get('instance_uuid')),
-               str(image.get('backup_type') or ''))
-        created = str(image.get('created_at') or '')
-        if image.get('id') in copied and created and (
-                key not in since or created < since[key]):
-            since[key] = created
+    since = _copies_since(backups, project)
+    have = _copied_keys(backups, project)
     findings = []
-    for image in mine:
-        key = (str(image.get('instance_uuid')),
-               str(image.get('backup_type') or ''))
-        if image.get('status') != 'active' or key not in since or \
-                str(image.get('created_at') or '') < since[key]:
+    for image in images:
+        if image.get('image_type') != 'backup' or \
+                image.get('owner') != project or \
+                image.get('status') != 'active':
             continue
-        age = _age_seconds(image.get('created_at'), now)
-        if age is None or age < owed_after:
+        first = since.get((str(image.get('instance_uuid')),
+                           str(image.get('backup_type') or '')))
+        created = _time(image.get('created_at'))
+        # Its snapshots are a few seconds older than the image.
+        if first is None or created is None or \
+                created < first - datetime.timedelta(minutes=1):
             continue
-        owed = owed_disks(image, backups, project)
+        age = (now - created).total_seconds()
+        if age < owed_after:
+            continue
+        copied = have.get(str(image.get('id')), set())
+        owed = [disk for disk in copies_mod.disks_of(image)
+                if tags.snapshot_key(disk.snapshot_id) not in copied]
         if not owed:
             continue
         findings.append(report_mod.Finding(
@@ -293,6 +356,9 @@ def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
     policy = retention_mod.policy_of(group)
     cover = coverage(project, backups, copies_on, policy)
     if owner is not None and owner != project:
+        cover['error'] = ('--owner names project %s; Cinder lists the '
+                          "copies of the Cinder identity's project (%s) "
+                          'only: none was judged' % (owner, project))
         return [], cover
     findings = judge_copies(backups, project, policy, now)
     if copies_on:
@@ -325,7 +391,7 @@ def repair(cinder: ty.Any, auditor: images_mod.AuditGlance,
         if not act:
             outcome: tuple[str, str] = ('dry-run', '')
         elif finding.kind == report_mod.COPY_IN_ERROR:
-            outcome = _delete_in_error(cinder, finding.image_id)
+            outcome = _delete_in_error(cinder, finding.image_id, group)
         elif finding.kind == report_mod.COPY_PAST_RETENTION:
             outcome = _retained(cinder, finding, group, retained,
                                 reported)
@@ -338,8 +404,12 @@ def repair(cinder: ty.Any, auditor: images_mod.AuditGlance,
     return report_mod.record_actions(report, actions)
 
 
-def _delete_in_error(cinder: ty.Any, backup_id: str) -> tuple[str, str]:
-    """Delete a copy still in error, recorded, with no incremental on it."""
+def _delete_in_error(cinder: ty.Any, backup_id: str,
+                     group: ty.Any) -> tuple[str, str]:
+    """Delete a copy still in error, recorded, with no incremental on it.
+
+    Seen through until Cinder no longer shows it (``backup_copies_wait``).
+    """
     try:
         project = cinder.project_id
         backup = cinder.get_backup(backup_id)
@@ -353,10 +423,12 @@ def _delete_in_error(cinder: ty.Any, backup_id: str) -> tuple[str, str]:
                 backup.get('status'))
         if backup.get('has_dependent_backups'):
             return 'skipped', retention_mod.DEPENDED_ON
-        cinder.delete_backup(backup_id)
     except (exception.CinderError, exception.ConfigurationError) as err:
         return 'failed', err.format_message()
-    return 'done', ''
+    wait = copies_mod.Wait(float(group.backup_copies_wait))
+    why = retention_mod.delete_copy(cinder, backup_id, wait,
+                                    wait.clock() + wait.seconds)
+    return ('failed', why) if why else ('done', '')
 
 
 def _retained(cinder: ty.Any, finding: report_mod.Finding, group: ty.Any,
@@ -399,12 +471,16 @@ def _copied(cinder: ty.Any, auditor: images_mod.AuditGlance,
     try:
         image = auditor.get(image_id)
         project = cinder.project_id
+    except exception.GlanceNotFound:
+        return 'skipped', 'the image is gone'
     except (exception.GlanceError, exception.CinderError,
             exception.ConfigurationError) as err:
         return 'failed', err.format_message()
     if image.get('status') != 'active' or \
-            image.get('image_type') != 'backup':
-        return 'skipped', 'no longer an active backup image'
+            image.get('image_type') != 'backup' or \
+            image.get('owner') != project:
+        return 'skipped', ('no longer an active backup image of project %s'
+                           % project)
     result = copies_mod.make_copies(
         cinder, image, project,
         copies_mod.Wait(float(group.backup_copies_wait)),
@@ -413,4 +489,6 @@ def _copied(cinder: ty.Any, auditor: images_mod.AuditGlance,
         return 'failed', '; '.join(
             '%s: %s' % (f['device_name'] or f['snapshot_id'], f['reason'])
             for f in result.failed)
+    if not result.started:
+        return 'skipped', 'the image names no volume snapshot any more'
     return 'done', ''

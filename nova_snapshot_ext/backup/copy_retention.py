@@ -116,7 +116,7 @@ class RetentionResult:
 def _age_days(created_at: str, now: datetime.datetime) -> float | None:
     try:
         when = timeutils.normalize_time(timeutils.parse_isotime(created_at))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return (now - when).total_seconds() / 86400.0
 
@@ -266,7 +266,7 @@ def retain(cinder: ty.Any, backups: list[dict[str, ty.Any]],
                                       'available or error backup'
                                       % backup.get('status'))
         else:
-            why = _delete(cinder, backup_id, wait, deadline)
+            why = delete_copy(cinder, backup_id, wait, deadline)
             if why is None:
                 result.deleted.append(backup_id)
                 continue
@@ -286,9 +286,11 @@ def _copy_of(backup: ty.Mapping[str, ty.Any], project: str, server: str,
             (meta.get(copies_mod.BACKUP_TYPE_KEY) or '') == backup_type)
 
 
-def _delete(cinder: ty.Any, backup_id: str, wait: copies_mod.Wait,
-            deadline: float) -> str | None:
+def delete_copy(cinder: ty.Any, backup_id: str, wait: copies_mod.Wait,
+                deadline: float) -> str | None:
     """Delete one copy and wait until it is gone; why not, or ``None``.
+
+    The one delete of a copy: the retention's and the audit's.
 
     :param deadline: on ``wait``'s clock, for the whole retention.
     """

@@ -193,6 +193,29 @@ class TestJudgeCopies(base.TestCase):
                          kinds(self.judge(backups,
                                           retention.Policy(keep=1))))
 
+    def test_a_copy_another_type_needs_is_not_past_retention(self):
+        # Cinder chains by volume: a weekly incremental on a daily full.
+        backups = [copy('d1', image_id(1), rt.day(1)),
+                   copy('d3', image_id(3), rt.day(3)),
+                   copy('w4', image_id(4), rt.day(4), incremental=True,
+                        backup_type='weekly'),
+                   copy('d5', image_id(5), rt.day(5))]
+        backups[1]['has_dependent_backups'] = True
+        found = self.judge(backups, retention.Policy(keep=1))
+        self.assertEqual([(report_mod.COPY_PAST_RETENTION, 'd1')],
+                         kinds(found))
+
+    def test_deleting_is_in_progress_error_deleting_is_named(self):
+        backups = series('F', 'F', 'F')
+        backups[0]['status'] = 'error_deleting'
+        backups[1]['status'] = 'deleting'
+        for policy in (retention.Policy(), retention.Policy(keep=1)):
+            [finding] = self.judge(backups, policy)
+            self.assertEqual((report_mod.COPY_IN_ERROR, 'c1'),
+                             (finding.kind, finding.image_id))
+            self.assertFalse(finding.fixable)
+            self.assertEqual('error_deleting', finding.evidence['status'])
+
     def test_a_full_base_being_restored_is_still_a_base(self):
         backups = series('F', 'I')
         backups[0]['status'] = 'restoring'
@@ -247,6 +270,17 @@ class TestJudgeImages(base.TestCase):
                                backups)
         self.assertEqual(['s2'], [d['snapshot_id'] for d in
                                   finding.evidence['disks_without_copy']])
+
+    def test_copies_owed_since_the_oldest_record_even_its_image_gone(self):
+        # The first copied backup was rotated away; its copy remains.
+        old = copy('b1', image_id(1), rt.day(17), snapshot_id='s1')
+        images = [backup_image(n, ['s%d' % n],
+                               created_at='2024-05-%02dT10:00:00Z' % n)
+                  for n in (16, 18, 19)]
+        found = copies_audit.judge_images(images, [old], PROJECT, 600.0,
+                                          NOW)
+        self.assertEqual([image_id(18), image_id(19)],
+                         sorted(f.image_id for f in found))
 
     def test_complete_young_inactive_foreign_or_plain_images_pass(self):
         backups = [copy('b1', image_id(1), rt.day(20), snapshot_id='s1')]
@@ -305,6 +339,8 @@ class TestScan(base.TestCase):
                                          owner='project-b', now=NOW)
         self.assertEqual([], found)
         self.assertEqual(1, cover['copies'])
+        self.assertIn('none was judged',
+                      copies_audit.describe_coverage(cover))
 
     def test_unreadable_backups_or_no_project_said_not_raised(self):
         cinder = FakeCinder()
@@ -463,7 +499,8 @@ class TestRepair(base.TestCase):
         actions = {a.image_id: a for a in copies_audit.repair(
             cinder, auditor, report, group(), act=True)}
         self.assertEqual('done', actions[image_id(1)].outcome)
-        self.assertEqual(('skipped', 'no longer an active backup image'),
+        self.assertEqual(('skipped', 'no longer an active backup image of '
+                          'project %s' % PROJECT),
                          (actions[image_id(2)].outcome,
                           actions[image_id(2)].reason))
         self.assertEqual(2, len(cinder.created))
@@ -474,6 +511,43 @@ class TestRepair(base.TestCase):
         report = self.report(copies_audit.judge_images(
             images[:2], list(cinder.list_backups()), PROJECT, 600.0, NOW))
         self.assertEqual([], report.findings)
+
+    def test_an_image_gone_or_emptied_since_the_scan_is_skipped(self):
+        first, its_copy = first_copied()
+        cinder = FakeCinder([its_copy])
+        images = [first, backup_image(1, ['s1']), backup_image(2, ['s2'])]
+        auditor = FakeAuditor(images)
+        report = self.report(copies_audit.judge_images(
+            images, [its_copy], PROJECT, 600.0, NOW))
+        del auditor.images[image_id(1)]
+        auditor.images[image_id(2)]['block_device_mapping'] = '[]'
+        actions = {a.image_id: (a.outcome, a.reason)
+                   for a in copies_audit.repair(cinder, auditor, report,
+                                                group(), act=True)}
+        self.assertEqual({image_id(1): ('skipped', 'the image is gone'),
+                          image_id(2): ('skipped', 'the image names no '
+                                        'volume snapshot any more')},
+                         actions)
+        self.assertEqual([], cinder.created)
+
+    def test_a_delete_that_fails_in_cinder_is_failed_not_done(self):
+        cinder = FakeCinder([copy('c1', image_id(1), rt.day(1),
+                                  status='error')])
+        report = self.report(copies_audit.judge_copies(
+            list(cinder.list_backups()), PROJECT, retention.Policy(), NOW))
+        # Cinder takes the delete, then its delete fails: error again.
+        cinder.lingering['c1'] = None
+
+        def failed_delete(backup_id):
+            cinder.deleted.append(backup_id)
+            cinder.backups[backup_id]['status'] = 'error_deleting'
+            return 'deleted'
+
+        cinder.delete_backup = failed_delete
+        [action] = copies_audit.repair(cinder, FakeAuditor(), report,
+                                       group(), act=True)
+        self.assertEqual('failed', action.outcome)
+        self.assertIn('error_deleting', action.reason)
 
     def test_a_copy_that_cannot_be_made_is_named(self):
         first, its_copy = first_copied()
