@@ -31,6 +31,7 @@ a 404 on delete is "already gone", not a failure.
 from __future__ import annotations
 
 import typing as ty
+import urllib.parse
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
@@ -318,36 +319,10 @@ class CinderClient:
 
         :raises CinderError: see :func:`translate`.
         """
-        marker = None
-        while True:
-            query = 'snapshots/detail?limit=%d' % page_size
-            if all_projects:
-                query += '&all_tenants=1'
-            if marker:
-                query += '&marker=%s' % marker
-            try:
-                resp = self._adapter.get(
-                    query, raise_exc=True,
-                    connect_retries=retries_for(self._adapter, 'GET'))
-            except Exception as err:  # noqa: B902 - re-raised unless sent
-                if not sent_error(err):
-                    raise
-                raise translate(err, 'list', '(all)') from err
-            try:
-                body = resp.json()
-            except ValueError as err:
-                raise exception.CinderError(
-                    operation='list', snapshot_id='(all)',
-                    reason='the answer is not JSON') from err
-            page = body.get('snapshots') if isinstance(body, dict) else None
-            if not isinstance(page, list):
-                raise exception.CinderError(
-                    operation='list', snapshot_id='(all)',
-                    reason='the answer is not a Cinder snapshot list')
-            yield from (dict(s) for s in page if isinstance(s, dict))
-            marker = next_marker(page, page_size, marker)
-            if marker is None:
-                return
+        return self._pages('snapshots/detail', 'snapshots',
+                           'volume snapshots',
+                           {'all_tenants': 1} if all_projects else {},
+                           page_size)
 
     def set_snapshot_metadata(self, snapshot_id: str,
                               metadata: ty.Mapping[str, str]) -> None:
@@ -424,6 +399,39 @@ class CinderClient:
                 reason='the answer is not a JSON document')
         return document
 
+    def _pages(self, collection: str, key: str, resource: str,
+               filters: ty.Mapping[str, ty.Any], page_size: int,
+               microversion: str | None = None
+               ) -> ty.Iterator[dict[str, ty.Any]]:
+        """Every document of a Cinder list, page by page.
+
+        ``GET <collection>?<filters>&limit=<page_size>&marker=<last id>``
+        until a short page (:func:`next_marker`); one page held at a time.
+
+        :param key: the list's key in the answer (``snapshots``, a plural
+            in ``s``).
+        :param resource: what is listed, for errors (``backups``).
+        :raises CinderError: see :func:`translate`; an answer without the
+            list.
+        """
+        marker = None
+        while True:
+            query = dict({'limit': page_size}, **filters)
+            if marker:
+                query['marker'] = marker
+            document = self._send(
+                'GET', '%s?%s' % (collection, urllib.parse.urlencode(query)),
+                'list', resource, microversion=microversion)
+            page = document.get(key)
+            if not isinstance(page, list):
+                raise exception.CinderError(
+                    operation='list', resource=resource,
+                    reason='the answer is not a Cinder %s list' % key[:-1])
+            yield from (dict(d) for d in page if isinstance(d, dict))
+            marker = next_marker(page, page_size, marker)
+            if marker is None:
+                return
+
     @staticmethod
     def _member(document: ty.Any, key: str, operation: str,
                 resource: str) -> dict[str, ty.Any]:
@@ -483,24 +491,9 @@ class CinderClient:
             filter).
         :raises CinderError: see :func:`translate`.
         """
-        marker = None
-        while True:
-            query = 'backups/detail?limit=%d' % page_size
-            if volume_id:
-                query += '&volume_id=%s' % volume_id
-            if marker:
-                query += '&marker=%s' % marker
-            document = self._send('GET', query, 'list', 'backups',
-                                  microversion=BACKUP_METADATA_VERSION)
-            page = document.get('backups')
-            if not isinstance(page, list):
-                raise exception.CinderError(
-                    operation='list', resource='backups',
-                    reason='the answer is not a Cinder backup list')
-            yield from (dict(b) for b in page if isinstance(b, dict))
-            marker = next_marker(page, page_size, marker)
-            if marker is None:
-                return
+        return self._pages('backups/detail', 'backups', 'backups',
+                           {'volume_id': volume_id} if volume_id else {},
+                           page_size, microversion=BACKUP_METADATA_VERSION)
 
     def delete_backup(self, backup_id: str) -> str:
         """``DELETE /backups/{id}``.

@@ -134,7 +134,7 @@ class TestCinderClient(base.TestCase):
                                     self.client.get_snapshot, 'mine')
         self.assertIn('scope [snapshot_ext_cinder] to a project',
                       err.format_message())
-        with mock.patch.object(self.client._adapter, 'get',
+        with mock.patch.object(self.client._adapter, 'request',
                                side_effect=ValueError('Programming error')):
             err = self.assertRaises(exception.CinderError, list,
                                     self.client.list_snapshots())
