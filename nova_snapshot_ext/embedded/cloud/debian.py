@@ -12,11 +12,12 @@
 
 """The Debian packages a cloud in a box needs, per stack.
 
-``python3 -m nova_snapshot_ext.embedded.cloud.debian [fake|real]`` prints
-those still missing on one line (nothing when all are there): standard
-library only, so ``.ci/run`` calls it before any virtualenv exists and
-installs what it prints.  The cloud checks the same lists before it
-starts (:func:`.host.require`).
+``python -m nova_snapshot_ext.embedded.cloud.debian [fake|real]`` prints
+those still missing on one line (nothing when all are there).  It reads
+the services' own declarations, so it needs the project's requirements
+(oslo.log...): ``.ci/run`` calls it with the unit tests' interpreter
+(``tox -e py3``) and installs what it prints.  The cloud checks the same
+lists before it starts (:func:`.host.require`).
 """
 
 import sys
@@ -52,7 +53,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     stack = argv[0] if argv else 'fake'
     if len(argv) > 1 or stack not in WHAT:
-        print('usage: python3 -m nova_snapshot_ext.embedded.cloud.debian '
+        print('usage: python -m nova_snapshot_ext.embedded.cloud.debian '
               '[fake|real]', file=sys.stderr)
         return 2
     missing = host.missing_packages(*program_maps(stack))
