@@ -406,9 +406,14 @@ class LeakedSnapshotsTest(_Cloud, oslotest_base.BaseTestCase):
                          admin['findings'])
         conf_file = self._conf_file()
         report = self._audit(conf_file)
+        cover = dict(report['cinder_coverage'])
+        # The copy checks ran too, on the same project (no copy here).
+        copies = cover.pop('copies')
         self.assertEqual({'all_projects': False, 'owner': None,
                           'project': project, 'limited_by': 'cinder'},
-                         report['cinder_coverage'])
+                         cover)
+        self.assertEqual((project, 0), (copies['project'],
+                                        copies['copies']))
         by_snapshot = {f['volume_snapshot_id']: f
                        for f in report['findings']
                        if 'volume_snapshot_id' in f}
