@@ -169,20 +169,6 @@ def judge_copies(backups: list[dict[str, ty.Any]], project: str,
     return findings
 
 
-def _age_seconds(created_at: ty.Any, now: datetime.datetime
-                 ) -> float | None:
-    when = _time(created_at)
-    return None if when is None else (now - when).total_seconds()
-
-
-def _time(text: ty.Any) -> datetime.datetime | None:
-    """An ISO 8601 time as naive UTC, or ``None`` when unreadable."""
-    try:
-        return timeutils.normalize_time(timeutils.parse_isotime(str(text)))
-    except (ValueError, OverflowError):
-        return None
-
-
 def _copied_keys(backups: list[dict[str, ty.Any]], project: str
                  ) -> dict[str, set[str]]:
     """Image id -> snapshot keys with a copy that is, or will be, data."""
@@ -220,7 +206,7 @@ def _copies_since(backups: list[dict[str, ty.Any]], project: str
     for backup in backups:
         if copies_mod.record_refusal(backup, project) is not None:
             continue
-        when = _time(copies_mod.data_time(backup))
+        when = copies_mod.parse_time(copies_mod.data_time(backup))
         meta = backup['metadata']
         key = (str(meta.get(copies_mod.SERVER_KEY)),
                str(meta.get(copies_mod.BACKUP_TYPE_KEY) or ''))
@@ -257,7 +243,7 @@ def judge_images(images: ty.Iterable[ty.Mapping[str, ty.Any]],
             continue
         first = since.get((str(image.get('instance_uuid')),
                            str(image.get('backup_type') or '')))
-        created = _time(image.get('created_at'))
+        created = copies_mod.parse_time(image.get('created_at'))
         # Its snapshots are a few seconds older than the image.
         if first is None or created is None or \
                 created < first - datetime.timedelta(minutes=1):

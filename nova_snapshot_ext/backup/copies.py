@@ -53,12 +53,14 @@ Cinder, with its reason (``fail_reason``), and named by ``restore
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import time
 import typing as ty
 import uuid
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import tags
@@ -277,6 +279,17 @@ def data_time(backup: ty.Mapping[str, ty.Any]) -> str:
                or '')
 
 
+def parse_time(text: ty.Any) -> datetime.datetime | None:
+    """An ISO 8601 time (Cinder's, Glance's) as naive UTC, or ``None``.
+
+    ``None`` for text that is no readable time (or one out of range).
+    """
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(str(text)))
+    except (ValueError, OverflowError):
+        return None
+
+
 def parent_of(backups: ty.Iterable[ty.Mapping[str, ty.Any]],
               taken: str) -> ty.Mapping[str, ty.Any] | None:
     """The backup Cinder would make an incremental copy on, or ``None``.
@@ -454,15 +467,16 @@ def _copy(cinder: Copier, disk: Disk, image: ty.Mapping[str, ty.Any],
     snap = _available(cinder, disk, *waiting)
     backups = list(cinder.list_backups(volume_id=volume_id))
     parent = parent_of(backups, str(snap.get('created_at') or ''))
-    usable = parent is not None and parent.get('status') == 'available'
-    if usable and parent is not None and base_of(backups, parent) is None:
+    if parent is not None and parent.get('status') != 'available':
+        parent = None  # Cinder refuses an incremental on it
+    if parent is not None and base_of(backups, parent) is None:
         LOG.warning('nova-snapshot-ext: backup %s of volume %s is an '
                     'incremental whose chain has no full backup left: the '
                     'copy of volume snapshot %s is made full',
                     parent.get('id'), volume_id, disk.snapshot_id)
-        usable = False
-    incremental = usable and (chain is None or
-                              chain_length(backups) < chain)
+        parent = None
+    incremental = parent is not None and (chain is None or
+                                          chain_length(backups) < chain)
     name = 'copy of %s %s' % (image.get('name') or image.get('id'),
                               disk.device_name or disk.snapshot_id)
     description = ('nova-snapshot-ext: copy of volume snapshot %s of '

@@ -114,11 +114,8 @@ class RetentionResult:
 
 
 def _age_days(created_at: str, now: datetime.datetime) -> float | None:
-    try:
-        when = timeutils.normalize_time(timeutils.parse_isotime(created_at))
-    except (ValueError, OverflowError):
-        return None
-    return (now - when).total_seconds() / 86400.0
+    when = copies_mod.parse_time(created_at)
+    return None if when is None else (now - when).total_seconds() / 86400.0
 
 
 def kept_sets(sets: ty.Sequence[sets_mod.CopySet], policy: Policy,
@@ -175,7 +172,7 @@ def needed(backups: ty.Iterable[ty.Mapping[str, ty.Any]],
         # Its parent, and theirs: the available backups before it (one
         # that is not available was never a parent), to a full one.
         for backup in reversed(chain[:position]):
-            if backup.get('status') != 'available':
+            if backup.get('status') not in copies_mod.PRESENT:
                 continue
             wanted.add(str(backup.get('id')))
             if not backup.get('is_incremental'):

@@ -488,17 +488,15 @@ def _wait_copied(glance: ty.Any, cinder: ty.Any, image_ids: list[str],
     Polls only those images (gone counts as done), every
     :data:`ROTATION_POLL_S`, until ``deadline`` (``time.monotonic``).
     """
+    def copying(image_id: str) -> bool:
+        try:
+            image = glance.get(image_id)
+        except exception.GlanceNotFound:
+            return False
+        return bool(rotation_mod.being_copied(cinder, image))
+
     while time.monotonic() < deadline:
-        busy = False
-        for image_id in image_ids:
-            try:
-                image = glance.get(image_id)
-            except exception.GlanceNotFound:
-                continue
-            if rotation_mod.being_copied(cinder, image):
-                busy = True
-                break
-        if not busy:
+        if not any(copying(image_id) for image_id in image_ids):
             return
         time.sleep(ROTATION_POLL_S)
 

@@ -291,6 +291,17 @@ class TestNeeded(base.TestCase):
         self.assertEqual({'c3'}, retention.needed(backups, ['c3']))
         self.assertEqual({'c1'}, retention.needed(backups, ['c1']))
 
+    def test_a_full_copy_being_restored_is_still_needed(self):
+        backups = series('F', 'I')
+        backups[0]['status'] = 'restoring'
+        self.assertEqual({'c1', 'c2'}, retention.needed(backups, ['c2']))
+
+    def test_times_unreadable_or_out_of_range_are_none(self):
+        for text in ('', 'yesterday', None, '0001-01-01T00:00:00+05:00'):
+            self.assertIsNone(copies.parse_time(text), text)
+        self.assertEqual(datetime.datetime(2024, 5, 1, 8, 0),
+                         copies.parse_time('2024-05-01T10:00:00+02:00'))
+
     def test_incremental_needs_its_chain_back_to_the_full_copy(self):
         backups = series('F', 'I', 'F', 'I', 'I', 'I')
         self.assertEqual({'c3', 'c4', 'c5'},
