@@ -297,6 +297,8 @@ def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
                 'credentials).')
     if cover.get('error'):
         return 'Copy checks: not done: %s' % cover['error']
+    if cover.get('skipped'):
+        return 'Copy checks: %s' % cover['skipped']
     images = ('its backup images judged for missing copies'
               if cover['images_judged'] else
               'backup images not judged for missing copies ([snapshot_ext] '
@@ -314,6 +316,22 @@ def describe_coverage(cover: ty.Mapping[str, ty.Any] | None) -> str:
                                         images, retention))
 
 
+#: Why the copy checks could not run: the configuration (the
+#: credentials act in no project), Cinder unreachable or refusing these
+#: credentials, or another failure of Cinder's.
+CAUSES = ('configuration', 'unreachable', 'failed')
+
+
+def cause_of(err: Exception) -> str:
+    """The :data:`CAUSES` entry of an error that stopped the copy checks."""
+    if isinstance(err, exception.ConfigurationError):
+        return 'configuration'
+    if isinstance(err, (exception.CinderUnavailable,
+                        exception.CinderForbidden)):
+        return 'unreachable'
+    return 'failed'
+
+
 def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
          owner: str | None = None,
          page_size: int = images_mod.DEFAULT_PAGE_SIZE,
@@ -327,8 +345,9 @@ def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
     :param owner: ``audit --owner``: no finding unless it is that project.
     :returns: the findings and :func:`coverage`; when the backups could
         not be listed, or the credentials act in no project, no finding
-        and a coverage whose ``error`` says why (the audit's other checks
-        stand).
+        and a coverage whose ``error`` says why and ``cause`` its kind
+        (:data:`CAUSES`; the audit's other checks stand); with ``owner``
+        another project, ``skipped`` says so.
     :raises GlanceError: a page of backup images could not be listed.
     """
     copies_on = bool(group.backup_copies)
@@ -336,15 +355,17 @@ def scan(auditor: images_mod.AuditGlance, cinder: ty.Any, group: ty.Any,
         project = cinder.project_id
         backups = list(cinder.list_backups())
     except (exception.CinderError, exception.ConfigurationError) as err:
-        # The other checks' findings stand; this one says why it has none.
+        # The other checks' findings stand; this one says why it has none
+        # and what kind of cause it was (the audit's exit status).
         return [], {'project': None, 'copies': 0,
-                    'images_judged': False, 'error': err.format_message()}
+                    'images_judged': False, 'error': err.format_message(),
+                    'cause': cause_of(err)}
     policy = retention_mod.policy_of(group)
     cover = coverage(project, backups, copies_on, policy)
     if owner is not None and owner != project:
-        cover['error'] = ('--owner names project %s; Cinder lists the '
-                          "copies of the Cinder identity's project (%s) "
-                          'only: none was judged' % (owner, project))
+        cover['skipped'] = ('--owner names project %s; Cinder lists the '
+                            "copies of the Cinder identity's project (%s) "
+                            'only: none was judged' % (owner, project))
         return [], cover
     findings = judge_copies(backups, project, policy, now)
     if copies_on:

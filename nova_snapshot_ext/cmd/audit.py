@@ -17,7 +17,9 @@ Progress goes to stderr while the images are read
 with ``--progress``; never with ``--no-progress``); the report to stdout,
 as text or one JSON object (``--format json``, the shape of
 :meth:`nova_snapshot_ext.audit.Report.to_dict`).  Exit status 0 when
-nothing is left unrepaired, 1 otherwise.
+nothing is left unrepaired, 1 otherwise; when the copy checks could not
+run, their cause's (2 configuration, 3 Cinder unreachable or refusing,
+1 another failure), the report printed all the same.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ from nova_snapshot_ext.audit import copies as copies_audit
 from nova_snapshot_ext.cmd import backup as backup_cmd
 from nova_snapshot_ext.cmd import checks
 from nova_snapshot_ext.cmd import progress as progress_mod
+
+
+#: The exit status of an audit whose copy checks could not run, by cause
+#: (:data:`nova_snapshot_ext.audit.copies.CAUSES`).
+_COPY_CHECK_EXIT = {'configuration': checks.EXIT_INPUT,
+                    'unreachable': checks.EXIT_UNREACHABLE,
+                    'failed': checks.EXIT_FAILED}
 
 
 def counted(number: int, singular: str, plural: str | None = None) -> str:
@@ -164,5 +173,9 @@ def run(conf: cfg.ConfigOpts, glance: ty.Any) -> int:
         print(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
         print(_text(report, args.fix, args.yes))
+    copies = (report.cinder_coverage or {}).get('copies') or {}
+    if copies.get('cause'):
+        # Printed above; the exit status is the cause's.
+        return _COPY_CHECK_EXIT[copies['cause']]
     left = report.unrepaired
     return checks.EXIT_FAILED if left else checks.EXIT_OK

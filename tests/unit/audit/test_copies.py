@@ -560,3 +560,73 @@ class TestRepair(base.TestCase):
         self.assertEqual('failed', action.outcome)
         self.assertIn('/dev/vda: ', action.reason)
         self.assertIn('does not show the snapshot', action.reason)
+
+
+class TestAuditExitStatus(base.TestCase):
+    """An audit whose copy checks could not run exits with their cause."""
+
+    def run_audit(self, cinder, argv=()):
+        import io
+        from unittest import mock
+
+        import fixtures
+
+        from nova_snapshot_ext import audit
+        from nova_snapshot_ext.audit import backups as backup_audit
+        from nova_snapshot_ext.audit import volume_snapshots as vs_audit
+        from nova_snapshot_ext.cmd import audit as audit_cmd
+        from nova_snapshot_ext.cmd import backup as backup_cmd
+        from nova_snapshot_ext.cmd import main
+
+        stdout = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', io.StringIO())).new_value
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+
+        def cinder_scan(auditor, cinder, progress=None, **kwargs):
+            return [], backup_audit.coverage(vs_audit.Scope(PROJECT),
+                                             vs_audit.Scope(PROJECT), None)
+
+        conf = main.parse(['audit', '--format', 'json'] + list(argv))
+        with mock.patch.object(audit, 'scan',
+                               lambda auditor, **kw: audit.Report()), \
+                mock.patch.object(backup_cmd, 'cinder_client',
+                                  return_value=cinder), \
+                mock.patch.object(backup_audit, 'scan', cinder_scan), \
+                mock.patch.object(copies_audit.images_mod, 'listed_pages',
+                                  lambda *a: iter(())):
+            code = audit_cmd.run(conf, mock.Mock())
+        return code, json.loads(stdout.getvalue())
+
+    def test_each_cause_its_status_the_report_printed(self):
+        class Unscoped(FakeCinder):
+            @property
+            def project_id(self):
+                raise exception.ConfigurationError(
+                    group='snapshot_ext_cinder', option='auth_type',
+                    reason='these credentials act in no project')
+
+            @project_id.setter
+            def project_id(self, value):
+                pass
+
+        down = FakeCinder()
+        down.list_error = exception.CinderUnavailable(
+            operation='list', resource='backups', reason='refused')
+        refused = FakeCinder()
+        refused.list_error = exception.CinderError(
+            operation='list', resource='backups', reason='HTTP 500')
+        for cinder, code, cause in ((Unscoped(), 2, 'configuration'),
+                                    (down, 3, 'unreachable'),
+                                    (refused, 1, 'failed')):
+            got, report = self.run_audit(cinder)
+            self.assertEqual(code, got, cause)
+            self.assertEqual(cause, report['cinder_coverage']['copies'][
+                'cause'])
+
+    def test_checks_done_or_skipped_for_another_owner_exit_0(self):
+        cinder = FakeCinder([copy('c1', image_id(1), rt.day(1))])
+        self.assertEqual(0, self.run_audit(cinder)[0])
+        code, report = self.run_audit(cinder, ['--owner', 'project-b'])
+        self.assertEqual(0, code)
+        self.assertIn('none was judged',
+                      report['cinder_coverage']['copies']['skipped'])
