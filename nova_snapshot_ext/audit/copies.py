@@ -115,6 +115,17 @@ def judge_copies(backups: list[dict[str, ty.Any]], project: str,
     recorded = [b for b in backups
                 if copies_mod.record_refusal(b, project) is None]
     volumes = _by_volume(backups)
+    findings = _state_findings(recorded, volumes, project)
+    if policy.active:
+        findings += _retention_findings(recorded, volumes, project,
+                                        policy, now)
+    return findings
+
+
+def _state_findings(recorded: list[dict[str, ty.Any]],
+                    volumes: dict[str, list[dict[str, ty.Any]]],
+                    project: str) -> list[report_mod.Finding]:
+    """``copy-in-error`` and ``copy-chain-broken`` (:func:`judge_copies`)."""
     findings = []
     for backup in recorded:
         status = backup.get('status')
@@ -134,8 +145,16 @@ def judge_copies(backups: list[dict[str, ty.Any]], project: str,
                 {'why': 'Cinder shows no full backup of volume %s older '
                  'than it still there' % backup.get('volume_id')},
                 project, None))
-    if not policy.active:
-        return findings
+    return findings
+
+
+def _retention_findings(recorded: list[dict[str, ty.Any]],
+                        volumes: dict[str, list[dict[str, ty.Any]]],
+                        project: str, policy: retention_mod.Policy,
+                        now: datetime.datetime | None
+                        ) -> list[report_mod.Finding]:
+    """``copy-past-retention`` (:func:`judge_copies`)."""
+    findings = []
     groups: dict[tuple[str, str], list[dict[str, ty.Any]]] = {}
     for backup in recorded:
         meta = backup['metadata']

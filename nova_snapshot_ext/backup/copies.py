@@ -436,6 +436,29 @@ def _available(cinder: Copier, disk: Disk, wait: Wait,
         wait.sleep(POLL_S)
 
 
+def _incremental(backups: list[dict[str, ty.Any]],
+                 snap: ty.Mapping[str, ty.Any], chain: int | None) -> bool:
+    """Whether a snapshot's copy is asked for incremental.
+
+    When Cinder's parent (:func:`parent_of`) is ``available`` (Cinder
+    refuses an incremental on another), its chain still has its full base
+    (:func:`base_of`; else a WARNING names it) and the chain is shorter
+    than ``chain``.
+
+    :param backups: the snapshot's volume's backups.
+    """
+    parent = parent_of(backups, str(snap.get('created_at') or ''))
+    if parent is None or parent.get('status') != 'available':
+        return False
+    if base_of(backups, parent) is None:
+        LOG.warning('nova-snapshot-ext: backup %s of volume %s is an '
+                    'incremental whose chain has no full backup left: the '
+                    'copy of volume snapshot %s is made full',
+                    parent.get('id'), snap.get('volume_id'), snap.get('id'))
+        return False
+    return chain is None or chain_length(backups) < chain
+
+
 def _copy(cinder: Copier, disk: Disk, image: ty.Mapping[str, ty.Any],
           meta: dict[str, str], project: str, chain: int | None,
           waiting: tuple[Wait, float]) -> dict[str, ty.Any]:
@@ -465,18 +488,8 @@ def _copy(cinder: Copier, disk: Disk, image: ty.Mapping[str, ty.Any],
                 'backup_id': str(before.get('id')),
                 'incremental': bool(before.get('is_incremental'))}
     snap = _available(cinder, disk, *waiting)
-    backups = list(cinder.list_backups(volume_id=volume_id))
-    parent = parent_of(backups, str(snap.get('created_at') or ''))
-    if parent is not None and parent.get('status') != 'available':
-        parent = None  # Cinder refuses an incremental on it
-    if parent is not None and base_of(backups, parent) is None:
-        LOG.warning('nova-snapshot-ext: backup %s of volume %s is an '
-                    'incremental whose chain has no full backup left: the '
-                    'copy of volume snapshot %s is made full',
-                    parent.get('id'), volume_id, disk.snapshot_id)
-        parent = None
-    incremental = parent is not None and (chain is None or
-                                          chain_length(backups) < chain)
+    incremental = _incremental(list(cinder.list_backups(volume_id=volume_id)),
+                               snap, chain)
     name = 'copy of %s %s' % (image.get('name') or image.get('id'),
                               disk.device_name or disk.snapshot_id)
     description = ('nova-snapshot-ext: copy of volume snapshot %s of '
