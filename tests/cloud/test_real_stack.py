@@ -27,6 +27,8 @@ nothing else proves that a snapshot holds the data.
 
 import json
 import os
+import subprocess
+import threading
 import time
 import uuid
 
@@ -380,6 +382,52 @@ class FileStoreTest(_RoundTrip, oslotest_base.BaseTestCase):
         self.demo.action(clone['id'], {'reboot': {'type': 'HARD'}})
         self._assert_reads(self._console(clone['id'], sorted(volumes),
                                          after=said['boot']), markers)
+
+    def test_pool_read_while_images_are_removed(self):
+        """A pool is read whole while its images are being removed.
+
+        Cinder removes RBD images at any moment (volumes, cinder-backup's
+        temporary clones); a read of the pool that opened an image just
+        removed failed whole (``rbd ls -l``: "error opening ...: (2) No
+        such file or directory").  Glance's file store leaves the
+        ``images`` pool to this test.
+        """
+        rbd = ['rbd', '-c', self.ceph.conf]
+        names = ['removed-%d-%s' % (i, uuid.uuid4().hex[:6])
+                 for i in range(16)]
+        for name in names:
+            spec = 'images/' + name
+            self.addCleanup(subprocess.run, rbd + ['rm', spec],
+                            capture_output=True)
+            self.addCleanup(subprocess.run, rbd + ['snap', 'purge', spec],
+                            capture_output=True)
+            subprocess.run(rbd + ['create', '--size', '1M', spec],
+                           check=True, capture_output=True)
+            subprocess.run(rbd + ['snap', 'create', spec + '@kept'],
+                           check=True, capture_output=True)
+        self.assertEqual({n: ['kept'] for n in names},
+                         self.ceph.rbd_images('images'))
+
+        def remove():
+            for name in names:
+                for cmd in (['snap', 'purge'], ['rm']):
+                    subprocess.run(rbd + cmd + ['images/' + name],
+                                   check=True, capture_output=True)
+        remover = threading.Thread(target=remove)
+        remover.start()
+        reads = []
+        while remover.is_alive():
+            found = self.ceph.rbd_images('images')
+            # Each read names only images of this test, whole or gone.
+            self.assertLessEqual(set(found), set(names))
+            self.assertLessEqual(set(map(tuple, found.values())),
+                                 {('kept',), ()})
+            reads.append(len(found))
+        remover.join()
+        self.addDetail('images seen by each read',
+                       test_scenarios._text(repr(reads)))
+        self.assertGreater(len(reads), 1)
+        self.assertEqual({}, self.ceph.rbd_images('images'))
 
 
 class RbdStoreTest(_RoundTrip, oslotest_base.BaseTestCase):

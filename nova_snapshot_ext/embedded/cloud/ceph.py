@@ -31,6 +31,7 @@ about 4 s each more (placement-group peering), ~500 MB of memory (most
 of it ceph-mgr's Python modules).
 """
 
+import errno
 import json
 import os
 import subprocess
@@ -158,19 +159,28 @@ class Ceph(object):
         """The keyring file of an entity (``client.cinder``...)."""
         return os.path.join(self.dir, 'ceph.%s.keyring' % name)
 
-    def ceph(self, *args, name='ceph', stdin=None):
+    def ceph(self, *args, stdin=None):
         """Run a ``ceph`` command as ``client.admin``.
 
         :returns: its standard output (text).
         :raises CloudError: if it fails (with its output).
         """
         return self._call(['ceph', '-c', self.conf] + list(args),
-                          name=name, stdin=stdin)
+                          stdin=stdin)
 
-    def _call(self, cmd, name='ceph', stdin=None):
+    def _call(self, cmd, stdin=None, missing_ok=False):
+        """A Ceph command's output.
+
+        :param missing_ok: return None when the command exits with
+            ``ENOENT`` (Ceph's tools exit with the errno), i.e. what it
+            names does not exist.
+        :raises CloudError: on any other non-zero exit.
+        """
         result = subprocess.run(cmd, input=stdin, capture_output=True,
                                 text=True, timeout=COMMAND_TIMEOUT,
                                 cwd=self.dir)
+        if missing_ok and result.returncode == errno.ENOENT:
+            return None
         if result.returncode != 0:
             raise proc_mod.CloudError('%s exited with %d: %s' % (
                 ' '.join(cmd[:4]), result.returncode,
@@ -268,17 +278,37 @@ class Ceph(object):
     def rbd_images(self, pool):
         """``{image name: [snapshot names]}`` of a pool, read from Ceph.
 
+        The names come from the pool's directory (``rbd ls``, which opens
+        no image), then each image's snapshots from the image itself.
+        Cinder removes images at any moment (volumes, and cinder-backup's
+        temporary clones); one removed between the two reads no longer
+        exists and is left out.  ``rbd ls -l`` would open every image and
+        fail the whole listing on such a one.
+
         :param pool: e.g. ``'volumes'``.
-        :raises CloudError: if ``rbd`` fails.
+        :raises CloudError: if ``rbd`` fails for another reason.
         """
-        out = self._call(['rbd', '-c', self.conf, 'ls', '-l', '--format',
-                          'json', pool])
+        names = json.loads(self._call(['rbd', '-c', self.conf, 'ls',
+                                       '--format', 'json', pool]) or '[]')
         found = {}
-        for entry in json.loads(out or '[]'):
-            snaps = found.setdefault(entry['image'], [])
-            if entry.get('snapshot'):
-                snaps.append(entry['snapshot'])
+        for name in names:
+            snaps = self.rbd_snapshots(pool, name)
+            if snaps is not None:
+                found[name] = snaps
         return found
+
+    def rbd_snapshots(self, pool, image):
+        """An RBD image's snapshot names, or None if the image is gone.
+
+        :param pool: the pool; ``image`` the RBD image name.
+        :raises CloudError: if ``rbd`` fails for another reason than a
+            missing image.
+        """
+        out = self._call(['rbd', '-c', self.conf, 'snap', 'ls', '--format',
+                          'json', '%s/%s' % (pool, image)], missing_ok=True)
+        if out is None:
+            return None
+        return [snap['name'] for snap in json.loads(out or '[]')]
 
     def parent(self, pool, image):
         """The ``pool/image@snapshot`` an RBD image is a clone of, or None."""

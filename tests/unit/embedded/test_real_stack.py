@@ -366,6 +366,40 @@ class BindingsTest(testtools.TestCase):
         self.assertIn('cpython-313', str(err))
 
 
+class CephReadsTest(testtools.TestCase):
+    """Reads of a pool whose images Cinder removes at any moment."""
+
+    def setUp(self):
+        super().setUp()
+        self.cluster = ceph.Ceph.of_conf('/c/ceph/ceph.conf')
+        self.answers = {}
+        self.useFixture(fixtures.MonkeyPatch(
+            'subprocess.run', self._run))
+
+    def _run(self, cmd, **kwargs):
+        rc, out = self.answers[tuple(cmd[3:])]
+        return subprocess.CompletedProcess(cmd, rc, out, 'rbd: said %d' % rc)
+
+    def test_an_image_removed_between_the_reads_is_left_out(self):
+        self.answers = {
+            ('ls', '--format', 'json', 'volumes'): (0, '["a", "b"]'),
+            ('snap', 'ls', '--format', 'json', 'volumes/a'): (2, ''),
+            ('snap', 'ls', '--format', 'json', 'volumes/b'): (
+                0, '[{"id": 4, "name": "snapshot-1", "size": 1}]'),
+        }
+        self.assertEqual({'b': ['snapshot-1']},
+                         self.cluster.rbd_images('volumes'))
+
+    def test_another_failure_is_an_error_with_what_rbd_said(self):
+        self.answers = {
+            ('ls', '--format', 'json', 'volumes'): (0, '["a"]'),
+            ('snap', 'ls', '--format', 'json', 'volumes/a'): (13, ''),
+        }
+        err = self.assertRaises(process.CloudError,
+                                self.cluster.rbd_images, 'volumes')
+        self.assertIn('exited with 13: rbd: said 13', str(err))
+
+
 class _Ports(object):
     ports = {'ceph_v2': 20001, 'ceph_v1': 20002, 'libvirt': 20003}
 
