@@ -20,6 +20,7 @@ the whole path runs against Nova's ``CinderFixture`` in
 import importlib.util
 import unittest
 
+import fixtures
 from oslotest import base as oslotest_base
 
 from nova_snapshot_ext import exception
@@ -29,11 +30,17 @@ NOVA_MISSING = importlib.util.find_spec('nova') is None
 
 
 class _Cinder(object):
-    """``get_snapshot`` and ``delete_snapshot`` of Nova's Cinder API."""
+    """``get_snapshot`` and ``delete_snapshot`` of Nova's Cinder API.
 
-    def __init__(self, snapshots, refuse=()):
+    :param ends: snapshot id -> the statuses Cinder shows after its delete
+        is accepted, one per read (the last repeats); none: gone at once.
+    """
+
+    def __init__(self, snapshots, refuse=(), ends=None):
         self.snapshots = dict(snapshots)
         self.refuse = set(refuse)
+        self.ends = {k: list(v) for k, v in (ends or {}).items()}
+        self.status = {}
         self.deleted = []
 
     def get_snapshot(self, _context, snapshot_id):
@@ -41,7 +48,14 @@ class _Cinder(object):
 
         if snapshot_id not in self.snapshots:
             raise nova_exc.SnapshotNotFound(snapshot_id=snapshot_id)
-        return {'id': snapshot_id, 'status': 'available',
+        status = self.status.get(snapshot_id, 'available')
+        if snapshot_id in self.deleted:
+            ends = self.ends[snapshot_id]
+            status = ends.pop(0) if len(ends) > 1 else ends[0]
+            if status is None:
+                del self.snapshots[snapshot_id]
+                raise nova_exc.SnapshotNotFound(snapshot_id=snapshot_id)
+        return {'id': snapshot_id, 'status': status,
                 'volume_id': self.snapshots[snapshot_id]}
 
     def delete_snapshot(self, _context, snapshot_id):
@@ -50,7 +64,8 @@ class _Cinder(object):
         if snapshot_id in self.refuse:
             raise nova_exc.InvalidSnapshot(reason='it is in use')
         self.deleted.append(snapshot_id)
-        del self.snapshots[snapshot_id]
+        if snapshot_id not in self.ends:
+            del self.snapshots[snapshot_id]
 
 
 def _failed(leftover=(), unconfirmed=()):
@@ -116,6 +131,42 @@ class TestSettle(oslotest_base.BaseTestCase):
         self.assertEqual(['s1'], settled.deleted)
         self.assertEqual(['s2'], list(settled.left))
         self.assertIn('Cinder delete failed', settled.left['s2'])
+
+    def test_deleted_only_once_cinder_no_longer_shows_it(self):
+        self.useFixture(fixtures.MonkeyPatch('time.sleep', lambda s: None))
+        cinder = _Cinder({'s1': 'v1'},
+                         ends={'s1': ['deleting', 'deleting', None]})
+        settled = self.volumes.settle(None, ['s1'], None, {'v1'}, cinder)
+        self.assertEqual((['s1'], {}), (settled.deleted, settled.left))
+        self.assertEqual([], cinder.ends['s1'][:-1])
+
+    def test_a_delete_cinder_failed_is_named_with_its_status(self):
+        self.useFixture(fixtures.MonkeyPatch('time.sleep', lambda s: None))
+        for end in ('error_deleting', 'available'):
+            cinder = _Cinder({'s1': 'v1', 's2': 'v1'},
+                             ends={'s1': ['deleting', end]})
+            settled = self.volumes.settle(None, ['s1', 's2'], None,
+                                          {'v1'}, cinder)
+            self.assertEqual(['s2'], settled.deleted)
+            self.assertEqual(
+                {'s1': "Cinder's delete failed (status %s)" % end},
+                settled.left)
+            self.assertIn('volume snapshot s1 left', settled.suffix())
+
+    def test_a_delete_still_running_after_the_wait_is_named(self):
+        clock = [0.0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'time.monotonic', lambda: clock[0]))
+        self.useFixture(fixtures.MonkeyPatch(
+            'time.sleep', lambda s: clock.__setitem__(0, clock[0] + s)))
+        cinder = _Cinder({'s1': 'v1'}, ends={'s1': ['deleting']})
+        settled = self.volumes.settle(None, ['s1'], None, {'v1'}, cinder)
+        self.assertEqual([], settled.deleted)
+        self.assertEqual({'s1': 'still being deleted after %.0f s' %
+                          self.volumes.DELETING_WAIT}, settled.left)
+        self.assertGreaterEqual(clock[0], self.volumes.DELETING_WAIT)
+        self.assertLess(clock[0], self.volumes.DELETING_WAIT +
+                        2 * self.volumes.CREATING_POLL)
 
     def test_nothing_taken_nothing_said(self):
         settled = self.volumes.settle(None, [], None, {'v1'}, _Cinder({}))
