@@ -221,6 +221,13 @@ def nova_conf(base, database, api_database, transport_url, keystone_url,
     return render_ini(sections)
 
 
+#: Seconds Tempest waits for a server, image or volume to be built.
+TEMPEST_BUILD_TIMEOUT = 120
+#: The same where nova-api copies backups (cinder-backup's copies of a
+#: 1 GB volume take 3-55 s here; the project's own tests allow 300 s).
+TEMPEST_BUILD_TIMEOUT_COPIES = 300
+
+
 def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
                  flavor_ref, flavor_ref_alt, lock_path, log_file=None,
                  location_url=None, marker_image_ref=None,
@@ -243,6 +250,11 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
     if marker_image_ref:
         plugin['marker_image_ref'] = marker_image_ref
     plugin['backup_copies'] = bool(backup_copies)
+    # Tempest's waits (servers, images, volumes, backups): a box that
+    # copies backups waits for cinder-backup too (a copy, a rotation that
+    # waits for one), on TCG with two workers.
+    build_timeout = (TEMPEST_BUILD_TIMEOUT_COPIES if backup_copies
+                     else TEMPEST_BUILD_TIMEOUT)
     return render_ini(collections.OrderedDict([
         ('DEFAULT', collections.OrderedDict(
             [('log_file', log_file)] if log_file else [])),
@@ -266,7 +278,7 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
             ('image_ref_alt', image_ref_alt),
             ('flavor_ref', flavor_ref),
             ('flavor_ref_alt', flavor_ref_alt),
-            ('build_timeout', 120),
+            ('build_timeout', build_timeout),
             ('min_compute_nodes', 1),
             ('min_microversion', '2.1'),
             ('max_microversion', 'latest'),
@@ -279,10 +291,10 @@ def tempest_conf(keystone_url, password, image_ref, image_ref_alt,
             ('attach_encrypted_volume', False),
             ('interface_attach', False),
         ])),
-        ('image', {'build_timeout': 120}),
+        ('image', {'build_timeout': build_timeout}),
         ('image-feature-enabled', {'api_v2': True}),
         ('volume', collections.OrderedDict([
-            ('build_timeout', 120),
+            ('build_timeout', build_timeout),
             ('catalog_type', 'block-storage'),
             ('min_microversion', '3.0'),
             ('max_microversion', 'latest'),

@@ -89,6 +89,8 @@ class TempestConfTest(testtools.TestCase):
         self.assertEqual('http://k/v3', conf['identity']['uri_v3'])
         self.assertEqual('false', conf['volume-feature-enabled']['backup'])
         self.assertEqual('false', conf['nova_snapshot_ext']['backup_copies'])
+        for section in ('compute', 'image', 'volume'):
+            self.assertEqual('120', conf[section]['build_timeout'])
 
     def test_cinder_backup_and_copies(self):
         conf = _parse(config.tempest_conf(
@@ -96,6 +98,9 @@ class TempestConfTest(testtools.TestCase):
             cinder_backup=True, backup_copies=True))
         self.assertEqual('true', conf['volume-feature-enabled']['backup'])
         self.assertEqual('true', conf['nova_snapshot_ext']['backup_copies'])
+        # Its waits outlast a copy (and a rotation waiting for one).
+        for section in ('compute', 'image', 'volume'):
+            self.assertEqual('300', conf[section]['build_timeout'])
 
 
 class PortsTest(testtools.TestCase):
