@@ -22,9 +22,11 @@ image; the judge is a new guest reading the markers on the right disks.
 ``tox -e cloud-real``.
 """
 
+import datetime
 import signal
 import time
 
+from oslo_utils import timeutils
 from oslotest import base as oslotest_base
 
 from nova_snapshot_ext.backup import copies
@@ -32,6 +34,9 @@ from nova_snapshot_ext.embedded.cloud import launcher
 from nova_snapshot_ext.embedded import process
 from tests.cloud import test_real_stack
 from tests.cloud import test_scenarios
+
+#: The crash test's audit ``backup_copies_wait`` (seconds).
+AUDIT_COPIES_WAIT = 30
 
 
 class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
@@ -48,9 +53,14 @@ class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
         snapshots.update(self._snapshots_of(set(volumes.values())))
         for snapshot_id in sorted(snapshots):
             self._delete_snapshot(snapshot_id)
+        # Cinder deletes in the background (and refuses to delete a volume
+        # that still has snapshots): what it still shows is waited for,
+        # and named if it stays.
+        self.demo.wait('the volume snapshots deleted', lambda: {
+            'left': self._snapshot_states(set(volumes.values()))},
+            lambda v: not v['left'], timeout=test_real_stack.COPY_TIMEOUT)
         for volume_id in volumes.values():
             self._delete_volume_when_free(volume_id)
-        self.assertEqual([], self._snapshots_of(set(volumes.values())))
         for volume_id in volumes.values():
             self.demo.wait('volume %s deleted' % volume_id, lambda: {
                 'gone': self.demo.call('cinder', 'GET', self.demo.project_path(
@@ -195,9 +205,16 @@ class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
                     member['reason'], said))
 
         # The audit names what the crash left; --fix --yes deletes the
-        # copies in error and makes the image's copies again.
-        audit_conf = self._conf_file(more='[snapshot_ext]\nbackup_copies = '
-                                     'true\nbackup_copies_wait = 1\n')
+        # copies in error and makes the image's copies again.  Copies are
+        # owed by a backup older than twice backup_copies_wait; the same
+        # wait bounds the fix's deletes and copies, so it stays one that
+        # cinder-backup meets on a loaded machine.
+        audit_conf = self._conf_file(
+            more='[snapshot_ext]\nbackup_copies = true\n'
+                 'backup_copies_wait = %d\n' % AUDIT_COPIES_WAIT)
+        owed_at = copies.parse_time(image['created_at']) + \
+            datetime.timedelta(seconds=2 * AUDIT_COPIES_WAIT + 1)
+        time.sleep(max(0.0, (owed_at - timeutils.utcnow()).total_seconds()))
         found = self._audit(audit_conf)['findings']
         self.assertLessEqual({b['id'] for b in errors}, {
             f['backup_id'] for f in found if f['kind'] == 'copy-in-error'})

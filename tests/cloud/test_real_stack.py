@@ -136,13 +136,7 @@ class _RealStack(test_scenarios._Cloud):
             lambda i: i['status'] == 'active', failed=('killed', 'deleted'))
         for snapshot_id in self._snapshot_ids(image):
             self.addCleanup(self._delete_snapshot, snapshot_id)
-        # nova-api answers before Cinder has made the snapshots (no
-        # quiesce, no wait): a new server from the image waits the same.
-        for snapshot_id in self._snapshot_ids(image):
-            self.demo.wait('snapshot %s' % snapshot_id,
-                           lambda: self.demo.snapshot(snapshot_id),
-                           lambda s: s['status'] == 'available',
-                           failed=('error',))
+        self._wait_snapshots_made(self._snapshot_ids(image))
         return image
 
     def _mappings(self, image):

@@ -171,11 +171,37 @@ class _Cloud(object):
         if self.expected_format:
             self.assertEqual(self.expected_format, image['disk_format'])
 
+    def _wait_snapshots_made(self, snapshot_ids):
+        """The volume snapshots, once Cinder has made each.
+
+        nova-api answers before Cinder has made them (no quiesce, no
+        wait), and Cinder makes no volume of a snapshot still
+        ``creating``.  Made is ``available``, or ``backing-up`` while
+        cinder-backup copies it (the real stack's copies): a wait for
+        ``available`` alone could miss it and sit out the whole copy.
+
+        :returns: ``{snapshot id: Cinder's snapshot}``.
+        :raises AssertionError: on ``error``, or after the wait.
+        """
+        made = {}
+        for snapshot_id in snapshot_ids:
+            made[snapshot_id] = self.demo.wait(
+                'snapshot %s' % snapshot_id,
+                lambda: self.demo.snapshot(snapshot_id),
+                lambda s: s['status'] in ('available', 'backing-up'),
+                failed=('error',))
+        return made
+
     def _snapshots_of(self, volumes):
         """Ids of the volume snapshots in Cinder of these volumes."""
+        return list(self._snapshot_states(volumes))
+
+    def _snapshot_states(self, volumes):
+        """``{snapshot id: status}`` of these volumes' snapshots in Cinder."""
         found = self.demo.json('cinder', 'GET', self.demo.project_path(
             '/snapshots'))['snapshots']
-        return [s['id'] for s in found if s['volume_id'] in volumes]
+        return {s['id']: s['status'] for s in found
+                if s['volume_id'] in volumes}
 
     def _delete_volume_when_free(self, volume_id):
         try:
@@ -213,10 +239,9 @@ class _Cloud(object):
         self.assertEqual(2, len(snapshots), image)
         for snapshot_id in snapshots:
             self.addCleanup(self._delete_snapshot, snapshot_id)
-            snap = self.demo.snapshot(snapshot_id)
-            self.assertIn(snap['volume_id'], volumes)
+        made = self._wait_snapshots_made(snapshots)
         self.assertEqual(sorted(volumes), sorted(
-            self.demo.snapshot(s)['volume_id'] for s in snapshots))
+            snap['volume_id'] for snap in made.values()))
 
         started = time.monotonic()
         booted = self.demo.boot('from-image', image=image_id)
@@ -282,8 +307,8 @@ class _Cloud(object):
                     lambda v: v['s'] is None, timeout=60)
         project = self.demo.session.get_project_id()
         for image_id in made[2:]:
-            for snapshot_id in snapshots_of[image_id]:
-                snap = self.demo.snapshot(snapshot_id)
+            kept = self._wait_snapshots_made(snapshots_of[image_id])
+            for snapshot_id, snap in kept.items():
                 self.assertEqual('available', snap['status'])
                 # The plugin's createBackup route recorded it (the proof
                 # audit --fix needs should the backup be deleted by hand).
