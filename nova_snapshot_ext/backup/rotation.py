@@ -60,6 +60,8 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.cinder import client as cinder_mod
+from nova_snapshot_ext.cinder import deletes
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import identity
@@ -124,9 +126,11 @@ class RotationResult:
     :ivar left: image id -> why it was not deleted although Glance
         listed it as this server's backup.
     :ivar not_deleted: image id -> the error that stopped its delete.
-    :ivar snapshots_deleted: Cinder volume snapshot ids deleted (or
-        already gone).
-    :ivar snapshots_left: volume snapshot id -> why it was left.
+    :ivar snapshots_deleted: Cinder volume snapshot ids deleted and seen
+        gone (:func:`~nova_snapshot_ext.cinder.deletes.wait_gone`), or
+        already gone.
+    :ivar snapshots_left: volume snapshot id -> why it was left (also a
+        delete Cinder accepted but failed, or had not ended in time).
     :ivar snapshot_check: how the rotation proved no visible image names
         a volume snapshot it deleted: :data:`CHECK_TAGS`,
         :data:`CHECK_FULL_SCAN` or :data:`CHECK_LEGACY_SCAN`; ``None``
@@ -494,6 +498,7 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
                 % err.format_message())
         result.failures.append(err)
         return
+    accepted = []
     for snap_id in snapshot_ids:
         why = None
         if mark.snapshot_key(snap_id) in copied:
@@ -504,12 +509,19 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
             result.snapshots_left[snap_id] = why
             continue
         try:
-            cinder.delete_snapshot(snap_id, owner)
+            if cinder.delete_snapshot(snap_id, owner) == cinder_mod.DELETED:
+                accepted.append(snap_id)
         except exception.CinderError as err:
             result.snapshots_left[snap_id] = err.format_message()
             result.failures.append(err)
             continue
         result.snapshots_deleted.append(snap_id)
+    # Said deleted only once Cinder no longer shows it.
+    if hasattr(cinder, 'get_snapshot'):
+        for snap_id, why in deletes.wait_gone(
+                ty.cast(deletes.SnapshotReader, cinder), accepted).items():
+            result.snapshots_deleted.remove(snap_id)
+            result.snapshots_left[snap_id] = why
 
 
 def _named_by(glance: glance_mod.GlanceClient, snap_id: str,

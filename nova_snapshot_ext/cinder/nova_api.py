@@ -31,13 +31,16 @@ class NovaCinder:
     and the plugin to record the volume snapshots of an image it made
     (:mod:`nova_snapshot_ext.backup.leaks`), inside Nova: the user's
     token, Nova's ``[cinder]`` settings.
+
+    :param context: the request's ``RequestContext``.
+    :param api: Nova's ``nova.volume.cinder.API`` (default: a new one).
     """
 
-    def __init__(self, context: ty.Any):
+    def __init__(self, context: ty.Any, api: ty.Any = None):
         from nova.volume import cinder
 
         self.context = context
-        self.api = cinder.API()
+        self.api = api or cinder.API()
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
         """See :meth:`.client.CinderClient.delete_snapshot`."""
@@ -72,13 +75,15 @@ class NovaCinder:
         from nova import exception as nova_exc
 
         try:
-            return dict(self.api.get_snapshot(self.context, snapshot_id))
+            snapshot = self.api.get_snapshot(self.context, snapshot_id)
         except nova_exc.SnapshotNotFound:
             return None
         except nova_exc.NovaException as err:
             raise exception.CinderError(
                 operation='read', snapshot_id=snapshot_id,
                 reason=err.format_message()) from err
+        # Gone also when the API answers nothing (Nova's CinderFixture).
+        return dict(snapshot) if snapshot else None
 
     def _backups(self) -> ty.Any:
         """python-cinderclient's backups at backup metadata's microversion.

@@ -52,6 +52,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils
 
 from nova_snapshot_ext.backup import leaks
+from nova_snapshot_ext.cinder import deletes
 from nova_snapshot_ext.cinder import nova_api
 from nova_snapshot_ext import exception
 
@@ -102,10 +103,6 @@ def check_snapshot_name(image_name: str) -> None:
 #: still ``creating`` before deleting it, and between two reads.
 CREATING_WAIT = 60.0
 CREATING_POLL = 1.0
-#: Seconds, in all, :func:`discard` waits for Cinder to end the deletes it
-#: accepted (it deletes in cinder-volume, after its answer; on RBD about
-#: a second each), polling every :data:`CREATING_POLL`.
-DELETING_WAIT = 30.0
 
 #: The instance-action event of volume snapshots taken by nova-api (the
 #: name Nova's own volume-backed snapshot records).
@@ -276,7 +273,8 @@ def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
     ``creating`` it: Cinder refuses to delete those) and deleted only when
     it is a snapshot of one of ``volume_ids``; then each delete Cinder
     accepted is waited for until Cinder no longer shows the snapshot
-    (:data:`DELETING_WAIT`), so that one said deleted is gone.
+    (:func:`nova_snapshot_ext.cinder.deletes.wait_gone`), so that one said
+    deleted is gone.
 
     :param context: the request's ``RequestContext`` (Nova's Cinder API
         acts with the user's token).
@@ -305,50 +303,13 @@ def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
             continue
         except Exception as err:
             left[snapshot_id] = 'Cinder delete failed: %s' % describe(err)
-    left.update(_wait_deleted(cinder, context, accepted))
-    return left
-
-
-def _wait_deleted(cinder: ty.Any, context: ty.Any,
-                  snapshot_ids: ty.Collection[str]) -> dict[str, str]:
-    """Wait (bounded) until Cinder no longer shows these snapshots.
-
-    Cinder accepts a delete at once (``deleting``) and deletes in
-    cinder-volume, where it may fail: ``error_deleting``, or back to
-    ``available`` when the storage refuses (a snapshot still in use).
-
-    :returns: snapshot id -> why it is not gone.
-    """
-    from nova import exception as nova_exc
-
-    deadline = time.monotonic() + DELETING_WAIT
-    left: dict[str, str] = {}
-    pending = list(snapshot_ids)
-    while pending:
-        deleting = []
-        for snapshot_id in pending:
-            try:
-                snapshot = cinder.get_snapshot(context, snapshot_id)
-            except nova_exc.SnapshotNotFound:
-                continue
-            except Exception as err:
-                left[snapshot_id] = ('Cinder accepted its delete; reading '
-                                     'it since failed: %s' % describe(err))
-                continue
-            if not snapshot:
-                continue  # gone (as some of Nova's Cinder APIs say it)
-            if snapshot.get('status') == 'deleting':
-                deleting.append(snapshot_id)
-            else:
-                left[snapshot_id] = "Cinder's delete failed (status %s)" % (
-                    snapshot.get('status'))
-        pending = deleting
-        if pending and time.monotonic() >= deadline:
-            left.update({snapshot_id: 'still being deleted after %.0f s' %
-                         DELETING_WAIT for snapshot_id in pending})
-            break
-        if pending:
-            time.sleep(CREATING_POLL)
+    try:
+        left.update(deletes.wait_gone(nova_api.NovaCinder(context, cinder),
+                                      accepted))
+    except Exception as err:  # Nova's API may raise what it did not wrap
+        left.update({snapshot_id: 'Cinder accepted its delete; reading it '
+                     'since failed: %s' % describe(err)
+                     for snapshot_id in accepted})
     return left
 
 

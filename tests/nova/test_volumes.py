@@ -23,6 +23,7 @@ import unittest
 import fixtures
 from oslotest import base as oslotest_base
 
+from nova_snapshot_ext.cinder import deletes
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import result as result_mod
 
@@ -162,11 +163,10 @@ class TestSettle(oslotest_base.BaseTestCase):
         cinder = _Cinder({'s1': 'v1'}, ends={'s1': ['deleting']})
         settled = self.volumes.settle(None, ['s1'], None, {'v1'}, cinder)
         self.assertEqual([], settled.deleted)
-        self.assertEqual({'s1': 'still being deleted after %.0f s' %
-                          self.volumes.DELETING_WAIT}, settled.left)
-        self.assertGreaterEqual(clock[0], self.volumes.DELETING_WAIT)
-        self.assertLess(clock[0], self.volumes.DELETING_WAIT +
-                        2 * self.volumes.CREATING_POLL)
+        self.assertEqual({'s1': 'Cinder still deleting it after %.0f s' %
+                          deletes.WAIT}, settled.left)
+        self.assertGreaterEqual(clock[0], deletes.WAIT)
+        self.assertLess(clock[0], deletes.WAIT + 2 * deletes.POLL)
 
     def test_nothing_taken_nothing_said(self):
         settled = self.volumes.settle(None, [], None, {'v1'}, _Cinder({}))

@@ -16,6 +16,7 @@ import hashlib
 import json
 from unittest import mock
 
+import fixtures
 from glanceclient import exc as gexc
 
 from nova_snapshot_ext.backup import mark
@@ -271,6 +272,8 @@ class TestRotate(RotateBase):
 
         class Copying(FakeCinder):
             def get_snapshot(self, snapshot_id):
+                if (snapshot_id, OWNER) in self.deleted:
+                    return None
                 return {'id': snapshot_id, 'status': 'backing-up'
                         if snapshot_id in busy else 'available'}
 
@@ -285,6 +288,34 @@ class TestRotate(RotateBase):
         again = self.rotate()
         self.assertEqual(['img-02'], again.deleted)
         self.assertEqual([], again.copying)
+
+    def test_a_snapshot_cinder_fails_to_delete_is_left_not_deleted(self):
+        now = [0.0]
+        self.useFixture(fixtures.MonkeyPatch('time.monotonic',
+                                             lambda: now[0]))
+        self.useFixture(fixtures.MonkeyPatch(
+            'time.sleep', lambda s: now.__setitem__(0, now[0] + s)))
+        ends = {'snap-02': 'error_deleting', 'snap-03': 'deleting'}
+
+        class Deleting(FakeCinder):
+            def get_snapshot(self, snapshot_id):
+                if (snapshot_id, OWNER) not in self.deleted:
+                    return {'id': snapshot_id, 'status': 'available'}
+                if snapshot_id in ends:
+                    return {'id': snapshot_id, 'status': ends[snapshot_id]}
+                return None
+
+        self.cinder = Deleting()
+        result = self.rotate()
+        # The images are gone; what Cinder did not delete is named.
+        self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
+        self.assertEqual(['snap-01'], result.snapshots_deleted)
+        self.assertEqual(
+            {'snap-02': "Cinder's delete failed (status error_deleting)",
+             'snap-03': 'Cinder still deleting it after 30 s'},
+            result.snapshots_left)
+        self.assertIn('volume snapshot snap-02 left: Cinder\'s delete '
+                      'failed (status error_deleting)', result.describe())
 
     def test_snapshot_another_image_names_is_kept(self):
         self.add({'id': 'copy', 'status': 'active', 'owner': 'project-b',

@@ -191,6 +191,8 @@ class _Cinder(test_copies.FakeCinder):
         self.deleted = []
 
     def get_snapshot(self, snapshot_id):
+        if snapshot_id in self.deleted:
+            return None
         return {'id': snapshot_id, 'volume_id': 'vol-%s' % snapshot_id,
                 'status': 'available'}
 
