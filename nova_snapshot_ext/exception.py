@@ -46,6 +46,13 @@ def reason_of(err: BaseException) -> str:
     return text[:500] or err.__class__.__name__
 
 
+def http_status(value: ty.Any) -> int | None:
+    """An HTTP status given as a keyword: the ``int``, else ``None``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
 class SnapshotExtException(Exception):
     """Base exception; formats ``msg_fmt`` with the constructor kwargs.
 
@@ -246,29 +253,46 @@ class FormatNotAllowed(PreflightError):
                 "%(containers)s; driver '%(driver)s' reads %(readable)s")
 
 
-# --- Glance interaction ---------------------------------------------------
+# --- OpenStack services ---------------------------------------------------
 
-class GlanceError(SnapshotExtException):
-    """A Glance call failed.
+class ServiceError(SnapshotExtException):
+    """A request to an OpenStack service failed; what is known of its answer.
 
-    :ivar status: the HTTP status of Glance's answer (an ``int``), or
-        ``None`` when no answer was read (transport failure, an
-        unreadable body, a client-side refusal without status).  The
-        ``status`` keyword given to the constructor when it is an int.
+    :ivar status: the HTTP status of the service's answer (an ``int``),
+        or ``None`` when no usable answer was read (a transport failure,
+        an unreadable body).
     :ivar sent: False only when the request is known not to have left
-        this process (the ``sent`` keyword; default True: it may have
-        reached Glance, so what it asked for may exist).
+        this process (it could not connect, or its credentials failed
+        first).
     """
-
-    msg_fmt = _("Glance %(operation)s failed: %(reason)s")
 
     def __init__(self, message: str | None = None, **kwargs: ty.Any):
         super().__init__(message, **kwargs)
         self.sent = bool(kwargs.get('sent', True))
-        status = kwargs.get('status')
-        self.status: int | None = (
-            status if isinstance(status, int) and
-            not isinstance(status, bool) else None)
+        self.status = http_status(kwargs.get('status'))
+
+    @property
+    def may_have_made(self) -> bool:
+        """Whether what a create asked for may exist despite the failure.
+
+        True when the request left and got no usable answer, or a 5xx
+        (the service may have failed after making it); a 4xx is a
+        refusal.
+        """
+        return self.sent and (self.status is None or self.status >= 500)
+
+
+# --- Glance interaction ---------------------------------------------------
+
+class GlanceError(ServiceError):
+    """A Glance call failed.
+
+    ``status`` is also ``None`` for a client-side refusal without status;
+    ``sent`` defaults to True: it may have reached Glance, so what it
+    asked for may exist.
+    """
+
+    msg_fmt = _("Glance %(operation)s failed: %(reason)s")
 
 
 class GlanceUnavailable(GlanceError):
@@ -544,7 +568,7 @@ class LocationTaskFailed(GlanceError):
 
 # --- Cinder (backup rotation) --------------------------------------------
 
-class CinderError(SnapshotExtException):
+class CinderError(ServiceError):
     """A Cinder request failed.
 
     :param operation: what was asked (``read``, ``delete``, ``backup``).
@@ -576,7 +600,7 @@ class CinderForbidden(CinderError):
 
 # --- Nova's compute API (restore) ------------------------------------------
 
-class ComputeError(SnapshotExtException):
+class ComputeError(ServiceError):
     """A request to Nova's compute API (``restore``) failed."""
 
     msg_fmt = _("Nova %(operation)s of %(resource)s failed: %(reason)s")

@@ -151,6 +151,24 @@ def answered_reason(err: BaseException) -> str | None:
                              err.http_status)
 
 
+def answered_kwargs(err: BaseException, **kwargs: ty.Any
+                    ) -> dict[str, ty.Any]:
+    """What a keystoneauth1 error says of its answer, as exception keywords.
+
+    :returns: ``kwargs`` with ``reason`` (the service's own message when
+        its answer has one, :func:`answered_reason`), ``status`` (the
+        HTTP status, ``None`` without an answer) and ``sent`` (False only
+        when keystoneauth1 could not choose an endpoint: its
+        ``ConnectFailure`` and ``ConnectTimeout`` also stand for a
+        connection reset or a read timeout after the request left).
+    """
+    return dict(kwargs, reason=answered_reason(err) or
+                exception.reason_of(err),
+                status=getattr(err, 'http_status', None)
+                if isinstance(err, ks_exc.HttpError) else None,
+                sent=not isinstance(err, ks_exc.EndpointNotFound))
+
+
 def translate(err: BaseException, operation: str,
               snapshot_id: str | None = None,
               resource: str | None = None) -> exception.CinderError:
@@ -167,18 +185,17 @@ def translate(err: BaseException, operation: str,
         # A plugin checks some of its options only when it first
         # authenticates ("password is a required attribute").
         return exception.CinderError(
-            operation=operation, resource=resource,
+            operation=operation, resource=resource, sent=False,
             reason='the auth plugin of the Cinder credentials lacks an '
             'option it needs ([snapshot_ext_cinder], or the section its '
             'auth_section names): %s' % exception.reason_of(err))
     if isinstance(err, ValueError):
         return exception.CinderError(
-            operation=operation, resource=resource,
+            operation=operation, resource=resource, sent=False,
             reason='keystoneauth could not choose a Cinder endpoint for '
             'these credentials (%s): scope [snapshot_ext_cinder] to a '
             'project, not the system' % ' '.join(str(err).split())[:300])
-    kwargs = dict(operation=operation, resource=resource,
-                  reason=answered_reason(err) or exception.reason_of(err))
+    kwargs = answered_kwargs(err, operation=operation, resource=resource)
     if isinstance(err, (ks_exc.Unauthorized, ks_exc.Forbidden)):
         return exception.CinderForbidden(**kwargs)
     if isinstance(err, (ks_exc.ConnectionError, ks_exc.ServiceUnavailable,
@@ -528,6 +545,19 @@ class CinderClient:
                 operation='restore', resource=resource,
                 reason='the answer names no volume')
         return volume_id
+
+    def volumes_named(self, name: str, page_size: int = 200
+                      ) -> list[dict[str, ty.Any]]:
+        """The caller's volumes named exactly ``name``.
+
+        ``GET /volumes/detail?name=<name>`` (Cinder's exact ``name``
+        filter), paged.
+
+        :raises CinderError: see :func:`translate`.
+        """
+        return [volume for volume in self._pages(
+            'volumes/detail', 'volumes', 'volumes named %s' % name,
+            {'name': name}, page_size) if volume.get('name') == name]
 
     def get_volume(self, volume_id: str) -> dict[str, ty.Any] | None:
         """``GET /volumes/{id}``, or ``None`` if absent.

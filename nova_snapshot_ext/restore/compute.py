@@ -22,6 +22,7 @@ naming the request.
 
 from __future__ import annotations
 
+import re
 import typing as ty
 import urllib.parse
 
@@ -44,9 +45,8 @@ def translate(err: BaseException, operation: str,
         a transport failure or 503, ``ComputeError`` otherwise; Nova's
         own message when its answer has one.
     """
-    kwargs = dict(operation=operation, resource=resource,
-                  reason=cinder_client.answered_reason(err) or
-                  exception.reason_of(err))
+    kwargs = cinder_client.answered_kwargs(err, operation=operation,
+                                           resource=resource)
     if isinstance(err, (ks_exc.Unauthorized, ks_exc.Forbidden)):
         return exception.ComputeForbidden(**kwargs)
     if isinstance(err, (ks_exc.ConnectionError, ks_exc.ServiceUnavailable,
@@ -150,6 +150,22 @@ class Compute:
                 operation='create', resource='server %s' % name,
                 reason='the answer names no server')
         return str(server['id'])
+
+    def servers_named(self, name: str) -> list[dict[str, ty.Any]]:
+        """The caller's servers named exactly ``name``, in detail.
+
+        ``GET /servers/detail?name=^<name>$`` (Nova's ``name`` filter is a
+        regular expression: ``name`` is escaped), then compared exactly.
+
+        :raises ComputeError: Nova did not answer, or refused.
+        """
+        query = urllib.parse.urlencode({'name': '^%s$' % re.escape(name)})
+        document = self._send('GET', 'servers/detail?%s' % query, 'list',
+                              'servers named %s' % name)
+        servers = document.get('servers')
+        return [dict(server) for server in
+                (servers if isinstance(servers, list) else ())
+                if isinstance(server, dict) and server.get('name') == name]
 
     def get_server(self, server_id: str) -> dict[str, ty.Any] | None:
         """``GET /servers/{id}``, or ``None`` once it is gone."""

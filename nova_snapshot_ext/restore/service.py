@@ -34,11 +34,14 @@ it when it boots from the volume.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import time
 import typing as ty
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
+from nova_snapshot_ext.backup import copies
 from nova_snapshot_ext.backup import copy_sets as sets_mod
 from nova_snapshot_ext.cinder import client as cinder_client
 from nova_snapshot_ext import exception
@@ -50,6 +53,9 @@ LOG = logging.getLogger(__name__)
 POLL_S = 2.0
 #: Volume states a restore does not come back from.
 VOLUME_FAILED = ('error', 'error_restoring')
+#: Seconds before an unanswered restore request from which a volume of
+#: its name may be its (Cinder's clock and this host's may differ).
+CLOCK_SLACK_S = 60.0
 
 
 @dataclasses.dataclass
@@ -179,25 +185,17 @@ class Restore:
         start = self.clock()
         flavor_id = self.check(copy_set, project, flavor)
         made: list[dict[str, ty.Any]] = []
-        state = {'step': 'restoring the volumes', 'server': None}
+        # 'unanswered': fates of what a request without an answer may
+        # have made (see _maybe_volumes, _find_server).
+        state: dict[str, ty.Any] = {'step': 'restoring the volumes',
+                                    'server': None, 'unanswered': []}
         try:
-            for index, member in enumerate(copy_set.members):
-                device = (member.device_name.rsplit('/', 1)[-1] or
-                          'disk%d' % index)
-                volume_id = self.cinder.restore_backup(
-                    member.backup_id, '%s-%s' % (name, device))
-                made.append({'device_name': member.device_name,
-                             'boot_index': member.boot_index,
-                             'backup_id': member.backup_id,
-                             'volume_id': volume_id})
-                self.say('restoring %s from backup %s into volume %s' % (
-                    member.device_name, member.backup_id, volume_id))
+            self._restore_volumes(copy_set, name, made, state)
             state['step'] = 'waiting for the volumes'
             self._wait_volumes([m['volume_id'] for m in made])
             if flavor_id is not None:
                 state['step'] = 'booting the server'
-                state['server'] = self._nova.create_server(
-                    name, flavor_id, made, networks)
+                self._boot(name, flavor_id, made, networks, state)
                 self.say('server %s requested' % state['server'])
                 state['step'] = 'waiting for the server'
                 self._wait_server(str(state['server']))
@@ -206,7 +204,7 @@ class Restore:
             # named (logged) before the original error goes on.
             try:
                 failure = self._undo(str(state['step']), err, made,
-                                     state['server'])
+                                     state['server'], state['unanswered'])
             except KeyboardInterrupt as second:
                 # A second interrupt stops the undo: everything it may
                 # not have deleted is named.
@@ -215,7 +213,8 @@ class Restore:
                      'fate': 'left: a second interrupt stopped the undo'}
                     for kind, ident in ([('server', state['server'])]
                                         if state['server'] else []) +
-                    [('volume', m['volume_id']) for m in made]]
+                    [('volume', m['volume_id']) for m in made]
+                ] + state['unanswered']
                 raise
             if isinstance(err, exception.SnapshotExtException):
                 raise failure from err
@@ -227,6 +226,103 @@ class Restore:
             raise
         return RestoreResult(copy_set, made, state['server'],
                              self.clock() - start)
+
+    def _restore_volumes(self, copy_set: sets_mod.CopySet, name: str,
+                         made: list[dict[str, ty.Any]],
+                         state: dict[str, ty.Any]) -> None:
+        """Restore each copy into a new volume, appending each to ``made``.
+
+        A restore request without an answer may still have made its
+        volume: the volumes of its name made since are named
+        (``state['unanswered']``), never deleted unproven.
+        """
+        for index, member in enumerate(copy_set.members):
+            device = (member.device_name.rsplit('/', 1)[-1] or
+                      'disk%d' % index)
+            volume_name = '%s-%s' % (name, device)
+            sent_at = timeutils.utcnow()
+            try:
+                volume_id = self.cinder.restore_backup(member.backup_id,
+                                                       volume_name)
+            except exception.CinderError as err:
+                if err.may_have_made:
+                    state['unanswered'] = self._maybe_volumes(
+                        volume_name, member.backup_id, sent_at,
+                        {m['volume_id'] for m in made})
+                raise
+            made.append({'device_name': member.device_name,
+                         'boot_index': member.boot_index,
+                         'backup_id': member.backup_id,
+                         'volume_id': volume_id})
+            self.say('restoring %s from backup %s into volume %s' % (
+                member.device_name, member.backup_id, volume_id))
+
+    def _maybe_volumes(self, volume_name: str, backup_id: str,
+                       sent_at: ty.Any, known: set[str]
+                       ) -> list[dict[str, ty.Any]]:
+        """Fates of the volumes an unanswered restore request may have made.
+
+        Cinder's restore API takes only a name: a volume of that name
+        made since the request (:data:`CLOCK_SLACK_S` earlier, for the
+        clocks) may be its, and is named, not deleted.
+        """
+        why = ('Cinder did not answer the restore of backup %s into a '
+               'volume named %s' % (backup_id, volume_name))
+        try:
+            found = self.cinder.volumes_named(volume_name)
+        except exception.SnapshotExtException as err:
+            return [{'kind': 'volume', 'id': '(unknown)',
+                     'fate': 'unknown: %s, and the volumes of that name '
+                     'could not be listed: %s' % (why,
+                                                  err.format_message())}]
+        since = sent_at - datetime.timedelta(seconds=CLOCK_SLACK_S)
+        fates = []
+        for volume in found:
+            created = copies.parse_time(volume.get('created_at'))
+            if volume.get('id') in known or (created and created < since):
+                continue
+            fates.append({'kind': 'volume', 'id': str(volume.get('id')),
+                          'fate': 'left: %s; made since, it may be that '
+                          'restore\'s (not deleted: not proven)' % why})
+        return fates
+
+    def _boot(self, name: str, flavor_id: str,
+              made: list[dict[str, ty.Any]], networks: ty.Any,
+              state: dict[str, ty.Any]) -> None:
+        """Ask Nova for the server (``state['server']``).
+
+        A create without an answer may still have made it: a server of
+        that name booting from this restore's volumes is this restore's
+        (:meth:`_find_server`) and undone with the rest.
+        """
+        try:
+            state['server'] = self._nova.create_server(name, flavor_id,
+                                                       made, networks)
+        except exception.ComputeError as err:
+            if err.may_have_made:
+                self._find_server(name, made, state)
+            raise
+
+    def _find_server(self, name: str, made: list[dict[str, ty.Any]],
+                     state: dict[str, ty.Any]) -> None:
+        """The server an unanswered create made, proven by its volumes."""
+        ours = {m['volume_id'] for m in made}
+        try:
+            found = self._nova.servers_named(name)
+        except exception.SnapshotExtException as err:
+            state['unanswered'] = [{
+                'kind': 'server', 'id': '(unknown)',
+                'fate': 'unknown: Nova did not answer the create of server '
+                '%s, and the servers of that name could not be listed: %s'
+                % (name, err.format_message())}]
+            return
+        for server in found:
+            attached = server.get('os-extended-volumes:volumes_attached')
+            ids = {v.get('id') for v in attached or ()
+                   if isinstance(v, dict)}
+            if ids & ours and server.get('id'):
+                state['server'] = str(server['id'])
+                return
 
     def _deadline(self, what: str) -> ty.Callable[[], None]:
         end = self.clock() + self.timeout
@@ -289,9 +385,14 @@ class Restore:
             self.sleep(self.poll)
 
     def _undo(self, step: str, err: BaseException,
-              made: list[dict[str, ty.Any]],
-              server_id: str | None) -> exception.RestoreFailed:
-        """Delete what this restore made; the failure naming each fate."""
+              made: list[dict[str, ty.Any]], server_id: str | None,
+              unanswered: ty.Sequence[dict[str, ty.Any]] = ()
+              ) -> exception.RestoreFailed:
+        """Delete what this restore made; the failure naming each fate.
+
+        :param unanswered: fates of what a request without an answer may
+            have made, named as they are.
+        """
         fates = []
         held = None
         if server_id:
@@ -306,6 +407,7 @@ class Restore:
                     self._delete_volume(vol['volume_id'], check))
             fates.append({'kind': 'volume', 'id': vol['volume_id'],
                           'fate': fate})
+        fates.extend(unanswered)
         if isinstance(err, exception.RestoreFailed):
             step = str(err.kwargs.get('step') or step)
             reason = str(err.reason)

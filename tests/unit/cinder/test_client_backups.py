@@ -105,6 +105,32 @@ class CinderServerTestCase(base.TestCase):
         return _Handler.sent
 
 
+class TestVolumesNamed(CinderServerTestCase):
+
+    def test_cinder_name_filter_then_an_exact_comparison(self):
+        self.answer('GET', 'volumes/detail', 200, {'volumes': [
+            {'id': 'v-1', 'name': 'web-vda'}, {'id': 'v-2', 'name': 'WEB-vda'},
+            'junk']})
+        self.assertEqual([{'id': 'v-1', 'name': 'web-vda'}],
+                         self.client.volumes_named('web-vda'))
+        [sent] = self.sent
+        self.assertEqual(['web-vda'], sent.query['name'])
+
+    def test_what_a_failed_restore_says_of_its_answer(self):
+        self.answer('POST', 'backups/b-1/restore', 413, {'overLimit': {
+            'code': 413, 'message': 'VolumeLimitExceeded'}})
+        refused = self.assertRaises(exception.CinderError,
+                                    self.client.restore_backup, 'b-1', 'n')
+        self.assertEqual((413, True, False), (
+            refused.status, refused.sent, refused.may_have_made))
+        self.answer('POST', 'backups/b-1/restore', 200, b'not json',
+                    'text/plain')
+        unreadable = self.assertRaises(
+            exception.CinderError, self.client.restore_backup, 'b-1', 'n')
+        self.assertEqual((None, True), (unreadable.status,
+                                        unreadable.may_have_made))
+
+
 class TestCreateBackup(CinderServerTestCase):
 
     meta = {'snapshot_ext_image': 'img-1', 'snapshot_ext_copy': 'proof'}

@@ -96,6 +96,8 @@ class FakeCinder:
         each (the last repeats; ``None`` is a volume gone).
     :ivar restore_errors: backup id -> the error its restore raises.
     :ivar delete_errors: volume id -> the error its delete raises.
+    :ivar named: volume name -> the volumes its listing answers
+        (``named_error``: the error it raises instead).
     :ivar gone: volume ids whose delete answers that they were gone
         already (Cinder's 404).
     """
@@ -110,6 +112,9 @@ class FakeCinder:
         self.restored = []
         self.deleted = []
         self.quota_asked = []
+        self.named = {}
+        self.listed = []
+        self.named_error = None
 
     def volume_quota(self, project_id):
         self.quota_asked.append(project_id)
@@ -122,6 +127,12 @@ class FakeCinder:
         self.restored.append((backup_id, name, volume_id))
         self.statuses.setdefault(volume_id, list(self.default_statuses))
         return volume_id
+
+    def volumes_named(self, name):
+        self.listed.append(name)
+        if self.named_error is not None:
+            raise self.named_error
+        return list(self.named.get(name, ()))
 
     def get_volume(self, volume_id):
         if volume_id in self.deleted:
@@ -146,6 +157,8 @@ class FakeCompute:
     :ivar statuses: the statuses the new server's reads answer, one each
         (the last repeats).
     :ivar fault: the ``fault`` of an ``ERROR`` server.
+    :ivar named: server name -> the servers its listing answers
+        (``named_error``: the error it raises instead).
     :ivar cinder: when set, the server's volumes are ``in-use`` in it
         from the create until the server is deleted.
     """
@@ -159,6 +172,8 @@ class FakeCompute:
         self.delete_error = None
         self.created = []
         self.deleted = []
+        self.named = {}
+        self.named_error = None
 
     def flavor_id(self, name_or_id):
         if name_or_id in self.flavors.values():
@@ -178,6 +193,11 @@ class FakeCompute:
                 self.cinder.statuses[disk['volume_id']] = ['in-use']
         return 'srv-new'
 
+    def servers_named(self, name):
+        if self.named_error is not None:
+            raise self.named_error
+        return list(self.named.get(name, ()))
+
     def get_server(self, server_id):
         if server_id in self.deleted:
             return None
@@ -192,6 +212,6 @@ class FakeCompute:
         if self.delete_error is not None:
             raise self.delete_error
         self.deleted.append(server_id)
-        if self.cinder is not None:
+        if self.cinder is not None and self.created:
             for disk in self.created[-1]['disks']:
                 self.cinder.statuses[disk['volume_id']] = ['available']

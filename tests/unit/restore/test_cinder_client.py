@@ -158,3 +158,23 @@ class TestIdentity(base.TestCase):
         self.assertEqual(('compute', 'public', 'RegionTwo'),
                          tuple(auth.asked[-1].get(key) for key in (
                              'service_type', 'interface', 'region_name')))
+
+
+class TestAnsweredKwargs(base.TestCase):
+    """What an error tells of its answer: may a create have made it?"""
+
+    def test_status_and_sent_of_each_kind(self):
+        cases = [
+            (ks_exc.HttpError(http_status=413), 413, True, False),
+            (ks_exc.HttpError(http_status=503), 503, True, True),
+            # Also a reset or a read timeout after the request left.
+            (ks_exc.ConnectFailure('Connection aborted'), None, True, True),
+            (ks_exc.ConnectTimeout('read timed out'), None, True, True),
+            (ks_exc.EndpointNotFound('no volumev3'), None, False, False),
+        ]
+        for err, status, sent, may in cases:
+            translated = cinder_mod.translate(err, 'restore',
+                                              resource='backup b-1')
+            self.assertEqual((status, sent, may), (
+                translated.status, translated.sent,
+                translated.may_have_made), err)

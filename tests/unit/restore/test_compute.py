@@ -326,6 +326,35 @@ class TestServers(ComputeServerTestCase):
                       err.format_message())
 
 
+class TestServersNamed(ComputeServerTestCase):
+    """What an unanswered create may have made, looked up by its name."""
+
+    def test_exact_name_escaped_and_compared(self):
+        self.answer('GET', 'servers/detail', 200, {'servers': [
+            {'id': 's-1', 'name': 'web.1'}, {'id': 's-2', 'name': 'webX1'},
+            'junk']})
+        self.assertEqual([{'id': 's-1', 'name': 'web.1'}],
+                         self.compute.servers_named('web.1'))
+        [sent] = self.sent
+        self.assertEqual({'name': ['^web\\.1$']}, sent.query)
+        self.assertEqual(MICROVERSION_HEADER, sent.microversion)
+
+    def test_a_refused_create_made_nothing_an_unanswered_one_may_have(self):
+        self.answer('POST', 'servers', 400, {'badRequest': {
+            'code': 400, 'message': 'Block Device Mapping is Invalid'}})
+        refused = self.assertRaises(
+            exception.ComputeError, self.compute.create_server, 'web',
+            'f-1', [], 'none')
+        self.assertEqual((400, False), (refused.status,
+                                        refused.may_have_made))
+        self.answer('POST', 'servers', 502, {'computeFault': {
+            'code': 502, 'message': 'bad gateway'}})
+        failed = self.assertRaises(
+            exception.ComputeError, self.compute.create_server, 'web',
+            'f-1', [], 'none')
+        self.assertEqual((502, True), (failed.status, failed.may_have_made))
+
+
 class TestNotSent(ComputeServerTestCase):
 
     def test_unreachable_names_the_request(self):

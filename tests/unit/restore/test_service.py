@@ -12,7 +12,10 @@
 
 """A restore: its checks, the volumes and server it makes, its undo."""
 
+import datetime
 import logging
+
+import fixtures
 
 from nova_snapshot_ext.backup import copy_sets as sets
 from nova_snapshot_ext import exception
@@ -239,7 +242,7 @@ class TestUndo(RestoreTestCase):
     def test_restore_refused_midway_deletes_the_volumes_made(self):
         refusal = exception.CinderError(
             operation='restore', resource='backup b-data-1111',
-            reason='VolumeLimitExceeded (HTTP 413)')
+            reason='VolumeLimitExceeded (HTTP 413)', status=413)
         self.cinder.restore_errors['b-data-1111'] = refusal
         err = self.assertFails()
         self.assertEqual('restoring the volumes', err.kwargs['step'])
@@ -313,7 +316,7 @@ class TestUndo(RestoreTestCase):
     def test_server_refused_deletes_the_volumes(self):
         self.compute.create_error = exception.ComputeError(
             operation='create', resource='server web',
-            reason='Block Device Mapping is Invalid (HTTP 400)')
+            reason='Block Device Mapping is Invalid (HTTP 400)', status=400)
         err = self.assertFails()
         self.assertEqual('booting the server', err.kwargs['step'])
         self.assertIn('Block Device Mapping is Invalid',
@@ -466,6 +469,96 @@ class TestUndo(RestoreTestCase):
                       'vol-1 deleted; volume vol-2 deleted', logged)
 
 
+class TestUnanswered(RestoreTestCase):
+    """A create that got no answer may have made what it asked for."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_utils.timeutils.utcnow',
+            lambda *a, **k: datetime.datetime(2026, 12, 7, 8, 0, 0)))
+
+    def _unanswered_restore(self, volumes):
+        self.cinder.restore_errors['b-data-1111'] = (
+            exception.CinderUnavailable(
+                operation='restore', resource='backup b-data-1111',
+                reason='Connection aborted'))
+        self.cinder.named['web-vdb'] = volumes
+        return self.assertFails()
+
+    def test_a_volume_of_its_name_made_since_is_named_not_deleted(self):
+        err = self._unanswered_restore([
+            {'id': 'vol-late', 'name': 'web-vdb',
+             'created_at': '2026-12-07T08:00:01.000000'},
+            {'id': 'vol-old', 'name': 'web-vdb',
+             'created_at': '2026-12-06T08:00:01.000000'}])
+        fates = {m['id']: m['fate'] for m in err.made}
+        self.assertEqual({'vol-1', 'vol-late'}, set(fates))
+        self.assertEqual('deleted', fates['vol-1'])
+        self.assertEqual(
+            'left: Cinder did not answer the restore of backup b-data-1111 '
+            "into a volume named web-vdb; made since, it may be that "
+            "restore's (not deleted: not proven)", fates['vol-late'])
+        self.assertIn('volume vol-late left: Cinder did not answer',
+                      err.format_message())
+        self.assertEqual(['vol-1'], self.cinder.deleted)
+
+    def test_none_of_its_name_names_nothing_more(self):
+        err = self._unanswered_restore([])
+        self.assertEqual([('vol-1', 'deleted')],
+                         [(m['id'], m['fate']) for m in err.made])
+
+    def test_a_listing_that_fails_says_it_is_unknown(self):
+        self.cinder.named_error = exception.CinderUnavailable(
+            operation='list', resource='volumes named web-vdb',
+            reason='HTTP 503')
+        err = self._unanswered_restore([])
+        [unknown] = [m for m in err.made if m['id'] == '(unknown)']
+        self.assertTrue(unknown['fate'].startswith(
+            'unknown: Cinder did not answer the restore of backup '
+            'b-data-1111 into a volume named web-vdb, and the volumes of '
+            'that name could not be listed: '), unknown['fate'])
+
+    def test_a_refusal_looks_for_nothing(self):
+        self.cinder.restore_errors['b-data-1111'] = exception.CinderError(
+            operation='restore', resource='backup b-data-1111',
+            reason='over quota (HTTP 413)', status=413)
+        self.cinder.named['web-vdb'] = [{'id': 'vol-x', 'name': 'web-vdb'}]
+        err = self.assertFails()
+        self.assertEqual(['vol-1'], [m['id'] for m in err.made])
+        self.assertEqual([], self.cinder.listed)
+
+    def test_a_server_of_its_name_on_these_volumes_is_undone(self):
+        self.compute.create_error = exception.ComputeError(
+            operation='create', resource='server web', reason='HTTP 502',
+            status=502)
+        self.compute.named['web'] = [
+            {'id': 'srv-other', 'name': 'web',
+             'os-extended-volumes:volumes_attached': [{'id': 'vol-9'}]},
+            {'id': 'srv-made', 'name': 'web',
+             'os-extended-volumes:volumes_attached': [{'id': 'vol-2'}]}]
+        err = self.assertFails()
+        self.assertEqual([('server', 'srv-made', 'deleted'),
+                          ('volume', 'vol-1', 'deleted'),
+                          ('volume', 'vol-2', 'deleted')],
+                         [(m['kind'], m['id'], m['fate'])
+                          for m in err.made])
+        self.assertEqual(['srv-made'], self.compute.deleted)
+
+    def test_a_server_listing_that_fails_says_it_is_unknown(self):
+        self.compute.create_error = exception.ComputeUnavailable(
+            operation='create', resource='server web', reason='timed out')
+        self.compute.named_error = exception.ComputeUnavailable(
+            operation='list', resource='servers named web',
+            reason='timed out')
+        err = self.assertFails()
+        [unknown] = [m for m in err.made if m['kind'] == 'server']
+        self.assertEqual('(unknown)', unknown['id'])
+        self.assertIn('Nova did not answer the create of server web',
+                      unknown['fate'])
+        self.assertEqual([], self.compute.deleted)
+
+
 class TestInterruptCarriesWhatWasMade(RestoreTestCase):
     """``restore_made``: the fates the command's interrupt report names."""
 
@@ -517,7 +610,8 @@ class TestInterruptCarriesWhatWasMade(RestoreTestCase):
         err = self.assertRaises(RuntimeError, self.run_restore)
         self.assertFalse(hasattr(err, 'restore_made'))
         failure = exception.ComputeError(operation='create',
-                                         resource='server web', reason='x')
+                                         resource='server web', reason='x',
+                                         status=400)
         self.compute.create_error = failure
         err = self.assertRaises(exception.RestoreFailed, self.run_restore)
         self.assertFalse(hasattr(err, 'restore_made'))
