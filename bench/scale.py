@@ -122,10 +122,15 @@ class Recorder:
         self.deleted: list[str] = []
 
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
-        from nova_snapshot_ext.backup import cinder as cinder_mod
+        from nova_snapshot_ext.cinder import client as cinder_mod
 
         self.deleted.append(snapshot_id)
         return cinder_mod.DELETED
+
+    def get_snapshot(self, snapshot_id: str) -> dict | None:
+        """Gone once deleted (as Cinder shows it after its delete)."""
+        return None if snapshot_id in self.deleted else {
+            'id': snapshot_id, 'status': 'available'}
 
 
 class Backups:

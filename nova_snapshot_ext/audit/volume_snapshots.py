@@ -55,6 +55,7 @@ from nova_snapshot_ext.backup import leaks
 from nova_snapshot_ext.backup import mark
 from nova_snapshot_ext.backup import rotation
 from nova_snapshot_ext.cinder import client as cinder_mod
+from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)
@@ -278,5 +279,12 @@ def repair(cinder: cinder_mod.CinderClient, auditor: images_mod.AuditGlance,
         except exception.CinderError as err:
             action('failed', err.format_message())
             continue
-        action('done')
+        # Done only once Cinder no longer shows it.
+        deletes = waits.wait_gone(cinder, [snap_id])
+        if deletes.gone:
+            action('done')
+        else:
+            action('failed', deletes.failed.get(snap_id) or (
+                'Cinder still deleting it after %.0f s: run the audit '
+                'again' % waits.DELETING_WAIT))
     return report_mod.record_actions(report, actions)

@@ -60,8 +60,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
-from nova_snapshot_ext.cinder import client as cinder_mod
-from nova_snapshot_ext.cinder import deletes
+from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
 from nova_snapshot_ext.snapshot import identity
@@ -84,7 +83,7 @@ CHECK_LEGACY_SCAN = 'full scan (untagged backup)'
 
 
 class SnapshotDeleter(ty.Protocol):
-    """Deletes Cinder volume snapshots.
+    """Deletes Cinder volume snapshots, and reads them until gone.
 
     :class:`~.cinder.CinderClient`, or inside Nova an adapter over Nova's
     own Cinder API.
@@ -93,8 +92,15 @@ class SnapshotDeleter(ty.Protocol):
     def delete_snapshot(self, snapshot_id: str, owner: str) -> str:
         """Delete volume snapshot ``snapshot_id`` of project ``owner``.
 
-        :returns: ``'deleted'`` or ``'already gone'``.
+        :returns: ``'deleted'`` or ``'already gone'`` (also one already
+            ``deleting``).
         :raises CinderError: it could not.
+        """
+
+    def get_snapshot(self, snapshot_id: str) -> dict[str, ty.Any] | None:
+        """The snapshot as Cinder shows it, ``None`` when it is gone.
+
+        :raises CinderError: Cinder failed to answer.
         """
 
 
@@ -127,10 +133,13 @@ class RotationResult:
         listed it as this server's backup.
     :ivar not_deleted: image id -> the error that stopped its delete.
     :ivar snapshots_deleted: Cinder volume snapshot ids deleted and seen
-        gone (:func:`~nova_snapshot_ext.cinder.deletes.wait_gone`), or
+        gone (:func:`~nova_snapshot_ext.cinder.waits.wait_gone`), or
         already gone.
+    :ivar snapshots_deleting: ids whose delete Cinder accepted and was
+        still carrying out when the rotation ended (not watched in
+        nova-api's answer, or past the wait).
     :ivar snapshots_left: volume snapshot id -> why it was left (also a
-        delete Cinder accepted but failed, or had not ended in time).
+        delete Cinder accepted, then failed).
     :ivar snapshot_check: how the rotation proved no visible image names
         a volume snapshot it deleted: :data:`CHECK_TAGS`,
         :data:`CHECK_FULL_SCAN` or :data:`CHECK_LEGACY_SCAN`; ``None``
@@ -148,6 +157,7 @@ class RotationResult:
     left: dict[str, str] = dataclasses.field(default_factory=dict)
     not_deleted: dict[str, str] = dataclasses.field(default_factory=dict)
     snapshots_deleted: list[str] = dataclasses.field(default_factory=list)
+    snapshots_deleting: list[str] = dataclasses.field(default_factory=list)
     snapshots_left: dict[str, str] = dataclasses.field(default_factory=dict)
     snapshot_check: str | None = None
     error: str | None = None
@@ -183,6 +193,9 @@ class RotationResult:
         if self.snapshots_deleted:
             lines.append('volume snapshots deleted: %s'
                          % ', '.join(self.snapshots_deleted))
+        if self.snapshots_deleting:
+            lines.append('volume snapshots Cinder is deleting: %s'
+                         % ', '.join(self.snapshots_deleting))
         for snap_id, why in sorted(self.snapshots_left.items()):
             lines.append('volume snapshot %s left: %s' % (snap_id, why))
         return '\n'.join(lines)
@@ -335,7 +348,9 @@ def images_tagged(glance: glance_mod.GlanceClient,
 def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
            rotation: int, backup_type: str,
            cinder: SnapshotDeleter | None = None,
-           full_scan: bool = False) -> RotationResult:
+           full_scan: bool = False,
+           delete_wait: float | None = waits.DELETING_WAIT
+           ) -> RotationResult:
     """Rotate this server's backups of ``backup_type`` around ``backup``.
 
     :param glance: the client of the caller (the backups' owner).
@@ -347,6 +362,10 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     :param full_scan: prove that no visible image names a volume snapshot
         by reading every image (``[snapshot_ext] rotation_full_scan``),
         not by its tag; a deleted backup without tags does so anyway.
+    :param delete_wait: seconds of polling until Cinder no longer shows
+        the volume snapshots whose delete it accepted
+        (:func:`~nova_snapshot_ext.cinder.waits.wait_gone`); ``None``:
+        not watched (in nova-api's answer), each named as being deleted.
     :returns: :class:`RotationResult`; never raises a Glance or Cinder
         error (each is named in the result).
     """
@@ -380,7 +399,7 @@ def rotate(glance: glance_mod.GlanceClient, backup: ty.Mapping[str, ty.Any],
     if orphans:
         result.snapshot_check = check
         _delete_snapshots(glance, sorted(set(orphans)), sorted(fingerprints),
-                          owner, cinder, result)
+                          owner, cinder, result, delete_wait)
     return result
 
 
@@ -477,7 +496,8 @@ def _gone(glance: glance_mod.GlanceClient, image_id: str) -> bool:
 def _delete_snapshots(glance: glance_mod.GlanceClient,
                       snapshot_ids: list[str], fingerprints: list[str],
                       owner: str, cinder: SnapshotDeleter | None,
-                      result: RotationResult) -> None:
+                      result: RotationResult,
+                      delete_wait: float | None) -> None:
     if cinder is None:
         for snap_id in snapshot_ids:
             result.snapshots_left[snap_id] = (
@@ -509,19 +529,33 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
             result.snapshots_left[snap_id] = why
             continue
         try:
-            if cinder.delete_snapshot(snap_id, owner) == cinder_mod.DELETED:
-                accepted.append(snap_id)
+            cinder.delete_snapshot(snap_id, owner)
         except exception.CinderError as err:
             result.snapshots_left[snap_id] = err.format_message()
             result.failures.append(err)
             continue
-        result.snapshots_deleted.append(snap_id)
-    # Said deleted only once Cinder no longer shows it.
-    if hasattr(cinder, 'get_snapshot'):
-        for snap_id, why in deletes.wait_gone(
-                ty.cast(deletes.SnapshotReader, cinder), accepted).items():
-            result.snapshots_deleted.remove(snap_id)
-            result.snapshots_left[snap_id] = why
+        accepted.append(snap_id)
+    _watch_deletes(cinder, accepted, result, delete_wait)
+
+
+def _watch_deletes(cinder: SnapshotDeleter, accepted: list[str],
+                   result: RotationResult, delete_wait: float | None
+                   ) -> None:
+    """Count a snapshot deleted only once Cinder no longer shows it.
+
+    Also one found already ``deleting`` (another rotation's delete):
+    Cinder may still fail it.
+    """
+    if delete_wait is None:
+        result.snapshots_deleting.extend(accepted)
+        return
+    deletes = waits.wait_gone(cinder, accepted, delete_wait)
+    result.snapshots_deleted.extend(deletes.gone)
+    result.snapshots_deleting.extend(deletes.deleting)
+    for snap_id, why in deletes.failed.items():
+        result.snapshots_left[snap_id] = why
+        result.failures.append(exception.CinderError(
+            operation='delete', snapshot_id=snap_id, reason=why))
 
 
 def _named_by(glance: glance_mod.GlanceClient, snap_id: str,

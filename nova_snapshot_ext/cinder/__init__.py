@@ -22,7 +22,9 @@ Two clients with one interface (``get_snapshot``-style reads,
   ``[snapshot_ext_cinder]``): the CLI's ``backup`` and ``audit``;
 * :mod:`.nova_api`: :class:`NovaCinder`, Nova's own Cinder API for one
   request context (the user's token, Nova's ``[cinder]``): inside
-  nova-api.
+  nova-api;
+* :mod:`.waits`: a volume snapshot made, and gone (Cinder answers before
+  it acts), through either client.
 
 Taking, settling and discarding the volume snapshots of a server is
 Nova's work (its compute API, quiesce, BDMs) and stays in

@@ -46,23 +46,23 @@ class NovaCinder:
         """See :meth:`.client.CinderClient.delete_snapshot`."""
         from nova import exception as nova_exc
 
+        snap = self.get_snapshot(snapshot_id)
+        if not snap or snap.get('status') == 'deleting':
+            return cinder_mod.GONE
+        project = snap.get('project_id')
+        if project and project != owner:
+            raise exception.CinderForbidden(
+                operation='delete', snapshot_id=snapshot_id,
+                reason='it belongs to project %s, not to the backup\'s '
+                'owner %s' % (project, owner))
         try:
-            snap = self.api.get_snapshot(self.context, snapshot_id)
-            if not snap or snap.get('status') == 'deleting':
-                return cinder_mod.GONE
-            project = snap.get('project_id')
-            if project and project != owner:
-                raise exception.CinderForbidden(
-                    operation='delete', snapshot_id=snapshot_id,
-                    reason='it belongs to project %s, not to the backup\'s '
-                    'owner %s' % (project, owner))
             self.api.delete_snapshot(self.context, snapshot_id)
         except nova_exc.SnapshotNotFound:
             return cinder_mod.GONE
-        except nova_exc.NovaException as err:
+        except Exception as err:  # Nova wraps only some of Cinder's errors
             raise exception.CinderError(
                 operation='delete', snapshot_id=snapshot_id,
-                reason=err.format_message()) from err
+                reason=exception.reason_of(err)) from err
         return cinder_mod.DELETED
 
     def get_snapshot(self, snapshot_id: str) -> dict[str, ty.Any] | None:
@@ -70,7 +70,9 @@ class NovaCinder:
 
         :returns: Nova's snapshot view (``id``, ``status``,
             ``volume_id``, ``volume_size``, ``project_id``).
-        :raises CinderError: Cinder failed to answer.
+        :raises CinderError: Cinder failed to answer (also an error Nova
+            does not wrap: a 5xx or 401 arrives as cinderclient's or
+            keystoneauth's own).
         """
         from nova import exception as nova_exc
 
@@ -78,10 +80,10 @@ class NovaCinder:
             snapshot = self.api.get_snapshot(self.context, snapshot_id)
         except nova_exc.SnapshotNotFound:
             return None
-        except nova_exc.NovaException as err:
+        except Exception as err:  # Nova wraps only some of Cinder's errors
             raise exception.CinderError(
                 operation='read', snapshot_id=snapshot_id,
-                reason=err.format_message()) from err
+                reason=exception.reason_of(err)) from err
         # Gone also when the API answers nothing (Nova's CinderFixture).
         return dict(snapshot) if snapshot else None
 

@@ -68,6 +68,7 @@ from nova_snapshot_ext.backup import copy_retention
 from nova_snapshot_ext.backup import rotation as rotation_mod
 from nova_snapshot_ext.backup import service as backup_mod
 from nova_snapshot_ext.cinder import nova_api
+from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.i18n import _
 from nova_snapshot_ext.nova import adapter
@@ -423,7 +424,8 @@ def _copy(context: ty.Any, glance: ty.Any, backup: ty.Any,
         _copies(context, backup, group)
     finally:
         _rotate(context, glance, backup, action, group.rotation_full_scan,
-                patience=float(group.backup_copies_wait))
+                patience=float(group.backup_copies_wait),
+                delete_wait=waits.DELETING_WAIT)
 
 
 def _copies(context: ty.Any, backup: ty.Any, group: ty.Any) -> None:
@@ -444,7 +446,8 @@ def _copies(context: ty.Any, backup: ty.Any, group: ty.Any) -> None:
 
 
 def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
-            action: BackupAction, full_scan: bool, patience: float = 0.0
+            action: BackupAction, full_scan: bool, patience: float = 0.0,
+            delete_wait: float | None = None
             ) -> rotation_mod.RotationResult | None:
     """Rotate around the new backup; every failure logged, none raised.
 
@@ -453,6 +456,9 @@ def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
     :param patience: seconds a backup left because cinder-backup copies
         its volume snapshots (``RotationResult.copying``) is waited for
         (:func:`_wait_copied`), then the rotation is run again (0: once).
+    :param delete_wait: seconds the deleted volume snapshots are watched
+        until gone (``None``, in Nova's answer: not watched; each is
+        named as being deleted).
     """
     image_id = backup.get('id')
     deadline = time.monotonic() + patience
@@ -461,7 +467,7 @@ def _rotate(context: ty.Any, glance: ty.Any, backup: ty.Any,
         while True:
             result = rotation_mod.rotate(
                 glance, backup, action.rotation, action.backup_type,
-                cinder, full_scan=full_scan)
+                cinder, full_scan=full_scan, delete_wait=delete_wait)
             if not result.copying or time.monotonic() >= deadline:
                 break
             _wait_copied(glance, cinder, result.copying, deadline)

@@ -45,15 +45,14 @@ volumes, or that Cinder will not delete, is left and named too.  The
 from __future__ import annotations
 
 import dataclasses
-import time
 import typing as ty
 
 from oslo_log import log as logging
 from oslo_utils import strutils
 
 from nova_snapshot_ext.backup import leaks
-from nova_snapshot_ext.cinder import deletes
 from nova_snapshot_ext.cinder import nova_api
+from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext import exception
 
 LOG = logging.getLogger(__name__)
@@ -98,11 +97,6 @@ def check_snapshot_name(image_name: str) -> None:
             'characters' % (length, len(image_name), CINDER_NAME_MAX,
                             len(image_name) - (length - CINDER_NAME_MAX)))
 
-
-#: Seconds :func:`discard` waits for a volume snapshot
-#: still ``creating`` before deleting it, and between two reads.
-CREATING_WAIT = 60.0
-CREATING_POLL = 1.0
 
 #: The instance-action event of volume snapshots taken by nova-api (the
 #: name Nova's own volume-backed snapshot records).
@@ -272,9 +266,8 @@ def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
     Each is read first (waiting, bounded, while Cinder is still
     ``creating`` it: Cinder refuses to delete those) and deleted only when
     it is a snapshot of one of ``volume_ids``; then each delete Cinder
-    accepted is waited for until Cinder no longer shows the snapshot
-    (:func:`nova_snapshot_ext.cinder.deletes.wait_gone`), so that one said
-    deleted is gone.
+    accepted is watched until Cinder no longer shows the snapshot, so
+    that one said deleted is gone (:mod:`nova_snapshot_ext.cinder.waits`).
 
     :param context: the request's ``RequestContext`` (Nova's Cinder API
         acts with the user's token).
@@ -284,53 +277,32 @@ def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
     :returns: snapshot id -> why it is not gone (empty when every one
         is gone, already-gone ones included).
     """
-    from nova import exception as nova_exc
-    from nova.volume import cinder as nova_cinder
-
-    cinder = cinder or nova_cinder.API()
+    reader = nova_api.NovaCinder(context, cinder)
     left, accepted = {}, []
     for snapshot_id in snapshot_ids:
         try:
-            snapshot = _wait_created(cinder, context, snapshot_id)
-            if snapshot.get('volume_id') in volume_ids:
-                cinder.delete_snapshot(context, snapshot_id)
-                accepted.append(snapshot_id)
-            else:
-                left[snapshot_id] = (
-                    "it is a snapshot of volume %s, not of the server's "
-                    "volumes" % snapshot.get('volume_id'))
-        except nova_exc.SnapshotNotFound:
+            snapshot = waits.wait_created(reader, snapshot_id)
+        except exception.CinderError as err:
+            left[snapshot_id] = err.format_message()
             continue
-        except Exception as err:
+        if snapshot is None:
+            continue
+        if snapshot.get('volume_id') not in volume_ids:
+            left[snapshot_id] = (
+                "it is a snapshot of volume %s, not of the server's "
+                "volumes" % snapshot.get('volume_id'))
+            continue
+        try:
+            reader.api.delete_snapshot(context, snapshot_id)
+        except Exception as err:  # Nova's API: Nova's and Cinder's errors
             left[snapshot_id] = 'Cinder delete failed: %s' % describe(err)
-    try:
-        left.update(deletes.wait_gone(nova_api.NovaCinder(context, cinder),
-                                      accepted))
-    except Exception as err:  # Nova's API may raise what it did not wrap
-        left.update({snapshot_id: 'Cinder accepted its delete; reading it '
-                     'since failed: %s' % describe(err)
-                     for snapshot_id in accepted})
+            continue
+        accepted.append(snapshot_id)
+    deletes = waits.wait_gone(reader, accepted)
+    left.update(deletes.failed)
+    left.update({snapshot_id: 'Cinder still deleting it after %.0f s' %
+                 waits.DELETING_WAIT for snapshot_id in deletes.deleting})
     return left
-
-
-def _wait_created(cinder: ty.Any, context: ty.Any, snapshot_id: str
-                  ) -> dict[str, ty.Any]:
-    """Read a volume snapshot, waiting (bounded) while it is ``creating``.
-
-    A snapshot taken a moment ago by a request that failed right after may
-    still be ``creating``.  Past :data:`CREATING_WAIT` the last reading is
-    returned anyway (the delete's refusal then names the snapshot as
-    left).
-
-    :raises nova.exception.SnapshotNotFound: it is gone.
-    """
-    deadline = time.monotonic() + CREATING_WAIT
-    while True:
-        snapshot = cinder.get_snapshot(context, snapshot_id) or {}
-        if (snapshot.get('status') != 'creating' or
-                time.monotonic() >= deadline):
-            return snapshot
-        time.sleep(CREATING_POLL)
 
 
 #: Why a failed request's volume snapshots stay: an image names them.

@@ -56,9 +56,15 @@ class CopiesTest(test_real_stack._RealStack, oslotest_base.BaseTestCase):
         # Cinder deletes in the background (and refuses to delete a volume
         # that still has snapshots): what it still shows is waited for,
         # and named if it stays.
-        self.demo.wait('the volume snapshots deleted', lambda: {
-            'left': self._snapshot_states(set(volumes.values()))},
-            lambda v: not v['left'], timeout=test_real_stack.COPY_TIMEOUT)
+
+        def left():
+            states = self._snapshot_states(set(volumes.values()))
+            # A delete Cinder failed ends the wait at once.
+            return {'left': states, 'status': 'error_deleting' if
+                    'error_deleting' in states.values() else None}
+        self.demo.wait('the volume snapshots deleted', left,
+                       lambda v: not v['left'], failed=('error_deleting',),
+                       timeout=test_real_stack.COPY_TIMEOUT)
         for volume_id in volumes.values():
             self._delete_volume_when_free(volume_id)
         for volume_id in volumes.values():

@@ -52,6 +52,10 @@ class RecordingCinder:
         self.deleted.append(snapshot_id)
         return cinder_mod.DELETED
 
+    def get_snapshot(self, snapshot_id):
+        return None if snapshot_id in self.deleted else {
+            'id': snapshot_id, 'status': 'available'}
+
 
 class BackupMixin:
 

@@ -22,6 +22,7 @@ import types
 from unittest import mock
 
 from nova_snapshot_ext.backup import rotation as rotation_mod
+from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext.nova import backup
 from tests import base
 
@@ -154,11 +155,15 @@ class TestCopyThenRotate(base.TestCase):
             order.append('copies')
             raise RuntimeError('unexpected')
 
-        def rotate(context, glance, image, act, full_scan, patience=0.0):
-            order.append(('rotate', patience))
+        def rotate(context, glance, image, act, full_scan, patience=0.0,
+                   delete_wait=None):
+            order.append(('rotate', patience, delete_wait))
 
         with mock.patch.object(backup, '_copies', copies), \
                 mock.patch.object(backup, '_rotate', rotate):
             self.assertRaises(RuntimeError, backup._copy, None, None,
                               {'id': 'new'}, action, group)
-        self.assertEqual(['copies', ('rotate', 1.0)], order)
+        # In the thread, the rotation watches its deletes (not in the
+        # request's answer, where delete_wait stays None).
+        self.assertEqual(
+            ['copies', ('rotate', 1.0, waits.DELETING_WAIT)], order)

@@ -23,7 +23,7 @@ import unittest
 import fixtures
 from oslotest import base as oslotest_base
 
-from nova_snapshot_ext.cinder import deletes
+from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import result as result_mod
 
@@ -164,9 +164,9 @@ class TestSettle(oslotest_base.BaseTestCase):
         settled = self.volumes.settle(None, ['s1'], None, {'v1'}, cinder)
         self.assertEqual([], settled.deleted)
         self.assertEqual({'s1': 'Cinder still deleting it after %.0f s' %
-                          deletes.WAIT}, settled.left)
-        self.assertGreaterEqual(clock[0], deletes.WAIT)
-        self.assertLess(clock[0], deletes.WAIT + 2 * deletes.POLL)
+                          waits.DELETING_WAIT}, settled.left)
+        self.assertGreaterEqual(clock[0], waits.DELETING_WAIT)
+        self.assertLess(clock[0], waits.DELETING_WAIT + 2 * waits.POLL)
 
     def test_nothing_taken_nothing_said(self):
         settled = self.volumes.settle(None, [], None, {'v1'}, _Cinder({}))

@@ -231,6 +231,12 @@ class FakeCinder:
         self.deleted.append((snapshot_id, owner))
         return cinder_mod.DELETED
 
+    def get_snapshot(self, snapshot_id):
+        """Gone once deleted."""
+        if (snapshot_id, OWNER) in self.deleted:
+            return None
+        return {'id': snapshot_id, 'status': 'available'}
+
 
 class RotateBase(base.TestCase):
     """Five backups img-01..img-05 in a faked glanceclient."""
@@ -272,10 +278,10 @@ class TestRotate(RotateBase):
 
         class Copying(FakeCinder):
             def get_snapshot(self, snapshot_id):
-                if (snapshot_id, OWNER) in self.deleted:
-                    return None
-                return {'id': snapshot_id, 'status': 'backing-up'
-                        if snapshot_id in busy else 'available'}
+                snap = super().get_snapshot(snapshot_id)
+                if snap and snapshot_id in busy:
+                    snap['status'] = 'backing-up'
+                return snap
 
         self.cinder = Copying()
         result = self.rotate()
@@ -307,15 +313,30 @@ class TestRotate(RotateBase):
 
         self.cinder = Deleting()
         result = self.rotate()
-        # The images are gone; what Cinder did not delete is named.
+        # The images are gone; what Cinder did not delete is named, and a
+        # failed delete is a failure (WARNING, the CLI's exit 1).
         self.assertEqual(['img-01', 'img-02', 'img-03'], result.deleted)
         self.assertEqual(['snap-01'], result.snapshots_deleted)
+        self.assertEqual(['snap-03'], result.snapshots_deleting)
         self.assertEqual(
-            {'snap-02': "Cinder's delete failed (status error_deleting)",
-             'snap-03': 'Cinder still deleting it after 30 s'},
+            {'snap-02': "Cinder's delete failed (status error_deleting)"},
             result.snapshots_left)
+        [failure] = result.failures
+        self.assertIsInstance(failure, exception.CinderError)
+        self.assertIn('snap-02', failure.format_message())
+        text = result.describe()
         self.assertIn('volume snapshot snap-02 left: Cinder\'s delete '
-                      'failed (status error_deleting)', result.describe())
+                      'failed (status error_deleting)', text)
+        self.assertIn('volume snapshots Cinder is deleting: snap-03', text)
+        self.assertEqual(['snap-03'], result.to_dict()['snapshots_deleting'])
+
+    def test_not_watched_each_is_named_as_being_deleted(self):
+        result = rotation.rotate(self.glance, self.fake.images['img-05'], 2,
+                                 'daily', self.cinder, delete_wait=None)
+        self.assertEqual([], result.snapshots_deleted)
+        self.assertEqual(['snap-01', 'snap-02', 'snap-03'],
+                         result.snapshots_deleting)
+        self.assertEqual([], result.failures)
 
     def test_snapshot_another_image_names_is_kept(self):
         self.add({'id': 'copy', 'status': 'active', 'owner': 'project-b',
