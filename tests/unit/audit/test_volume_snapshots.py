@@ -14,6 +14,8 @@
 
 import json
 
+import fixtures
+
 from nova_snapshot_ext import audit
 from nova_snapshot_ext.audit import volume_snapshots as vs_audit
 from nova_snapshot_ext.backup import leaks
@@ -187,6 +189,26 @@ class TestScanAndRepair(base.TestCase):
         self.assertEqual(['done'], [a.outcome for a in done])
         self.assertEqual([(SNAP, PROJECT)], cinder.deleted)
         self.assertEqual(3, len(cinder.snapshots))
+
+    def test_fix_is_done_only_once_cinder_no_longer_shows_it(self):
+        self.useFixture(fixtures.MonkeyPatch('time.sleep', lambda s: None))
+
+        class Failing(FakeCinder):
+            # Cinder accepts the delete, then fails it in cinder-volume.
+            def delete_snapshot(self, snapshot_id, owner):
+                self.deleted.append((snapshot_id, owner))
+                self.snapshots[snapshot_id] = dict(
+                    self.snapshots[snapshot_id], status='error_deleting')
+                return cinder_mod.DELETED
+
+        cinder = Failing([snapshot()])
+        auditor = FakeAuditor()
+        report = audit.Report(findings=self.findings(auditor, cinder))
+        [action] = vs_audit.repair(cinder, auditor, report, True,
+                                   OWNER_SCOPE)
+        self.assertEqual(('failed', "Cinder's delete failed (status "
+                          "error_deleting)"), (action.outcome,
+                                               action.reason))
 
     def test_fix_re_reads_before_the_delete(self):
         cinder = FakeCinder([snapshot()])
