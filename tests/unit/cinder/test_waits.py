@@ -37,33 +37,25 @@ class _Cinder:
                                             'status': status}
 
 
-class _Clock(base.TestCase):
+class _Clocked(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.now = 0.0
-        self.slept = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
+        self.clock = base.Clock(now=0.0)
 
 
-class TestWaitGone(_Clock):
+class TestWaitGone(_Clocked):
 
     def wait(self, cinder, ids, seconds=waits.DELETING_WAIT):
         return waits.wait_gone(cinder, ids, seconds, clock=self.clock,
-                               sleep=self.sleep)
+                               sleep=self.clock.sleep)
 
     def test_gone_at_once_or_after_deleting(self):
         cinder = _Cinder(a=[None], b=['deleting', 'deleting', None])
         self.assertEqual(waits.Deletes(gone=['a', 'b']),
                          self.wait(cinder, ['a', 'b']))
         self.assertEqual(['a', 'b', 'b', 'b'], cinder.reads)
-        self.assertEqual([waits.POLL, waits.POLL], self.slept)
+        self.assertEqual([waits.POLL, waits.POLL], self.clock.slept)
 
     def test_a_delete_cinder_failed_is_named_with_its_status(self):
         cinder = _Cinder(a=['deleting', 'error_deleting'],
@@ -87,19 +79,19 @@ class TestWaitGone(_Clock):
         self.assertEqual(waits.Deletes(gone=['b'], deleting=['a']),
                          self.wait(cinder, ['a', 'b'], seconds=5))
         # Bounded: the polling ends at its deadline, not a poll later.
-        self.assertEqual(5.0, self.now)
+        self.assertEqual(5.0, self.clock.now)
 
     def test_nothing_to_wait_for_reads_nothing(self):
         cinder = _Cinder()
         self.assertEqual(waits.Deletes(), self.wait(cinder, []))
-        self.assertEqual(([], []), (cinder.reads, self.slept))
+        self.assertEqual(([], []), (cinder.reads, self.clock.slept))
 
 
-class TestWaitCreated(_Clock):
+class TestWaitCreated(_Clocked):
 
     def wait(self, cinder, seconds=waits.CREATING_WAIT):
         return waits.wait_created(cinder, 'a', seconds, clock=self.clock,
-                                  sleep=self.sleep)
+                                  sleep=self.clock.sleep)
 
     def test_read_again_while_creating(self):
         cinder = _Cinder(a=['creating', 'creating', 'available'])
@@ -114,7 +106,7 @@ class TestWaitCreated(_Clock):
         cinder = _Cinder(a=['creating'])
         self.assertEqual({'id': 'a', 'status': 'creating'},
                          self.wait(cinder, seconds=3))
-        self.assertEqual(3.0, self.now)
+        self.assertEqual(3.0, self.clock.now)
 
     def test_a_failed_read_raises(self):
         err = exception.CinderError(operation='read', snapshot_id='a',
