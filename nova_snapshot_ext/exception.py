@@ -262,8 +262,9 @@ class ServiceError(SnapshotExtException):
         or ``None`` when no usable answer was read (a transport failure,
         an unreadable body).
     :ivar sent: False only when the request is known not to have left
-        this process (it could not connect, or its credentials failed
-        first).
+        this process (no endpoint could be chosen, or its credentials
+        failed first); a connection refused is not told apart from one
+        reset after the request left, so it counts as sent.
     """
 
     def __init__(self, message: str | None = None, **kwargs: ty.Any):

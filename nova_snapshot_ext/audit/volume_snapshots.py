@@ -284,7 +284,5 @@ def repair(cinder: cinder_mod.CinderClient, auditor: images_mod.AuditGlance,
         if deletes.gone:
             action('done')
         else:
-            action('failed', deletes.failed.get(snap_id) or (
-                'Cinder still deleting it after %.0f s: run the audit '
-                'again' % waits.DELETING_WAIT))
+            action('failed', deletes.why_not_gone()[snap_id])
     return report_mod.record_actions(report, actions)

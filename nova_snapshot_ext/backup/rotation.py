@@ -60,6 +60,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_snapshot_ext.backup import mark
+from nova_snapshot_ext.cinder import client as cinder_mod
 from nova_snapshot_ext.cinder import waits
 from nova_snapshot_ext import exception
 from nova_snapshot_ext.snapshot import deletion
@@ -529,33 +530,40 @@ def _delete_snapshots(glance: glance_mod.GlanceClient,
             result.snapshots_left[snap_id] = why
             continue
         try:
-            cinder.delete_snapshot(snap_id, owner)
+            answer = cinder.delete_snapshot(snap_id, owner)
         except exception.CinderError as err:
             result.snapshots_left[snap_id] = err.format_message()
             result.failures.append(err)
             continue
-        accepted.append(snap_id)
-    _watch_deletes(cinder, accepted, result, delete_wait)
+        if delete_wait is None:
+            # Not watched: what Cinder said is all that is known.
+            (result.snapshots_deleted if answer == cinder_mod.GONE
+             else result.snapshots_deleting).append(snap_id)
+        else:
+            accepted.append(snap_id)
+    if accepted:
+        _watch_deletes(cinder, accepted, result, float(delete_wait or 0))
 
 
 def _watch_deletes(cinder: SnapshotDeleter, accepted: list[str],
-                   result: RotationResult, delete_wait: float | None
-                   ) -> None:
+                   result: RotationResult, delete_wait: float) -> None:
     """Count a snapshot deleted only once Cinder no longer shows it.
 
-    Also one found already ``deleting`` (another rotation's delete):
-    Cinder may still fail it.
+    Also one found already gone or ``deleting`` (another rotation's
+    delete): Cinder may still fail it.
     """
-    if delete_wait is None:
-        result.snapshots_deleting.extend(accepted)
-        return
     deletes = waits.wait_gone(cinder, accepted, delete_wait)
     result.snapshots_deleted.extend(deletes.gone)
     result.snapshots_deleting.extend(deletes.deleting)
+    why_not = deletes.why_not_gone()
     for snap_id, why in deletes.failed.items():
         result.snapshots_left[snap_id] = why
         result.failures.append(exception.CinderError(
             operation='delete', snapshot_id=snap_id, reason=why))
+    for snap_id, err in deletes.unread.items():
+        # Cinder's own error: unreachable stays unreachable (exit 3).
+        result.snapshots_left[snap_id] = why_not[snap_id]
+        result.failures.append(err)
 
 
 def _named_by(glance: glance_mod.GlanceClient, snap_id: str,

@@ -56,13 +56,29 @@ class Deletes:
 
     :ivar gone: ids Cinder no longer shows.
     :ivar failed: id -> why it is not gone: the status of a delete Cinder
-        failed, or a read that failed.
+        failed.
     :ivar deleting: ids still ``deleting`` when the wait ended.
+    :ivar unread: id -> the error of its last read, for one Cinder never
+        answered about until the wait ended (each read is tried again).
     """
 
     gone: list[str] = dataclasses.field(default_factory=list)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     deleting: list[str] = dataclasses.field(default_factory=list)
+    unread: dict[str, exception.CinderError] = dataclasses.field(
+        default_factory=dict)
+    #: The wait, in seconds.
+    seconds: float = 0.0
+
+    def why_not_gone(self) -> dict[str, str]:
+        """id -> why, for every snapshot not seen gone, in words."""
+        why = dict(self.failed)
+        why.update({snapshot_id: 'Cinder still deleting it after %.0f s'
+                    % self.seconds for snapshot_id in self.deleting})
+        why.update({snapshot_id: 'Cinder accepted its delete; reading it '
+                    'since failed: %s' % err.format_message()
+                    for snapshot_id, err in self.unread.items()})
+        return why
 
 
 def _clock(clock: ty.Callable[[], float] | None,
@@ -112,18 +128,19 @@ def wait_gone(cinder: SnapshotReader, snapshot_ids: ty.Iterable[str],
     """
     clock, sleep = _clock(clock, sleep)
     deadline = clock() + seconds
-    result = Deletes()
-    pending = list(snapshot_ids)
+    result = Deletes(seconds=seconds)
+    pending = list(dict.fromkeys(snapshot_ids))
+    unread: dict[str, exception.CinderError] = {}
     while pending:
         still = []
         for snapshot_id in pending:
             try:
                 snapshot = cinder.get_snapshot(snapshot_id)
             except exception.CinderError as err:
-                result.failed[snapshot_id] = (
-                    'Cinder accepted its delete; reading it since failed: '
-                    '%s' % err.format_message())
+                unread[snapshot_id] = err  # read again: a blip is no fate
+                still.append(snapshot_id)
                 continue
+            unread.pop(snapshot_id, None)
             if not snapshot:
                 result.gone.append(snapshot_id)
             elif snapshot.get('status') == 'deleting':
@@ -134,7 +151,8 @@ def wait_gone(cinder: SnapshotReader, snapshot_ids: ty.Iterable[str],
                     % snapshot.get('status'))
         pending = still
         if pending and clock() >= deadline:
-            result.deleting.extend(pending)
+            result.unread = {i: unread[i] for i in pending if i in unread}
+            result.deleting = [i for i in pending if i not in unread]
             break
         if pending:
             sleep(POLL)

@@ -277,6 +277,8 @@ def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
     :returns: snapshot id -> why it is not gone (empty when every one
         is gone, already-gone ones included).
     """
+    from nova import exception as nova_exc
+
     reader = nova_api.NovaCinder(context, cinder)
     left, accepted = {}, []
     for snapshot_id in snapshot_ids:
@@ -294,14 +296,13 @@ def discard(context: ty.Any, snapshot_ids: ty.Iterable[str],
             continue
         try:
             reader.api.delete_snapshot(context, snapshot_id)
+        except nova_exc.SnapshotNotFound:
+            continue  # deleted meanwhile: gone
         except Exception as err:  # Nova's API: Nova's and Cinder's errors
             left[snapshot_id] = 'Cinder delete failed: %s' % describe(err)
             continue
         accepted.append(snapshot_id)
-    deletes = waits.wait_gone(reader, accepted)
-    left.update(deletes.failed)
-    left.update({snapshot_id: 'Cinder still deleting it after %.0f s' %
-                 waits.DELETING_WAIT for snapshot_id in deletes.deleting})
+    left.update(waits.wait_gone(reader, accepted).why_not_gone())
     return left
 
 

@@ -151,21 +151,37 @@ class Compute:
                 reason='the answer names no server')
         return str(server['id'])
 
-    def servers_named(self, name: str) -> list[dict[str, ty.Any]]:
+    def servers_named(self, name: str, page_size: int = 200
+                      ) -> list[dict[str, ty.Any]]:
         """The caller's servers named exactly ``name``, in detail.
 
         ``GET /servers/detail?name=^<name>$`` (Nova's ``name`` filter is a
-        regular expression: ``name`` is escaped), then compared exactly.
+        regular expression: ``name`` is escaped; a database may read an
+        escape differently, so each is compared exactly here), paged with
+        ``limit`` and ``marker``.
 
         :raises ComputeError: Nova did not answer, or refused.
         """
-        query = urllib.parse.urlencode({'name': '^%s$' % re.escape(name)})
-        document = self._send('GET', 'servers/detail?%s' % query, 'list',
-                              'servers named %s' % name)
-        servers = document.get('servers')
-        return [dict(server) for server in
-                (servers if isinstance(servers, list) else ())
-                if isinstance(server, dict) and server.get('name') == name]
+        found: list[dict[str, ty.Any]] = []
+        marker = None
+        while True:
+            query = {'name': '^%s$' % re.escape(name), 'limit': page_size}
+            if marker:
+                query['marker'] = marker
+            document = self._send(
+                'GET', 'servers/detail?%s' % urllib.parse.urlencode(query),
+                'list', 'servers named %s' % name)
+            page = document.get('servers')
+            if not isinstance(page, list):
+                raise exception.ComputeError(
+                    operation='list', resource='servers named %s' % name,
+                    reason='the answer is not a Nova server list')
+            found.extend(dict(server) for server in page
+                         if isinstance(server, dict) and
+                         server.get('name') == name)
+            marker = cinder_client.next_marker(page, page_size, marker)
+            if marker is None:
+                return found
 
     def get_server(self, server_id: str) -> dict[str, ty.Any] | None:
         """``GET /servers/{id}``, or ``None`` once it is gone."""

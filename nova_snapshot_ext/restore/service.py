@@ -93,6 +93,13 @@ class RestoreResult:
         return '\n'.join(lines)
 
 
+def _text(err: BaseException) -> str:
+    """An error's message: ours formatted, any other's text."""
+    if isinstance(err, exception.SnapshotExtException):
+        return err.format_message()
+    return exception.reason_of(err)
+
+
 class Restore:
     """Restores copy sets with one identity.
 
@@ -250,6 +257,14 @@ class Restore:
                         volume_name, member.backup_id, sent_at,
                         {m['volume_id'] for m in made})
                 raise
+            except KeyboardInterrupt:
+                # Interrupted in flight: no time to look, but it is said.
+                state['unanswered'] = [{
+                    'kind': 'volume', 'id': '(unknown)',
+                    'fate': 'unknown: interrupted while Cinder restored '
+                    'backup %s into a volume named %s' % (
+                        member.backup_id, volume_name)}]
+                raise
             made.append({'device_name': member.device_name,
                          'boot_index': member.boot_index,
                          'backup_id': member.backup_id,
@@ -270,16 +285,16 @@ class Restore:
                'volume named %s' % (backup_id, volume_name))
         try:
             found = self.cinder.volumes_named(volume_name)
-        except exception.SnapshotExtException as err:
+        except Exception as err:  # a lookup's failure never hides the first
             return [{'kind': 'volume', 'id': '(unknown)',
                      'fate': 'unknown: %s, and the volumes of that name '
-                     'could not be listed: %s' % (why,
-                                                  err.format_message())}]
+                     'could not be listed: %s' % (why, _text(err))}]
         since = sent_at - datetime.timedelta(seconds=CLOCK_SLACK_S)
         fates = []
         for volume in found:
             created = copies.parse_time(volume.get('created_at'))
-            if volume.get('id') in known or (created and created < since):
+            if not volume.get('id') or volume.get('id') in known or \
+                    (created and created < since):
                 continue
             fates.append({'kind': 'volume', 'id': str(volume.get('id')),
                           'fate': 'left: %s; made since, it may be that '
@@ -295,34 +310,65 @@ class Restore:
         that name booting from this restore's volumes is this restore's
         (:meth:`_find_server`) and undone with the rest.
         """
+        sent_at = timeutils.utcnow()
         try:
             state['server'] = self._nova.create_server(name, flavor_id,
                                                        made, networks)
         except exception.ComputeError as err:
             if err.may_have_made:
-                self._find_server(name, made, state)
+                self._find_server(name, made, state, sent_at)
+            raise
+        except KeyboardInterrupt:
+            state['unanswered'] = [{
+                'kind': 'server', 'id': '(unknown)',
+                'fate': 'unknown: interrupted while Nova created server %s'
+                % name}]
             raise
 
     def _find_server(self, name: str, made: list[dict[str, ty.Any]],
-                     state: dict[str, ty.Any]) -> None:
-        """The server an unanswered create made, proven by its volumes."""
+                     state: dict[str, ty.Any], sent_at: ty.Any) -> None:
+        """The server an unanswered create made, proven by its volumes.
+
+        Nova lists a server it has not scheduled yet (a build request)
+        without its volumes: such a server of that name, made since the
+        create, is read again until it shows them (the restore's
+        ``timeout`` at most); one still unproven then is named, left.
+        """
+        why = 'Nova did not answer the create of server %s' % name
         ours = {m['volume_id'] for m in made}
-        try:
-            found = self._nova.servers_named(name)
-        except exception.SnapshotExtException as err:
-            state['unanswered'] = [{
-                'kind': 'server', 'id': '(unknown)',
-                'fate': 'unknown: Nova did not answer the create of server '
-                '%s, and the servers of that name could not be listed: %s'
-                % (name, err.format_message())}]
-            return
-        for server in found:
-            attached = server.get('os-extended-volumes:volumes_attached')
-            ids = {v.get('id') for v in attached or ()
-                   if isinstance(v, dict)}
-            if ids & ours and server.get('id'):
-                state['server'] = str(server['id'])
+        since = sent_at - datetime.timedelta(seconds=CLOCK_SLACK_S)
+        end = self.clock() + self.timeout
+        while True:
+            try:
+                found = self._nova.servers_named(name)
+            except Exception as err:  # never hides the create's failure
+                state['unanswered'] = [{
+                    'kind': 'server', 'id': '(unknown)',
+                    'fate': 'unknown: %s, and the servers of that name '
+                    'could not be listed: %s' % (why, _text(err))}]
                 return
+            unproven = []
+            for server in found:
+                created = copies.parse_time(server.get('created'))
+                if not server.get('id') or (created and created < since):
+                    continue
+                attached = {v.get('id') for v in server.get(
+                    'os-extended-volumes:volumes_attached') or ()
+                    if isinstance(v, dict)}
+                if attached & ours:
+                    state['server'] = str(server['id'])
+                    return
+                if not attached:
+                    unproven.append(str(server['id']))
+            if unproven and self.clock() <= end:
+                self.sleep(self.poll)
+                continue
+            state['unanswered'] = [{
+                'kind': 'server', 'id': server_id,
+                'fate': 'left: %s; made since, it showed no volumes in '
+                'time: it may be that restore\'s (not deleted: not proven)'
+                % why} for server_id in unproven]
+            return
 
     def _deadline(self, what: str) -> ty.Callable[[], None]:
         end = self.clock() + self.timeout

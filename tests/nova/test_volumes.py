@@ -154,6 +154,18 @@ class TestSettle(oslotest_base.BaseTestCase):
                 settled.left)
             self.assertIn('volume snapshot s1 left', settled.suffix())
 
+    def test_deleted_by_someone_else_meanwhile_is_gone(self):
+        from nova import exception as nova_exc
+
+        class Raced(_Cinder):
+            def delete_snapshot(self, _context, snapshot_id):
+                del self.snapshots[snapshot_id]
+                raise nova_exc.SnapshotNotFound(snapshot_id=snapshot_id)
+
+        settled = self.volumes.settle(None, ['s1'], None, {'v1'},
+                                      Raced({'s1': 'v1'}))
+        self.assertEqual((['s1'], {}), (settled.deleted, settled.left))
+
     def test_a_delete_still_running_after_the_wait_is_named(self):
         clock = [0.0]
         self.useFixture(fixtures.MonkeyPatch(

@@ -330,6 +330,29 @@ class TestRotate(RotateBase):
         self.assertIn('volume snapshots Cinder is deleting: snap-03', text)
         self.assertEqual(['snap-03'], result.to_dict()['snapshots_deleting'])
 
+    def test_cinder_unreachable_while_watching_keeps_its_error(self):
+        now = [0.0]
+        self.useFixture(fixtures.MonkeyPatch('time.monotonic',
+                                             lambda: now[0]))
+        self.useFixture(fixtures.MonkeyPatch(
+            'time.sleep', lambda s: now.__setitem__(0, now[0] + s)))
+        down = exception.CinderUnavailable(operation='read',
+                                           snapshot_id='snap-01',
+                                           reason='connection refused')
+
+        class Down(FakeCinder):
+            def get_snapshot(self, snapshot_id):
+                if (snapshot_id, OWNER) in self.deleted:
+                    raise down
+                return {'id': snapshot_id, 'status': 'available'}
+
+        self.cinder = Down()
+        result = self.rotate()
+        self.assertEqual([], result.snapshots_deleted)
+        self.assertEqual([down] * 3, result.failures)
+        self.assertIn('reading it since failed',
+                      result.snapshots_left['snap-01'])
+
     def test_not_watched_each_is_named_as_being_deleted(self):
         result = rotation.rotate(self.glance, self.fake.images['img-05'], 2,
                                  'daily', self.cinder, delete_wait=None)

@@ -52,7 +52,7 @@ class TestWaitGone(_Clocked):
 
     def test_gone_at_once_or_after_deleting(self):
         cinder = _Cinder(a=[None], b=['deleting', 'deleting', None])
-        self.assertEqual(waits.Deletes(gone=['a', 'b']),
+        self.assertEqual(waits.Deletes(gone=['a', 'b'], seconds=30.0),
                          self.wait(cinder, ['a', 'b']))
         self.assertEqual(['a', 'b', 'b', 'b'], cinder.reads)
         self.assertEqual([waits.POLL, waits.POLL], self.clock.slept)
@@ -60,30 +60,47 @@ class TestWaitGone(_Clocked):
     def test_a_delete_cinder_failed_is_named_with_its_status(self):
         cinder = _Cinder(a=['deleting', 'error_deleting'],
                          b=['available'], c=[None])
-        self.assertEqual(waits.Deletes(gone=['c'], failed={
+        self.assertEqual(waits.Deletes(gone=['c'], seconds=30.0, failed={
             'a': "Cinder's delete failed (status error_deleting)",
             'b': "Cinder's delete failed (status available)"}),
             self.wait(cinder, ['a', 'b', 'c']))
 
-    def test_a_read_that_fails_is_named_and_not_read_again(self):
-        err = exception.CinderError(operation='read', snapshot_id='a',
-                                    reason='HTTP 503')
-        cinder = _Cinder(a=[err])
-        failed = self.wait(cinder, ['a']).failed
-        self.assertIn('reading it since failed', failed['a'])
-        self.assertIn('HTTP 503', failed['a'])
+    def test_a_read_that_fails_is_read_again(self):
+        blip = exception.CinderUnavailable(operation='read',
+                                           snapshot_id='a', reason='503')
+        cinder = _Cinder(a=[blip, 'deleting', None])
+        self.assertEqual(waits.Deletes(gone=['a'], seconds=30.0),
+                         self.wait(cinder, ['a']))
+
+    def test_reads_failing_until_the_end_keep_cinder_error(self):
+        err = exception.CinderUnavailable(operation='read',
+                                          snapshot_id='a', reason='HTTP 503')
+        cinder = _Cinder(a=[err], b=['deleting'])
+        deletes = self.wait(cinder, ['a', 'b'], seconds=3)
+        self.assertEqual({'a': err}, deletes.unread)
+        self.assertEqual(['b'], deletes.deleting)
+        self.assertEqual(
+            {'a': 'Cinder accepted its delete; reading it since failed: '
+                  '%s' % err.format_message(),
+             'b': 'Cinder still deleting it after 3 s'},
+            deletes.why_not_gone())
+
+    def test_an_id_given_twice_is_one_snapshot(self):
+        cinder = _Cinder(a=[None])
+        self.assertEqual(['a'], self.wait(cinder, ['a', 'a']).gone)
         self.assertEqual(['a'], cinder.reads)
 
     def test_still_deleting_when_the_wait_ends(self):
         cinder = _Cinder(a=['deleting'], b=['deleting', None])
-        self.assertEqual(waits.Deletes(gone=['b'], deleting=['a']),
+        self.assertEqual(waits.Deletes(gone=['b'], deleting=['a'],
+                                       seconds=5),
                          self.wait(cinder, ['a', 'b'], seconds=5))
         # Bounded: the polling ends at its deadline, not a poll later.
         self.assertEqual(5.0, self.clock.now)
 
     def test_nothing_to_wait_for_reads_nothing(self):
         cinder = _Cinder()
-        self.assertEqual(waits.Deletes(), self.wait(cinder, []))
+        self.assertEqual(waits.Deletes(seconds=30.0), self.wait(cinder, []))
         self.assertEqual(([], []), (cinder.reads, self.clock.slept))
 
 

@@ -157,8 +157,9 @@ class FakeCompute:
     :ivar statuses: the statuses the new server's reads answer, one each
         (the last repeats).
     :ivar fault: the ``fault`` of an ``ERROR`` server.
-    :ivar named: server name -> the servers its listing answers
-        (``named_error``: the error it raises instead).
+    :ivar named: server name -> the servers its listing answers, or a
+        callable answering them at each listing (``named_error``: the
+        error it raises instead).
     :ivar cinder: when set, the server's volumes are ``in-use`` in it
         from the create until the server is deleted.
     """
@@ -196,7 +197,8 @@ class FakeCompute:
     def servers_named(self, name):
         if self.named_error is not None:
             raise self.named_error
-        return list(self.named.get(name, ()))
+        listing = self.named.get(name, ())
+        return list(listing() if callable(listing) else listing)
 
     def get_server(self, server_id):
         if server_id in self.deleted:

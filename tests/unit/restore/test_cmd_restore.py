@@ -373,8 +373,13 @@ class TestRestoreInterrupted(RestoreCommandTestCase):
         self.assertEqual(130, code)
         document = json.loads(self.stdout.getvalue())
         self.assertEqual(130, document['exit_code'])
+        # The restore request in flight may have made its volume.
         self.assertEqual([{'kind': 'volume', 'id': 'vol-1',
-                           'fate': 'deleted'}], document['made'])
+                           'fate': 'deleted'},
+                          {'kind': 'volume', 'id': '(unknown)',
+                           'fate': 'unknown: interrupted while Cinder '
+                           'restored backup b-data-1111 into a volume named '
+                           'restore-%s-vdb' % fakes.IMAGE}], document['made'])
         self.assertIn('the restore was undone', document['error'])
         self.assertNotIn('left', document)
 
@@ -411,6 +416,10 @@ class TestRestoreInterrupted(RestoreCommandTestCase):
             '--no-progress', '--image', fakes.IMAGE, '--flavor', 'm1.small')
         self.assertEqual(130, code)
         document = json.loads(self.stdout.getvalue())
-        self.assertEqual([], document['made'])
-        self.assertEqual('interrupted; the restore was undone',
-                         document['error'])
+        [in_flight] = document['made']
+        self.assertEqual(('volume', '(unknown)'),
+                         (in_flight['kind'], in_flight['id']))
+        self.assertTrue(in_flight['fate'].startswith(
+            'unknown: interrupted while Cinder restored backup b-root-1111'))
+        self.assertTrue(document['error'].startswith(
+            'interrupted; the restore was undone'), document['error'])

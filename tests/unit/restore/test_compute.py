@@ -336,8 +336,22 @@ class TestServersNamed(ComputeServerTestCase):
         self.assertEqual([{'id': 's-1', 'name': 'web.1'}],
                          self.compute.servers_named('web.1'))
         [sent] = self.sent
-        self.assertEqual({'name': ['^web\\.1$']}, sent.query)
+        self.assertEqual({'name': ['^web\\.1$'], 'limit': ['200']},
+                         sent.query)
         self.assertEqual(MICROVERSION_HEADER, sent.microversion)
+
+    def test_every_page_is_read(self):
+        def page(sent):
+            marker = sent.query.get('marker', [None])[0]
+            start = int(marker[2:]) if marker else 0
+            return 200, {'servers': [
+                {'id': 's-%d' % i, 'name': 'web'}
+                for i in range(start + 1, min(start + 2, 3) + 1)]}
+        self.answer('GET', 'servers/detail', page)
+        found = self.compute.servers_named('web', page_size=2)
+        self.assertEqual(['s-1', 's-2', 's-3'], [s['id'] for s in found])
+        self.assertEqual([None, ['s-2']],
+                         [s.query.get('marker') for s in self.sent])
 
     def test_a_refused_create_made_nothing_an_unanswered_one_may_have(self):
         self.answer('POST', 'servers', 400, {'badRequest': {

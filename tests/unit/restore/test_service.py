@@ -545,6 +545,55 @@ class TestUnanswered(RestoreTestCase):
                           for m in err.made])
         self.assertEqual(['srv-made'], self.compute.deleted)
 
+    def test_a_server_not_yet_scheduled_is_read_until_it_shows_them(self):
+        # Nova lists a build request without its volumes.
+        self.compute.create_error = exception.ComputeUnavailable(
+            operation='create', resource='server web', reason='timed out')
+        listings = iter([[], [{'id': 'vol-1'}]])
+        self.compute.named['web'] = lambda: [
+            {'id': 'srv-made', 'name': 'web',
+             'created': '2026-12-07T08:00:02Z',
+             'os-extended-volumes:volumes_attached': next(listings)},
+            {'id': 'srv-old', 'name': 'web',
+             'created': '2026-12-01T08:00:02Z',
+             'os-extended-volumes:volumes_attached': []}]
+        err = self.assertFails()
+        self.assertEqual(['srv-made'], self.compute.deleted)
+        self.assertEqual(('server', 'srv-made', 'deleted'), (
+            err.made[0]['kind'], err.made[0]['id'], err.made[0]['fate']))
+        self.assertEqual([self.poll], self.clock.slept[:1])
+
+    def test_a_server_still_unproven_after_the_wait_is_named_left(self):
+        self.compute.create_error = exception.ComputeUnavailable(
+            operation='create', resource='server web', reason='timed out')
+        self.compute.named['web'] = [
+            {'id': 'srv-made', 'name': 'web', 'created': 'unreadable',
+             'os-extended-volumes:volumes_attached': []}]
+        err = self.assertFails()
+        [server] = [m for m in err.made if m['kind'] == 'server']
+        self.assertEqual('srv-made', server['id'])
+        self.assertEqual(
+            'left: Nova did not answer the create of server web; made '
+            "since, it showed no volumes in time: it may be that "
+            "restore's (not deleted: not proven)", server['fate'])
+        self.assertEqual([], self.compute.deleted)
+        self.assertGreaterEqual(self.clock.now - 1000.0, self.timeout)
+
+    def test_a_lookup_that_breaks_never_hides_the_failure(self):
+        self.cinder.restore_errors['b-data-1111'] = (
+            exception.CinderUnavailable(
+                operation='restore', resource='backup b-data-1111',
+                reason='reset'))
+        self.cinder.named_error = ValueError('no endpoint')
+        err = self.assertFails()
+        self.assertIn('reset', err.format_message())
+        [unknown] = [m for m in err.made if m['id'] == '(unknown)']
+        self.assertIn('could not be listed: no endpoint', unknown['fate'])
+
+    def test_a_volume_listed_without_an_id_is_not_named(self):
+        err = self._unanswered_restore([{'name': 'web-vdb'}])
+        self.assertEqual(['vol-1'], [m['id'] for m in err.made])
+
     def test_a_server_listing_that_fails_says_it_is_unknown(self):
         self.compute.create_error = exception.ComputeUnavailable(
             operation='create', resource='server web', reason='timed out')
@@ -559,6 +608,12 @@ class TestUnanswered(RestoreTestCase):
         self.assertEqual([], self.compute.deleted)
 
 
+#: What an interrupt during the second copy's restore request says.
+IN_FLIGHT = {'kind': 'volume', 'id': '(unknown)',
+             'fate': 'unknown: interrupted while Cinder restored backup '
+             'b-data-1111 into a volume named web-vdb'}
+
+
 class TestInterruptCarriesWhatWasMade(RestoreTestCase):
     """``restore_made``: the fates the command's interrupt report names."""
 
@@ -567,8 +622,9 @@ class TestInterruptCarriesWhatWasMade(RestoreTestCase):
         self.cinder.restore_errors['b-data-1111'] = interrupt
         err = self.assertRaises(KeyboardInterrupt, self.run_restore)
         self.assertIs(interrupt, err)
+        # The request in flight may have made its volume: said so.
         self.assertEqual([{'kind': 'volume', 'id': 'vol-1',
-                           'fate': 'deleted'}], err.restore_made)
+                           'fate': 'deleted'}, IN_FLIGHT], err.restore_made)
 
     def test_interrupted_waiting_for_the_server_carries_every_fate(self):
         self.compute.statuses = ['BUILD']
@@ -593,7 +649,8 @@ class TestInterruptCarriesWhatWasMade(RestoreTestCase):
             operation='delete', resource='volume vol-1', reason='reset')
         self.cinder.restore_errors['b-data-1111'] = KeyboardInterrupt()
         err = self.assertRaises(KeyboardInterrupt, self.run_restore)
-        [made] = err.restore_made
+        made, in_flight = err.restore_made
+        self.assertEqual(IN_FLIGHT, in_flight)
         self.assertEqual(('volume', 'vol-1'), (made['kind'], made['id']))
         self.assertTrue(made['fate'].startswith('left: '), made['fate'])
         self.assertIn('reset', made['fate'])
@@ -601,7 +658,10 @@ class TestInterruptCarriesWhatWasMade(RestoreTestCase):
     def test_interrupted_before_anything_was_made_carries_none(self):
         self.cinder.restore_errors['b-root-1111'] = KeyboardInterrupt()
         err = self.assertRaises(KeyboardInterrupt, self.run_restore)
-        self.assertEqual([], err.restore_made)
+        self.assertEqual([{
+            'kind': 'volume', 'id': '(unknown)',
+            'fate': 'unknown: interrupted while Cinder restored backup '
+            'b-root-1111 into a volume named web-vda'}], err.restore_made)
         self.assertEqual([], self.cinder.deleted)
 
     def test_other_errors_carry_nothing(self):
@@ -630,5 +690,5 @@ class TestSecondInterrupt(RestoreTestCase):
         err = self.assertRaises(KeyboardInterrupt, self.run_restore)
         self.assertEqual(
             [{'kind': 'volume', 'id': 'vol-1',
-              'fate': 'left: a second interrupt stopped the undo'}],
-            err.restore_made)
+              'fate': 'left: a second interrupt stopped the undo'},
+             IN_FLIGHT], err.restore_made)
