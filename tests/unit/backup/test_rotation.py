@@ -295,12 +295,14 @@ class TestRotate(RotateBase):
         self.assertEqual(['img-02'], again.deleted)
         self.assertEqual([], again.copying)
 
+    def freeze_time(self):
+        """Time moves only when the code sleeps (the deletes' wait)."""
+        clock = base.Clock(now=0.0)
+        self.useFixture(fixtures.MonkeyPatch('time.monotonic', clock))
+        self.useFixture(fixtures.MonkeyPatch('time.sleep', clock.sleep))
+
     def test_a_snapshot_cinder_fails_to_delete_is_left_not_deleted(self):
-        now = [0.0]
-        self.useFixture(fixtures.MonkeyPatch('time.monotonic',
-                                             lambda: now[0]))
-        self.useFixture(fixtures.MonkeyPatch(
-            'time.sleep', lambda s: now.__setitem__(0, now[0] + s)))
+        self.freeze_time()
         ends = {'snap-02': 'error_deleting', 'snap-03': 'deleting'}
 
         class Deleting(FakeCinder):
@@ -331,11 +333,7 @@ class TestRotate(RotateBase):
         self.assertEqual(['snap-03'], result.to_dict()['snapshots_deleting'])
 
     def test_cinder_unreachable_while_watching_keeps_its_error(self):
-        now = [0.0]
-        self.useFixture(fixtures.MonkeyPatch('time.monotonic',
-                                             lambda: now[0]))
-        self.useFixture(fixtures.MonkeyPatch(
-            'time.sleep', lambda s: now.__setitem__(0, now[0] + s)))
+        self.freeze_time()
         down = exception.CinderUnavailable(operation='read',
                                            snapshot_id='snap-01',
                                            reason='connection refused')
