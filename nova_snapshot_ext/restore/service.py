@@ -93,11 +93,13 @@ class RestoreResult:
         return '\n'.join(lines)
 
 
-def _text(err: BaseException) -> str:
-    """An error's message: ours formatted, any other's text."""
-    if isinstance(err, exception.SnapshotExtException):
-        return err.format_message()
-    return exception.reason_of(err)
+def _older(created: ty.Any, since: datetime.datetime) -> bool:
+    """Whether a ``created`` time (Cinder's, Nova's) is before ``since``.
+
+    An unreadable time is not older: what may be a restore's is named.
+    """
+    when = copies.parse_time(created)
+    return when is not None and when < since
 
 
 class Restore:
@@ -288,13 +290,13 @@ class Restore:
         except Exception as err:  # a lookup's failure never hides the first
             return [{'kind': 'volume', 'id': '(unknown)',
                      'fate': 'unknown: %s, and the volumes of that name '
-                     'could not be listed: %s' % (why, _text(err))}]
+                     'could not be listed: %s'
+                     % (why, exception.reason_of(err))}]
         since = sent_at - datetime.timedelta(seconds=CLOCK_SLACK_S)
         fates = []
         for volume in found:
-            created = copies.parse_time(volume.get('created_at'))
             if not volume.get('id') or volume.get('id') in known or \
-                    (created and created < since):
+                    _older(volume.get('created_at'), since):
                 continue
             fates.append({'kind': 'volume', 'id': str(volume.get('id')),
                           'fate': 'left: %s; made since, it may be that '
@@ -345,12 +347,13 @@ class Restore:
                 state['unanswered'] = [{
                     'kind': 'server', 'id': '(unknown)',
                     'fate': 'unknown: %s, and the servers of that name '
-                    'could not be listed: %s' % (why, _text(err))}]
+                    'could not be listed: %s'
+                    % (why, exception.reason_of(err))}]
                 return
             unproven = []
             for server in found:
-                created = copies.parse_time(server.get('created'))
-                if not server.get('id') or (created and created < since):
+                if not server.get('id') or _older(server.get('created'),
+                                                  since):
                     continue
                 attached = {v.get('id') for v in server.get(
                     'os-extended-volumes:volumes_attached') or ()
